@@ -1,0 +1,5 @@
+import sys
+
+from minibroker.cli import main
+
+sys.exit(main())

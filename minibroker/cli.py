@@ -1,0 +1,77 @@
+"""`minibroker serve` runs a broker; `minibroker dump-log` prints segments and indexes."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+from minibroker.config import BrokerConfig, ConfigError, load_config, parse_overrides
+
+
+def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = sub.add_parser("serve", help="run a broker until SIGTERM/SIGINT")
+    serve.add_argument("--config", type=Path, help="a server.properties file")
+    serve.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE", help="a broker setting"
+    )
+    serve.add_argument("--listen", metavar="HOST:PORT", help="PLAINTEXT listener (port 0: any)")
+    serve.add_argument("--advertised", metavar="HOST:PORT", help="address told to clients")
+    serve.add_argument("--data-dir", type=Path, help="log.dirs")
+    serve.add_argument("--in-memory", action="store_true", help="keep logs in memory only")
+    serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+
+
+def serve_config(args: argparse.Namespace) -> BrokerConfig:
+    settings = parse_overrides(args.override)
+    if args.listen:
+        settings["listeners"] = f"PLAINTEXT://{args.listen}"
+    if args.advertised:
+        settings["advertised.listeners"] = f"PLAINTEXT://{args.advertised}"
+    if args.data_dir:
+        settings["log.dirs"] = str(args.data_dir)
+    return load_config(args.config, settings, os.environ)
+
+
+async def _serve(config: BrokerConfig, in_memory: bool) -> None:
+    from minibroker.server.broker import Broker
+
+    broker = Broker(config, in_memory=in_memory)
+    await broker.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    print(f"minibroker ready on {broker.bootstrap_servers}", flush=True)
+    await stop.wait()
+    logging.getLogger(__name__).info("stopping")
+    await broker.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="minibroker", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    _serve_parser(sub)
+    dump = sub.add_parser("dump-log", help="print .log/.index/.timeindex files", add_help=False)
+    dump.add_argument("rest", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    if args.command == "dump-log":
+        from minibroker.log.dump import dump_log_main
+
+        return dump_log_main(args.rest)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        config = serve_config(args)
+    except (ConfigError, OSError) as exc:
+        print(f"minibroker: {exc}", file=sys.stderr)
+        return 2
+    asyncio.run(_serve(config, args.in_memory))
+    return 0

@@ -1,0 +1,272 @@
+"""Topics, partitions and their configs: the broker state that handlers read and change.
+
+A single node leads every partition, so the high watermark is the log end offset. Topic
+ids live in each partition's `partition.metadata` (written by the log); topic-level config
+overrides are kept in `<data dir>/minibroker-topic-configs.json` so they survive restarts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from minibroker.config import BrokerConfig, validate_topic_configs
+from minibroker.log.config import LogConfig
+from minibroker.log.manager import LogManager
+from minibroker.log.base import PartitionLog
+from minibroker.protocol.errors import ErrorCode
+from minibroker.records.validate import ValidationConfig
+
+TOPIC_CONFIGS_FILE = "minibroker-topic-configs.json"
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class TopicError(Exception):
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+def check_topic_name(name: str) -> None:
+    """Kafka's `Topic.validate`: INVALID_TOPIC_EXCEPTION for names it would refuse."""
+    if not name:
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise TopicError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters",
+        )
+    if not _LEGAL_TOPIC_NAME.fullmatch(name):
+        raise TopicError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"Topic name \"{name}\" is illegal, it contains a character other than "
+            "ASCII alphanumerics, '.', '_' and '-'",
+        )
+
+
+AppendListener = Callable[["Partition"], None]
+
+
+@dataclass(eq=False)
+class Partition:
+    topic: str
+    index: int
+    log: PartitionLog
+    leader_epoch: int = 0
+    append_listeners: set[AppendListener] = field(default_factory=set)
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.high_watermark
+
+    def notify_appended(self) -> None:
+        for listener in list(self.append_listeners):
+            listener(self)
+
+
+@dataclass(eq=False)
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[Partition]
+    configs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+class Cluster:
+    def __init__(self, config: BrokerConfig, logs: LogManager, data_dir: Path | None) -> None:
+        self.config = config
+        self.logs = logs
+        self.data_dir = data_dir
+        self.topics: dict[str, Topic] = {}
+        self.topics_by_id: dict[uuid.UUID, Topic] = {}
+
+    def load(self) -> None:
+        stored_configs = self._read_topic_configs()
+        by_topic: dict[str, list[PartitionLog]] = {}
+        for partition_log in self.logs.load():
+            by_topic.setdefault(partition_log.topic, []).append(partition_log)
+        for name, logs in by_topic.items():
+            logs.sort(key=lambda plog: plog.partition)
+            topic = Topic(name, logs[0].topic_id, [], stored_configs.get(name, {}))
+            topic.partitions = [Partition(name, plog.partition, plog) for plog in logs]
+            self._register(topic)
+        for topic in self.topics.values():
+            self._apply_log_config(topic)
+
+    def _register(self, topic: Topic) -> None:
+        self.topics[topic.name] = topic
+        self.topics_by_id[topic.topic_id] = topic
+
+    def partition(self, topic: str, index: int) -> Partition | None:
+        found = self.topics.get(topic)
+        if found is None or not 0 <= index < len(found.partitions):
+            return None
+        return found.partitions[index]
+
+    def partitions(self) -> Iterator[Partition]:
+        for topic in self.topics.values():
+            yield from topic.partitions
+
+    def create_topic(
+        self, name: str, num_partitions: int, configs: Mapping[str, str] | None = None
+    ) -> Topic:
+        self.check_new_topic(name, num_partitions, configs or {})
+        topic = Topic(name, uuid.uuid4(), [], dict(configs or {}))
+        log_config = self.log_config(topic)
+        topic.partitions = [
+            Partition(name, index, self.logs.create(name, index, topic.topic_id, log_config))
+            for index in range(num_partitions)
+        ]
+        self._register(topic)
+        self._write_topic_configs()
+        return topic
+
+    def check_new_topic(self, name: str, num_partitions: int, configs: Mapping[str, str]) -> None:
+        check_topic_name(name)
+        if name in self.topics:
+            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if num_partitions < 1:
+            raise TopicError(
+                ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0."
+            )
+        self._check_configs(configs)
+
+    def _check_configs(self, configs: Mapping[str, str | None]) -> None:
+        try:
+            validate_topic_configs(configs)
+        except ValueError as exc:
+            raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from exc
+
+    def delete_topic(self, name: str) -> Topic:
+        topic = self.topics.pop(name, None)
+        if topic is None:
+            raise TopicError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic."
+            )
+        del self.topics_by_id[topic.topic_id]
+        for partition in topic.partitions:
+            self.logs.delete(name, partition.index)
+        self._write_topic_configs()
+        return topic
+
+    def add_partitions(self, name: str, total: int) -> None:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+            )
+        self.check_partition_increase(topic, total)
+        log_config = self.log_config(topic)
+        for index in range(len(topic.partitions), total):
+            plog = self.logs.create(name, index, topic.topic_id, log_config)
+            topic.partitions.append(Partition(name, index, plog))
+
+    @staticmethod
+    def check_partition_increase(topic: Topic, total: int) -> None:
+        current = len(topic.partitions)
+        if total < current:
+            raise TopicError(
+                ErrorCode.INVALID_PARTITIONS,
+                f"Topic currently has {current} partitions, which is higher than the "
+                f"requested {total}.",
+            )
+        if total == current:
+            raise TopicError(
+                ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions."
+            )
+
+    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        """Replace the topic's overrides (AlterConfigs semantics)."""
+        topic = self._existing(name)
+        self._check_configs(configs)
+        topic.configs = dict(configs)
+        self._apply_log_config(topic)
+        self._write_topic_configs()
+
+    def check_topic_configs(self, configs: Mapping[str, str | None]) -> None:
+        self._check_configs(configs)
+
+    def _existing(self, name: str) -> Topic:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+            )
+        return topic
+
+    def topic_value(self, topic: Topic, name: str) -> str:
+        return self.config.topic_value(topic.configs, name)
+
+    def log_config(self, topic: Topic) -> LogConfig:
+        return self.default_log_config(self.config, topic.configs)
+
+    @staticmethod
+    def default_log_config(
+        config: BrokerConfig, overrides: Mapping[str, str] | None = None
+    ) -> LogConfig:
+        def value(name: str) -> int:
+            return int(config.topic_value(overrides or {}, name))
+
+        return LogConfig(
+            segment_bytes=value("segment.bytes"),
+            segment_ms=value("segment.ms"),
+            segment_index_bytes=value("segment.index.bytes"),
+            index_interval_bytes=value("index.interval.bytes"),
+            retention_ms=value("retention.ms"),
+            retention_bytes=value("retention.bytes"),
+            flush_messages=value("flush.messages"),
+            flush_ms=value("flush.ms"),
+            fsync_on_ack=config.get_bool("minibroker.fsync.on.ack"),
+        )
+
+    def _apply_log_config(self, topic: Topic) -> None:
+        log_config = self.log_config(topic)
+        for partition in topic.partitions:
+            partition.log.update_config(log_config)
+
+    def validation_config(self, topic: Topic) -> ValidationConfig:
+        return ValidationConfig(
+            timestamp_type=self.topic_value(topic, "message.timestamp.type"),
+            timestamp_before_max_ms=int(self.topic_value(topic, "message.timestamp.before.max.ms")),
+            timestamp_after_max_ms=int(self.topic_value(topic, "message.timestamp.after.max.ms")),
+            max_message_bytes=int(self.topic_value(topic, "max.message.bytes")),
+            compression_type=self.topic_value(topic, "compression.type"),
+            max_decompressed_bytes=self.config.get_int("minibroker.max.decompressed.batch.bytes"),
+        )
+
+    def _configs_path(self) -> Path | None:
+        return None if self.data_dir is None else self.data_dir / TOPIC_CONFIGS_FILE
+
+    def _read_topic_configs(self) -> dict[str, dict[str, str]]:
+        path = self._configs_path()
+        if path is None or not path.exists():
+            return {}
+        stored: dict[str, dict[str, str]] = json.loads(path.read_text())
+        return stored
+
+    def _write_topic_configs(self) -> None:
+        path = self._configs_path()
+        if path is None:
+            return
+        content = {name: topic.configs for name, topic in self.topics.items() if topic.configs}
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(content, indent=1, sort_keys=True))
+        os.replace(temporary, path)

@@ -1,0 +1,371 @@
+"""Broker and topic configuration, by Apache Kafka's names.
+
+Broker settings come from a `server.properties` file, then environment variables
+`MINIBROKER_<NAME>` (dots as underscores, upper case), then `--override key=value`, each
+later source winning. Topic settings are Kafka's topic-level names; a topic's effective value
+is its own override, else the broker synonym that was set, else Kafka's default.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from pathlib import Path
+
+LONG_MAX = 9223372036854775807
+
+
+class ConfigType(IntEnum):
+    """Kafka's DescribeConfigs ConfigType values."""
+
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class ConfigSource(IntEnum):
+    """Kafka's DescribeConfigs ConfigSource values."""
+
+    UNKNOWN = 0
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+class ConfigError(ValueError):
+    """A setting that Kafka would refuse (unknown name for topics, bad value)."""
+
+
+@dataclass(frozen=True)
+class ConfigDef:
+    name: str
+    type: ConfigType
+    default: str | None
+    doc: str = ""
+    read_only: bool = True
+    sensitive: bool = False
+
+
+def _broker(name: str, type_: ConfigType, default: str | None, doc: str = "") -> ConfigDef:
+    return ConfigDef(name, type_, default, doc)
+
+
+B, S, I, L, LI = ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG, ConfigType.LIST
+
+BROKER_CONFIGS: dict[str, ConfigDef] = {
+    d.name: d
+    for d in [
+        _broker("node.id", I, "1", "This broker's id."),
+        _broker("broker.id", I, None, "Synonym of node.id."),
+        _broker("cluster.id", S, None, "Cluster id; generated and kept in meta.properties."),
+        _broker("listeners", LI, "PLAINTEXT://127.0.0.1:9092"),
+        _broker("advertised.listeners", LI, None),
+        _broker("listener.security.protocol.map", LI, "PLAINTEXT:PLAINTEXT"),
+        _broker("log.dirs", S, None),
+        _broker("log.dir", S, "/tmp/kafka-logs"),
+        _broker("num.partitions", I, "1"),
+        _broker("default.replication.factor", I, "1"),
+        _broker("auto.create.topics.enable", B, "true"),
+        _broker("delete.topic.enable", B, "true"),
+        _broker("socket.request.max.bytes", I, "104857600"),
+        _broker("message.max.bytes", I, "1048588"),
+        _broker("compression.type", S, "producer"),
+        _broker("log.cleanup.policy", LI, "delete"),
+        _broker("log.segment.bytes", I, "1073741824"),
+        _broker("log.roll.ms", L, None),
+        _broker("log.roll.hours", I, "168"),
+        _broker("log.index.size.max.bytes", I, "10485760"),
+        _broker("log.index.interval.bytes", I, "4096"),
+        _broker("log.retention.ms", L, None),
+        _broker("log.retention.minutes", I, None),
+        _broker("log.retention.hours", I, "168"),
+        _broker("log.retention.bytes", L, "-1"),
+        _broker("log.retention.check.interval.ms", L, "300000"),
+        _broker("log.flush.interval.messages", L, str(LONG_MAX)),
+        _broker("log.flush.interval.ms", L, None),
+        _broker("log.flush.scheduler.interval.ms", L, str(LONG_MAX)),
+        _broker("log.message.timestamp.type", S, "CreateTime"),
+        _broker("log.message.timestamp.before.max.ms", L, str(LONG_MAX)),
+        _broker("log.message.timestamp.after.max.ms", L, "3600000"),
+        _broker("min.insync.replicas", I, "1"),
+        _broker("unclean.leader.election.enable", B, "false"),
+        _broker("log.cleaner.delete.retention.ms", L, "86400000"),
+        _broker("log.cleaner.min.compaction.lag.ms", L, "0"),
+        _broker("log.cleaner.max.compaction.lag.ms", L, str(LONG_MAX)),
+        _broker("log.cleaner.min.cleanable.ratio", ConfigType.DOUBLE, "0.5"),
+        _broker("log.segment.delete.delay.ms", L, "60000"),
+        _broker("log.preallocate", B, "false"),
+        _broker("producer.id.expiration.ms", I, "86400000"),
+        _broker("transaction.max.timeout.ms", I, "900000"),
+        _broker("group.initial.rebalance.delay.ms", I, "0", "minibroker's default is 0."),
+        _broker("group.min.session.timeout.ms", I, "6000"),
+        _broker("group.max.session.timeout.ms", I, "1800000"),
+        _broker("offsets.topic.num.partitions", I, "50"),
+        _broker("offsets.retention.minutes", I, "10080"),
+        _broker(
+            "minibroker.fsync.on.ack",
+            B,
+            "false",
+            "fsync a partition before acknowledging a produce (power-loss safety).",
+        ),
+        _broker(
+            "minibroker.max.decompressed.batch.bytes",
+            I,
+            "67108864",
+            "Upper bound on a compressed batch's decompressed size when validating it.",
+        ),
+    ]
+}
+
+
+@dataclass(frozen=True)
+class TopicConfigDef:
+    name: str
+    type: ConfigType
+    default: str
+    broker_synonyms: tuple[str, ...]
+
+
+def _topic(name: str, type_: ConfigType, default: str, *synonyms: str) -> TopicConfigDef:
+    return TopicConfigDef(name, type_, default, synonyms)
+
+
+TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
+    d.name: d
+    for d in [
+        _topic("cleanup.policy", LI, "delete", "log.cleanup.policy"),
+        _topic("compression.type", S, "producer", "compression.type"),
+        _topic("delete.retention.ms", L, "86400000", "log.cleaner.delete.retention.ms"),
+        _topic("file.delete.delay.ms", L, "60000", "log.segment.delete.delay.ms"),
+        _topic("flush.messages", L, str(LONG_MAX), "log.flush.interval.messages"),
+        _topic("flush.ms", L, str(LONG_MAX), "log.flush.interval.ms"),
+        _topic("index.interval.bytes", I, "4096", "log.index.interval.bytes"),
+        _topic("max.compaction.lag.ms", L, str(LONG_MAX), "log.cleaner.max.compaction.lag.ms"),
+        _topic("max.message.bytes", I, "1048588", "message.max.bytes"),
+        _topic("message.timestamp.type", S, "CreateTime", "log.message.timestamp.type"),
+        _topic(
+            "message.timestamp.before.max.ms",
+            L,
+            str(LONG_MAX),
+            "log.message.timestamp.before.max.ms",
+        ),
+        _topic("message.timestamp.after.max.ms", L, "3600000", "log.message.timestamp.after.max.ms"),
+        _topic("min.cleanable.dirty.ratio", ConfigType.DOUBLE, "0.5", "log.cleaner.min.cleanable.ratio"),
+        _topic("min.compaction.lag.ms", L, "0", "log.cleaner.min.compaction.lag.ms"),
+        _topic("min.insync.replicas", I, "1", "min.insync.replicas"),
+        _topic("preallocate", B, "false", "log.preallocate"),
+        _topic(
+            "retention.bytes",
+            L,
+            "-1",
+            "log.retention.bytes",
+        ),
+        _topic(
+            "retention.ms",
+            L,
+            "604800000",
+            "log.retention.ms",
+            "log.retention.minutes",
+            "log.retention.hours",
+        ),
+        _topic("segment.bytes", I, "1073741824", "log.segment.bytes"),
+        _topic("segment.index.bytes", I, "10485760", "log.index.size.max.bytes"),
+        _topic("segment.jitter.ms", L, "0", "log.roll.jitter.ms"),
+        _topic("segment.ms", L, "604800000", "log.roll.ms", "log.roll.hours"),
+        _topic(
+            "unclean.leader.election.enable", B, "false", "unclean.leader.election.enable"
+        ),
+    ]
+}
+
+_SYNONYM_SCALE_TO_MS = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000,
+                        "log.roll.hours": 3_600_000}
+
+
+def validate_value(type_: ConfigType, name: str, value: str) -> None:
+    """Raise ConfigError when `value` cannot be parsed as `type_`."""
+    try:
+        if type_ in (ConfigType.INT, ConfigType.SHORT, ConfigType.LONG):
+            int(value)
+        elif type_ == ConfigType.DOUBLE:
+            float(value)
+        elif type_ == ConfigType.BOOLEAN and value.lower() not in ("true", "false"):
+            raise ValueError(value)
+    except ValueError as exc:
+        raise ConfigError(f"Invalid value {value} for configuration {name}") from exc
+
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
+    for name, value in configs.items():
+        definition = TOPIC_CONFIGS.get(name)
+        if definition is None:
+            raise ConfigError(f"Unknown topic config name: {name}")
+        if value is not None:
+            validate_value(definition.type, name, value)
+        if name == "message.timestamp.type" and value not in (None, "CreateTime", "LogAppendTime"):
+            raise ConfigError(f"Invalid value {value} for configuration {name}")
+        if name == "compression.type" and value not in (
+            None, "producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"
+        ):
+            raise ConfigError(f"Invalid value {value} for configuration {name}")
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> Listener:
+        name, sep, address = text.strip().partition("://")
+        if not sep:
+            raise ConfigError(f"listener {text!r} is not NAME://HOST:PORT")
+        host, colon, port = address.rpartition(":")
+        if not colon:
+            raise ConfigError(f"listener {text!r} has no port")
+        host = host.strip("[]") or "0.0.0.0"
+        return cls(name.upper(), host, int(port))
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """Explicitly set broker properties (name -> string) and where each came from."""
+
+    values: Mapping[str, str] = field(default_factory=dict)
+
+    def raw(self, name: str) -> str | None:
+        if name in self.values:
+            return self.values[name]
+        definition = BROKER_CONFIGS.get(name)
+        return definition.default if definition else None
+
+    def get_int(self, name: str) -> int:
+        value = self.raw(name)
+        if value is None:
+            raise ConfigError(f"{name} has no value")
+        return int(value)
+
+    def get_bool(self, name: str) -> bool:
+        return (self.raw(name) or "false").lower() == "true"
+
+    def get_str(self, name: str) -> str:
+        return self.raw(name) or ""
+
+    def source(self, name: str) -> ConfigSource:
+        if name in self.values:
+            return ConfigSource.STATIC_BROKER_CONFIG
+        return ConfigSource.DEFAULT_CONFIG
+
+    def with_values(self, **overrides: str) -> BrokerConfig:
+        return BrokerConfig({**self.values, **overrides})
+
+    @property
+    def node_id(self) -> int:
+        return int(self.values.get("node.id") or self.values.get("broker.id") or "1")
+
+    @property
+    def listeners(self) -> list[Listener]:
+        return [Listener.parse(item) for item in self.get_str("listeners").split(",") if item]
+
+    @property
+    def advertised_listeners(self) -> list[Listener]:
+        text = self.raw("advertised.listeners")
+        if not text:
+            return self.listeners
+        return [Listener.parse(item) for item in text.split(",") if item]
+
+    @property
+    def data_dir(self) -> Path | None:
+        text = self.raw("log.dirs") or self.raw("log.dir")
+        return Path(text.split(",")[0]) if text else None
+
+    def topic_default(self, name: str) -> tuple[str, ConfigSource, str | None]:
+        """The value a topic without an override gets: (value, source, synonym name)."""
+        definition = TOPIC_CONFIGS[name]
+        for synonym in definition.broker_synonyms:
+            if synonym in self.values:
+                value = self.values[synonym]
+                scale = _SYNONYM_SCALE_TO_MS.get(synonym)
+                if scale is not None:
+                    value = str(int(value) * scale)
+                return value, ConfigSource.STATIC_BROKER_CONFIG, synonym
+        return definition.default, ConfigSource.DEFAULT_CONFIG, None
+
+    def topic_value(self, overrides: Mapping[str, str], name: str) -> str:
+        if name in overrides:
+            return overrides[name]
+        return self.topic_default(name)[0]
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java .properties essentials: `key=value` or `key: value`, `#`/`!` comments."""
+    result: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        for index, char in enumerate(line):
+            if char in "=:":
+                result[line[:index].strip()] = line[index + 1 :].strip()
+                break
+        else:
+            result[line] = ""
+    return result
+
+
+def from_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """`MINIBROKER_LOG_RETENTION_MS=1` -> `log.retention.ms=1`, for known names only."""
+    known = {name.replace(".", "_").upper(): name for name in BROKER_CONFIGS}
+    result: dict[str, str] = {}
+    for key, value in environ.items():
+        if key.startswith("MINIBROKER_"):
+            name = known.get(key[len("MINIBROKER_") :])
+            if name is not None:
+                result[name] = value
+    return result
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"override {item!r} is not key=value")
+        result[name.strip()] = value.strip()
+    return result
+
+
+def load_config(
+    properties_file: Path | None = None,
+    overrides: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> BrokerConfig:
+    values: dict[str, str] = {}
+    if properties_file is not None:
+        values.update(parse_properties(properties_file.read_text()))
+    values.update(from_environment(os.environ if environ is None else environ))
+    values.update(overrides or {})
+    for name, value in values.items():
+        definition = BROKER_CONFIGS.get(name)
+        if definition is not None:
+            validate_value(definition.type, name, value)
+    return BrokerConfig(values)
+
+
+def new_cluster_id() -> str:
+    """Kafka's format: a random UUID in URL-safe base64 without padding (22 characters)."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

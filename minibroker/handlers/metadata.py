@@ -1,0 +1,131 @@
+"""Metadata (key 3), versions 0-12.
+
+Behaviour: this node is every partition's leader, only replica and only ISR member, and the
+controller. Topic ids are stable, non-zero UUIDs kept in `partition.metadata`. Unknown
+topics are created with `num.partitions` when `auto.create.topics.enable` is true and the
+request allows it (v4+; always allowed before), otherwise UNKNOWN_TOPIC_OR_PARTITION;
+illegal names get INVALID_TOPIC_EXCEPTION. Topics requested by id only (v12) that we don't
+know get UNKNOWN_TOPIC_ID.
+
+Version notes: the topic list means "all topics" when it is empty at v0 and when it is null
+at v1+; an empty list at v1+ means none. Authorized operations are not computed
+(INT32_MIN, Kafka's "not requested" value).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from minibroker.cluster.state import Cluster, Topic, TopicError, check_topic_name
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+
+_Broker = struct_type(ApiKey.Metadata, "response", "MetadataResponseBroker")
+_Topic = struct_type(ApiKey.Metadata, "response", "MetadataResponseTopic")
+_Partition = struct_type(ApiKey.Metadata, "response", "MetadataResponseTopic", "MetadataResponsePartition")
+_NULL_TOPIC_ID = uuid.UUID(int=0)
+
+
+def _wants_all_topics(ctx: RequestContext, request: Any) -> bool:
+    if ctx.api_version == 0:
+        return not request.topics
+    return request.topics is None
+
+
+def _topic_entry(topic: Topic, node_id: int) -> Any:
+    return _Topic(
+        error_code=ErrorCode.NO_ERROR,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.internal,
+        partitions=[
+            _Partition(
+                error_code=ErrorCode.NO_ERROR,
+                partition_index=partition.index,
+                leader_id=node_id,
+                leader_epoch=partition.leader_epoch,
+                replica_nodes=[node_id],
+                isr_nodes=[node_id],
+                offline_replicas=[],
+            )
+            for partition in topic.partitions
+        ],
+        authorized_operations=None,
+    )
+
+
+def _error_entry(name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> Any:
+    return _Topic(
+        error_code=error,
+        name=name,
+        topic_id=topic_id,
+        is_internal=False,
+        partitions=[],
+        authorized_operations=None,
+    )
+
+
+def _find_or_create(ctx: RequestContext, cluster: Cluster, name: str, allow_create: bool) -> Any:
+    topic = cluster.topics.get(name)
+    if topic is not None:
+        return _topic_entry(topic, ctx.broker.node_id)
+    try:
+        check_topic_name(name)
+    except TopicError as exc:
+        return _error_entry(name, _NULL_TOPIC_ID, exc.error_code)
+    config = ctx.broker.config
+    if not (allow_create and config.get_bool("auto.create.topics.enable")):
+        return _error_entry(name, _NULL_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    try:
+        topic = cluster.create_topic(name, config.get_int("num.partitions"))
+    except TopicError as exc:
+        return _error_entry(name, _NULL_TOPIC_ID, exc.error_code)
+    return _topic_entry(topic, ctx.broker.node_id)
+
+
+def _requested_topics(ctx: RequestContext, request: Any) -> list[Any]:
+    cluster = ctx.broker.cluster
+    allow_create = ctx.api_version < 4 or request.allow_auto_topic_creation
+    entries = []
+    for wanted in request.topics:
+        topic_id = wanted.topic_id if ctx.api_version >= 10 else None
+        if wanted.name is None and topic_id not in (None, _NULL_TOPIC_ID):
+            topic = cluster.topics_by_id.get(topic_id)
+            entries.append(
+                _topic_entry(topic, ctx.broker.node_id)
+                if topic is not None
+                else _error_entry(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
+            )
+        else:
+            entries.append(_find_or_create(ctx, cluster, wanted.name or "", allow_create))
+    return entries
+
+
+def broker_entries(ctx: RequestContext) -> list[Any]:
+    host, port = ctx.broker.advertised_endpoint(ctx.listener)
+    return [_Broker(node_id=ctx.broker.node_id, host=host, port=port, rack=None)]
+
+
+@handles(ApiKey.Metadata, 0, 12)
+async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
+    if _wants_all_topics(ctx, request):
+        topics = [
+            _topic_entry(topic, ctx.broker.node_id)
+            for topic in ctx.broker.cluster.topics.values()
+        ]
+    else:
+        topics = _requested_topics(ctx, request)
+    return new_response(
+        ApiKey.Metadata,
+        ctx.api_version,
+        throttle_time_ms=0,
+        brokers=broker_entries(ctx),
+        cluster_id=ctx.broker.cluster_id,
+        controller_id=ctx.broker.node_id,
+        topics=topics,
+        authorized_operations=None,
+    )

@@ -1,0 +1,168 @@
+"""Request decoding and response encoding over kafka-python's generated message classes.
+
+The rest of the broker never imports `kafka.protocol`; it gets request objects from
+`decode_request` and turns response objects into frames with `encode_response`.
+kafka-python's `decode()` neither rejects trailing bytes nor, for some versions, a frame cut
+short, so decoding here always checks that the body ends exactly at the frame's end and
+turns any decoder exception into `MalformedRequest`.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.protocol.api_message import ApiMessage
+
+from minibroker.protocol.api_keys import ApiKey
+
+_KEY_VERSION_CORRELATION = struct.Struct(">hhi")
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_EMPTY_TAGGED_FIELDS = b"\x00"
+
+
+class MalformedRequest(Exception):
+    """The frame cannot be a valid request: the connection that sent it is closed."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str
+
+
+def _message_classes() -> dict[tuple[int, str], type[ApiMessage]]:
+    classes: dict[tuple[int, str], type[ApiMessage]] = {}
+    pending = list(ApiMessage.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls._class_version is None and getattr(cls, "_json", None):
+            classes[(cls.API_KEY, cls.type)] = cls
+    return classes
+
+
+_CLASSES = _message_classes()
+
+
+def request_class(api_key: int) -> type[ApiMessage] | None:
+    return _CLASSES.get((api_key, "request"))
+
+
+def response_class(api_key: int) -> type[ApiMessage]:
+    return _CLASSES[(api_key, "response")]
+
+
+def is_flexible(api_key: int, api_version: int) -> bool:
+    cls = request_class(api_key)
+    return cls is not None and bool(cls.flexible_version_q(api_version))
+
+
+def peek_key_version_correlation(frame: memoryview) -> tuple[int, int, int]:
+    if len(frame) < _KEY_VERSION_CORRELATION.size:
+        raise MalformedRequest("frame shorter than a request header")
+    key, version, correlation_id = _KEY_VERSION_CORRELATION.unpack_from(frame, 0)
+    return key, version, correlation_id
+
+
+def _read_uvarint(data: memoryview, pos: int) -> tuple[int, int]:
+    value = 0
+    shift = 0
+    while True:
+        if pos >= len(data) or shift > 28:
+            raise MalformedRequest("bad unsigned varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def _skip_tagged_fields(data: memoryview, pos: int) -> int:
+    count, pos = _read_uvarint(data, pos)
+    for _ in range(count):
+        _, pos = _read_uvarint(data, pos)
+        size, pos = _read_uvarint(data, pos)
+        pos += size
+        if pos > len(data):
+            raise MalformedRequest("tagged field runs past the frame")
+    return pos
+
+
+def decode_header(frame: memoryview) -> tuple[RequestHeader, int]:
+    """Header v1 (or v2 when the API version is flexible); returns it and the body position.
+
+    The client id is always an INT16-length string, even in header v2; null becomes "".
+    """
+    api_key, api_version, correlation_id = peek_key_version_correlation(frame)
+    pos = _KEY_VERSION_CORRELATION.size
+    if len(frame) < pos + 2:
+        raise MalformedRequest("frame ends before the client id")
+    (length,) = _INT16.unpack_from(frame, pos)
+    pos += 2
+    client_id = ""
+    if length > 0:
+        if pos + length > len(frame):
+            raise MalformedRequest("client id runs past the frame")
+        try:
+            client_id = bytes(frame[pos : pos + length]).decode()
+        except UnicodeDecodeError as exc:
+            raise MalformedRequest("client id is not UTF-8") from exc
+        pos += length
+    elif length < -1:
+        raise MalformedRequest("negative client id length")
+    if is_flexible(api_key, api_version):
+        pos = _skip_tagged_fields(frame, pos)
+    return RequestHeader(api_key, api_version, correlation_id, client_id), pos
+
+
+def decode_body(api_key: int, api_version: int, frame: memoryview, pos: int) -> Any:
+    cls = request_class(api_key)
+    if cls is None or not 0 <= api_version <= cls.max_version:
+        raise MalformedRequest(f"no codec for API {api_key} v{api_version}")
+    flexible = cls.flexible_version_q(api_version)
+    try:
+        decode = cls._struct.compiled_decode_from(
+            api_version, compact=flexible, tagged=flexible, data_class=cls[None]
+        )
+        body, end = decode(frame, pos)
+    except Exception as exc:  # the generated decoder raises many kinds on bad input
+        raise MalformedRequest(f"cannot decode {ApiKey.name_of(api_key)} v{api_version}") from exc
+    if end != len(frame):
+        raise MalformedRequest(f"{len(frame) - end} bytes left after the request body")
+    body._version = api_version
+    return body
+
+
+def encode_response(
+    api_key: int, api_version: int, correlation_id: int, body: ApiMessage
+) -> bytearray:
+    """A whole response frame: size, header (v1 when flexible, except ApiVersions), body."""
+    encoded = body.encode(version=api_version)
+    flexible_header = api_key != ApiKey.ApiVersions and is_flexible(api_key, api_version)
+    header_size = 5 if flexible_header else 4
+    frame = bytearray(4 + header_size)
+    _INT32.pack_into(frame, 0, header_size + len(encoded))
+    _INT32.pack_into(frame, 4, correlation_id)
+    if flexible_header:
+        frame[8:9] = _EMPTY_TAGGED_FIELDS
+    frame += encoded
+    return frame
+
+
+def new_response(api_key: int, api_version: int, **fields: Any) -> Any:
+    return response_class(api_key)(version=api_version, **fields)
+
+
+def struct_type(api_key: int, kind: str, *path: str) -> Any:
+    """A nested struct class of a message, e.g. struct_type(Produce, "response",
+    "TopicProduceResponse", "PartitionProduceResponse")."""
+    cls: Any = _CLASSES[(api_key, kind)]
+    for name in path:
+        cls = getattr(cls, name)
+    return cls

@@ -1,0 +1,133 @@
+"""A broker: its state (cluster, logs, producers) and its asyncio listeners.
+
+`Broker.start()` loads the logs, binds every listener (port 0 picks a free one) and starts
+the retention and flush timers; `Broker.stop()` stops accepting, lets in-flight requests
+finish (bounded), flushes and writes the clean-shutdown marker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from minibroker import handlers
+from minibroker.cluster.state import Cluster
+from minibroker.config import BrokerConfig, Listener, new_cluster_id
+from minibroker.log.manager import LogManager
+from minibroker.server.connection import BrokerConnection
+from minibroker.txn.producers import ProducerStateManager
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE_SECONDS = 3.0
+FLUSH_CHECK_INTERVAL_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class BoundListener:
+    listener: Listener
+    host: str
+    port: int
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, *, in_memory: bool = False) -> None:
+        handlers.load_all()
+        self.config = config
+        self.node_id = config.node_id
+        self.data_dir: Path | None = None if in_memory else config.data_dir
+        self.cluster_id = config.raw("cluster.id") or new_cluster_id()
+        self.logs = LogManager(
+            self.data_dir,
+            node_id=self.node_id,
+            cluster_id=self.cluster_id,
+            default_config=Cluster.default_log_config(config),
+        )
+        self.cluster = Cluster(config, self.logs, self.data_dir)
+        self.producers = ProducerStateManager()
+        self.connections: set[BrokerConnection] = set()
+        self.bound: list[BoundListener] = []
+        self._servers: list[asyncio.Server] = []
+        self._timers: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        self.cluster.load()
+        self.cluster_id = self.logs.cluster_id
+        self.producers.rebuild(self.cluster.partitions())
+        loop = asyncio.get_running_loop()
+        for listener in self.config.listeners:
+            server = await loop.create_server(
+                lambda listener=listener: BrokerConnection(self, listener),
+                listener.host,
+                listener.port,
+                reuse_address=True,
+            )
+            host, port = server.sockets[0].getsockname()[:2]
+            self.bound.append(BoundListener(listener, host, port))
+            self._servers.append(server)
+        self._timers = [
+            loop.create_task(self._every(self._retention_interval(), self._run_retention)),
+            loop.create_task(self._every(FLUSH_CHECK_INTERVAL_SECONDS, self._flush_due)),
+        ]
+        log.info("broker %d listening on %s", self.node_id, self.bootstrap_servers)
+
+    def _retention_interval(self) -> float:
+        return self.config.get_int("log.retention.check.interval.ms") / 1000
+
+    @staticmethod
+    async def _every(seconds: float, action: object) -> None:
+        assert callable(action)
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                action()
+            except Exception:
+                log.exception("periodic task failed")
+
+    def _run_retention(self) -> None:
+        self.logs.run_retention(time.time_ns() // 1_000_000)
+
+    def _flush_due(self) -> None:
+        self.logs.flush_due(time.time_ns() // 1_000_000)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{bound.host}:{bound.port}" for bound in self.bound)
+
+    def advertised_endpoint(self, listener: Listener) -> tuple[str, int]:
+        """Host and port that clients on `listener` are told to use for this node."""
+        bound = next((b for b in self.bound if b.listener.name == listener.name), None)
+        for advertised in self.config.advertised_listeners:
+            if advertised.name == listener.name:
+                if advertised.port == 0 and bound is not None:
+                    return advertised.host, bound.port
+                return advertised.host, advertised.port
+        if bound is not None:
+            return bound.host, bound.port
+        return listener.host, listener.port
+
+    async def stop(self) -> None:
+        for server in self._servers:
+            server.close()
+        for timer in self._timers:
+            timer.cancel()
+        await self._drain_connections(self.connections)
+        for server in self._servers:
+            await server.wait_closed()
+        self.producers.close()
+        self.logs.close()
+
+    @staticmethod
+    async def _drain_connections(connections: Iterable[BrokerConnection]) -> None:
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        pending = list(connections)
+        while pending and time.monotonic() < deadline:
+            pending = [conn for conn in pending if not conn.idle]
+            if pending:
+                await asyncio.sleep(0.01)
+        for conn in list(connections):
+            conn.close()

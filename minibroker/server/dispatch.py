@@ -1,0 +1,82 @@
+"""From a request frame to a response frame, with Kafka's answers to requests it won't serve.
+
+- ApiVersions at a version we don't know: a v0 body with UNSUPPORTED_VERSION listing key 18.
+- Unknown API keys and versions outside the advertised range: close the connection.
+- A handler bug: logged, answered with UNKNOWN_SERVER_ERROR where the response has a
+  top-level error code, otherwise the connection is closed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from minibroker.handlers.registry import REGISTRY
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import (
+    MalformedRequest,
+    decode_body,
+    decode_header,
+    encode_response,
+    new_response,
+    peek_key_version_correlation,
+    response_class,
+    struct_type,
+)
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+
+if TYPE_CHECKING:
+    from minibroker.config import Listener
+    from minibroker.server.broker import Broker
+
+log = logging.getLogger(__name__)
+
+
+def unsupported_api_versions_frame(correlation_id: int) -> bytearray:
+    spec = REGISTRY[ApiKey.ApiVersions]
+    api_version = struct_type(ApiKey.ApiVersions, "response", "ApiVersion")
+    body = new_response(
+        ApiKey.ApiVersions,
+        0,
+        error_code=ErrorCode.UNSUPPORTED_VERSION,
+        api_keys=[api_version(api_key=18, min_version=0, max_version=spec.max_version)],
+    )
+    return encode_response(ApiKey.ApiVersions, 0, correlation_id, body)
+
+
+def _error_frame(api_key: int, api_version: int, correlation_id: int) -> bytearray:
+    fields = response_class(api_key).fields
+    if "error_code" not in fields:
+        raise MalformedRequest(f"{ApiKey.name_of(api_key)} failed and has no top-level error")
+    body = new_response(api_key, api_version, error_code=ErrorCode.UNKNOWN_SERVER_ERROR)
+    return encode_response(api_key, api_version, correlation_id, body)
+
+
+async def dispatch(broker: Broker, frame: bytes, listener: Listener) -> bytearray | None:
+    """The response frame, None when the request expects none (acks=0 Produce).
+
+    Raises MalformedRequest when the connection must be closed.
+    """
+    view = memoryview(frame)
+    api_key, api_version, correlation_id = peek_key_version_correlation(view)
+    spec = REGISTRY.get(api_key)
+    if spec is None:
+        raise MalformedRequest(f"unknown API key {api_key}")
+    if api_key == ApiKey.ApiVersions and api_version > spec.max_version:
+        return unsupported_api_versions_frame(correlation_id)
+    if not spec.advertises(api_version):
+        raise MalformedRequest(f"{ApiKey.name_of(api_key)} v{api_version} is not enabled")
+    header, body_pos = decode_header(view)
+    request: Any = decode_body(api_key, api_version, view, body_pos)
+    context = RequestContext(broker, header, listener)
+    try:
+        response = await spec.handler(context, request)
+    except MalformedRequest:
+        raise
+    except Exception:
+        log.exception("%s v%d failed", ApiKey.name_of(api_key), api_version)
+        return _error_frame(api_key, api_version, correlation_id)
+    if response is None:
+        return None
+    return encode_response(api_key, api_version, correlation_id, response)

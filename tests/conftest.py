@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from minibroker.testing.threaded import ThreadedBroker
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[ThreadedBroker]:
+    """A broker on 127.0.0.1 (free port) with its data in a temporary directory."""
+    with ThreadedBroker(data_dir=tmp_path / "data") as running:
+        yield running
+
+
+@pytest.fixture
+def bootstrap(broker: ThreadedBroker) -> str:
+    return broker.bootstrap_servers
