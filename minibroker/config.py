@@ -61,35 +61,41 @@ def _broker(name: str, type_: ConfigType, default: str | None, doc: str = "") ->
     return ConfigDef(name, type_, default, doc)
 
 
-B, S, I, L, LI = ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG, ConfigType.LIST
+B, S, INT, L, LI = (
+    ConfigType.BOOLEAN,
+    ConfigType.STRING,
+    ConfigType.INT,
+    ConfigType.LONG,
+    ConfigType.LIST,
+)
 
 BROKER_CONFIGS: dict[str, ConfigDef] = {
     d.name: d
     for d in [
-        _broker("node.id", I, "1", "This broker's id."),
-        _broker("broker.id", I, None, "Synonym of node.id."),
+        _broker("node.id", INT, "1", "This broker's id."),
+        _broker("broker.id", INT, None, "Synonym of node.id."),
         _broker("cluster.id", S, None, "Cluster id; generated and kept in meta.properties."),
         _broker("listeners", LI, "PLAINTEXT://127.0.0.1:9092"),
         _broker("advertised.listeners", LI, None),
         _broker("listener.security.protocol.map", LI, "PLAINTEXT:PLAINTEXT"),
         _broker("log.dirs", S, None),
         _broker("log.dir", S, "/tmp/kafka-logs"),
-        _broker("num.partitions", I, "1"),
-        _broker("default.replication.factor", I, "1"),
+        _broker("num.partitions", INT, "1"),
+        _broker("default.replication.factor", INT, "1"),
         _broker("auto.create.topics.enable", B, "true"),
         _broker("delete.topic.enable", B, "true"),
-        _broker("socket.request.max.bytes", I, "104857600"),
-        _broker("message.max.bytes", I, "1048588"),
+        _broker("socket.request.max.bytes", INT, "104857600"),
+        _broker("message.max.bytes", INT, "1048588"),
         _broker("compression.type", S, "producer"),
         _broker("log.cleanup.policy", LI, "delete"),
-        _broker("log.segment.bytes", I, "1073741824"),
+        _broker("log.segment.bytes", INT, "1073741824"),
         _broker("log.roll.ms", L, None),
-        _broker("log.roll.hours", I, "168"),
-        _broker("log.index.size.max.bytes", I, "10485760"),
-        _broker("log.index.interval.bytes", I, "4096"),
+        _broker("log.roll.hours", INT, "168"),
+        _broker("log.index.size.max.bytes", INT, "10485760"),
+        _broker("log.index.interval.bytes", INT, "4096"),
         _broker("log.retention.ms", L, None),
-        _broker("log.retention.minutes", I, None),
-        _broker("log.retention.hours", I, "168"),
+        _broker("log.retention.minutes", INT, None),
+        _broker("log.retention.hours", INT, "168"),
         _broker("log.retention.bytes", L, "-1"),
         _broker("log.retention.check.interval.ms", L, "300000"),
         _broker("log.flush.interval.messages", L, str(LONG_MAX)),
@@ -98,7 +104,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("log.message.timestamp.type", S, "CreateTime"),
         _broker("log.message.timestamp.before.max.ms", L, str(LONG_MAX)),
         _broker("log.message.timestamp.after.max.ms", L, "3600000"),
-        _broker("min.insync.replicas", I, "1"),
+        _broker("min.insync.replicas", INT, "1"),
         _broker("unclean.leader.election.enable", B, "false"),
         _broker("log.cleaner.delete.retention.ms", L, "86400000"),
         _broker("log.cleaner.min.compaction.lag.ms", L, "0"),
@@ -106,13 +112,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("log.cleaner.min.cleanable.ratio", ConfigType.DOUBLE, "0.5"),
         _broker("log.segment.delete.delay.ms", L, "60000"),
         _broker("log.preallocate", B, "false"),
-        _broker("producer.id.expiration.ms", I, "86400000"),
-        _broker("transaction.max.timeout.ms", I, "900000"),
-        _broker("group.initial.rebalance.delay.ms", I, "0", "minibroker's default is 0."),
-        _broker("group.min.session.timeout.ms", I, "6000"),
-        _broker("group.max.session.timeout.ms", I, "1800000"),
-        _broker("offsets.topic.num.partitions", I, "50"),
-        _broker("offsets.retention.minutes", I, "10080"),
+        _broker("producer.id.expiration.ms", INT, "86400000"),
+        _broker("transaction.max.timeout.ms", INT, "900000"),
+        _broker("group.initial.rebalance.delay.ms", INT, "0", "minibroker's default is 0."),
+        _broker("group.min.session.timeout.ms", INT, "6000"),
+        _broker("group.max.session.timeout.ms", INT, "1800000"),
+        _broker("offsets.topic.num.partitions", INT, "50"),
+        _broker("offsets.retention.minutes", INT, "10080"),
         _broker(
             "minibroker.fsync.on.ack",
             B,
@@ -121,7 +127,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         _broker(
             "minibroker.max.decompressed.batch.bytes",
-            I,
+            INT,
             "67108864",
             "Upper bound on a compressed batch's decompressed size when validating it.",
         ),
@@ -150,9 +156,9 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
         _topic("file.delete.delay.ms", L, "60000", "log.segment.delete.delay.ms"),
         _topic("flush.messages", L, str(LONG_MAX), "log.flush.interval.messages"),
         _topic("flush.ms", L, str(LONG_MAX), "log.flush.interval.ms"),
-        _topic("index.interval.bytes", I, "4096", "log.index.interval.bytes"),
+        _topic("index.interval.bytes", INT, "4096", "log.index.interval.bytes"),
         _topic("max.compaction.lag.ms", L, str(LONG_MAX), "log.cleaner.max.compaction.lag.ms"),
-        _topic("max.message.bytes", I, "1048588", "message.max.bytes"),
+        _topic("max.message.bytes", INT, "1048588", "message.max.bytes"),
         _topic("message.timestamp.type", S, "CreateTime", "log.message.timestamp.type"),
         _topic(
             "message.timestamp.before.max.ms",
@@ -160,10 +166,14 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             str(LONG_MAX),
             "log.message.timestamp.before.max.ms",
         ),
-        _topic("message.timestamp.after.max.ms", L, "3600000", "log.message.timestamp.after.max.ms"),
-        _topic("min.cleanable.dirty.ratio", ConfigType.DOUBLE, "0.5", "log.cleaner.min.cleanable.ratio"),
+        _topic(
+            "message.timestamp.after.max.ms", L, "3600000", "log.message.timestamp.after.max.ms"
+        ),
+        _topic(
+            "min.cleanable.dirty.ratio", ConfigType.DOUBLE, "0.5", "log.cleaner.min.cleanable.ratio"
+        ),
         _topic("min.compaction.lag.ms", L, "0", "log.cleaner.min.compaction.lag.ms"),
-        _topic("min.insync.replicas", I, "1", "min.insync.replicas"),
+        _topic("min.insync.replicas", INT, "1", "min.insync.replicas"),
         _topic("preallocate", B, "false", "log.preallocate"),
         _topic(
             "retention.bytes",
@@ -179,18 +189,19 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "log.retention.minutes",
             "log.retention.hours",
         ),
-        _topic("segment.bytes", I, "1073741824", "log.segment.bytes"),
-        _topic("segment.index.bytes", I, "10485760", "log.index.size.max.bytes"),
+        _topic("segment.bytes", INT, "1073741824", "log.segment.bytes"),
+        _topic("segment.index.bytes", INT, "10485760", "log.index.size.max.bytes"),
         _topic("segment.jitter.ms", L, "0", "log.roll.jitter.ms"),
         _topic("segment.ms", L, "604800000", "log.roll.ms", "log.roll.hours"),
-        _topic(
-            "unclean.leader.election.enable", B, "false", "unclean.leader.election.enable"
-        ),
+        _topic("unclean.leader.election.enable", B, "false", "unclean.leader.election.enable"),
     ]
 }
 
-_SYNONYM_SCALE_TO_MS = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000,
-                        "log.roll.hours": 3_600_000}
+_SYNONYM_SCALE_TO_MS = {
+    "log.retention.minutes": 60_000,
+    "log.retention.hours": 3_600_000,
+    "log.roll.hours": 3_600_000,
+}
 
 
 def validate_value(type_: ConfigType, name: str, value: str) -> None:
@@ -216,7 +227,13 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
         if name == "message.timestamp.type" and value not in (None, "CreateTime", "LogAppendTime"):
             raise ConfigError(f"Invalid value {value} for configuration {name}")
         if name == "compression.type" and value not in (
-            None, "producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"
+            None,
+            "producer",
+            "uncompressed",
+            "gzip",
+            "snappy",
+            "lz4",
+            "zstd",
         ):
             raise ConfigError(f"Invalid value {value} for configuration {name}")
 

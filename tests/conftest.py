@@ -2,15 +2,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from minibroker.testing.threaded import ThreadedBroker
+if TYPE_CHECKING:
+    from minibroker.testing.threaded import ThreadedBroker
 
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[ThreadedBroker]:
     """A broker on 127.0.0.1 (free port) with its data in a temporary directory."""
+    from minibroker.testing.threaded import ThreadedBroker
+
     with ThreadedBroker(data_dir=tmp_path / "data") as running:
         yield running
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from minibroker.config import BrokerConfig, validate_topic_configs
+from minibroker.log.base import PartitionLog
 from minibroker.log.config import LogConfig
 from minibroker.log.manager import LogManager
-from minibroker.log.base import PartitionLog
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.validate import ValidationConfig
 
@@ -38,9 +38,11 @@ class TopicError(Exception):
 def check_topic_name(name: str) -> None:
     """Kafka's `Topic.validate`: INVALID_TOPIC_EXCEPTION for names it would refuse."""
     if not name:
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+        raise TopicError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty"
+        )
     if name in (".", ".."):
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, 'Topic name cannot be "." or ".."')
     if len(name) > MAX_TOPIC_NAME_LENGTH:
         raise TopicError(
             ErrorCode.INVALID_TOPIC_EXCEPTION,
@@ -49,7 +51,7 @@ def check_topic_name(name: str) -> None:
     if not _LEGAL_TOPIC_NAME.fullmatch(name):
         raise TopicError(
             ErrorCode.INVALID_TOPIC_EXCEPTION,
-            f"Topic name \"{name}\" is illegal, it contains a character other than "
+            f'Topic name "{name}" is illegal, it contains a character other than '
             "ASCII alphanumerics, '.', '_' and '-'",
         )
 
@@ -72,6 +74,14 @@ class Partition:
     @property
     def last_stable_offset(self) -> int:
         return self.high_watermark
+
+    def leader_epoch_error(self, current_leader_epoch: int) -> ErrorCode | None:
+        """Kafka's answer to a request made for `current_leader_epoch` (-1: unchecked)."""
+        if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
+            return None
+        if current_leader_epoch > self.leader_epoch:
+            return ErrorCode.UNKNOWN_LEADER_EPOCH
+        return ErrorCode.FENCED_LEADER_EPOCH
 
     def notify_appended(self) -> None:
         for listener in list(self.append_listeners):

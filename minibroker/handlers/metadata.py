@@ -26,7 +26,9 @@ from minibroker.server.context import RequestContext
 
 _Broker = struct_type(ApiKey.Metadata, "response", "MetadataResponseBroker")
 _Topic = struct_type(ApiKey.Metadata, "response", "MetadataResponseTopic")
-_Partition = struct_type(ApiKey.Metadata, "response", "MetadataResponseTopic", "MetadataResponsePartition")
+_Partition = struct_type(
+    ApiKey.Metadata, "response", "MetadataResponseTopic", "MetadataResponsePartition"
+)
 _NULL_TOPIC_ID = uuid.UUID(int=0)
 
 
@@ -114,8 +116,7 @@ def broker_entries(ctx: RequestContext) -> list[Any]:
 async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
     if _wants_all_topics(ctx, request):
         topics = [
-            _topic_entry(topic, ctx.broker.node_id)
-            for topic in ctx.broker.cluster.topics.values()
+            _topic_entry(topic, ctx.broker.node_id) for topic in ctx.broker.cluster.topics.values()
         ]
     else:
         topics = _requested_topics(ctx, request)

@@ -51,4 +51,6 @@ def handles(
 
 
 def advertised_ranges() -> list[tuple[int, int, int]]:
-    return sorted((spec.api_key, spec.advertised_min, spec.max_version) for spec in REGISTRY.values())
+    return sorted(
+        (spec.api_key, spec.advertised_min, spec.max_version) for spec in REGISTRY.values()
+    )

@@ -136,6 +136,7 @@ def decode_body(api_key: int, api_version: int, frame: memoryview, pos: int) -> 
     if end != len(frame):
         raise MalformedRequest(f"{len(frame) - end} bytes left after the request body")
     body._version = api_version
+    body._header = None
     return body
 
 

@@ -1,0 +1,194 @@
+"""Fetch (key 1), versions 4-12.
+
+Behaviour: stored batches go into the response exactly as they are on disk. Every requested
+partition is in the answer, with its high watermark, last stable offset and log start
+offset; the first partition with data gets at least one whole batch even past the size
+limits (KIP-74), later ones only whole batches within `max_bytes` and their own
+`partition_max_bytes`. When fewer than `min_bytes` are available the request waits up to
+`max_wait_ms`, woken by appends to its partitions (never by polling). read_committed reads
+stop at the last stable offset. Offsets outside [log start, high watermark] get
+OFFSET_OUT_OF_RANGE; a leader epoch newer than ours gets UNKNOWN_LEADER_EPOCH, an older one
+FENCED_LEADER_EPOCH.
+
+Version notes: fetch sessions (v7+) are refused the way Kafka refuses them: every full fetch
+(epoch 0 or -1) is answered with session id 0, so clients keep sending full fetches, and an
+incremental fetch (session id != 0) gets FETCH_SESSION_ID_NOT_FOUND. Preferred read replica
+(v11+) is always -1. Capped at v12 so that clients keep using topic names, not ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from minibroker.cluster.state import Partition
+from minibroker.handlers.registry import handles
+from minibroker.log import OffsetOutOfRange
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+
+_Topic = struct_type(ApiKey.Fetch, "response", "FetchableTopicResponse")
+_Partition = struct_type(ApiKey.Fetch, "response", "FetchableTopicResponse", "PartitionData")
+_BATCH_LENGTH = struct.Struct(">i")
+_BATCH_LENGTH_OFFSET = 8
+_BATCH_OVERHEAD = 12
+READ_COMMITTED = 1
+FINAL_EPOCH = -1
+INITIAL_EPOCH = 0
+
+
+@dataclass
+class PartitionRead:
+    topic: str
+    index: int
+    error: ErrorCode = ErrorCode.NO_ERROR
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: bytes = b""
+
+    def entry(self) -> Any:
+        return _Partition(
+            partition_index=self.index,
+            error_code=self.error,
+            high_watermark=self.high_watermark,
+            last_stable_offset=self.last_stable_offset,
+            log_start_offset=self.log_start_offset,
+            aborted_transactions=None,
+            preferred_read_replica=-1,
+            records=self.records,
+        )
+
+
+def whole_batches_within(data: bytes, limit: int) -> bytes:
+    """The longest prefix of `data` made of whole batches that fits in `limit` bytes."""
+    end = 0
+    while end + _BATCH_OVERHEAD <= len(data):
+        (length,) = _BATCH_LENGTH.unpack_from(data, end + _BATCH_LENGTH_OFFSET)
+        next_end = end + _BATCH_OVERHEAD + length
+        if next_end > limit:
+            break
+        end = next_end
+    return data[:end]
+
+
+def _read_partition(
+    ctx: RequestContext, topic: str, wanted: Any, budget: int, read_committed: bool
+) -> PartitionRead:
+    result = PartitionRead(topic, wanted.partition)
+    partition = ctx.broker.cluster.partition(topic, wanted.partition)
+    if partition is None:
+        result.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return result
+    log = partition.log
+    result.high_watermark = partition.high_watermark
+    result.last_stable_offset = partition.last_stable_offset
+    result.log_start_offset = log.log_start_offset
+    epoch_error = partition.leader_epoch_error(wanted.current_leader_epoch)
+    if epoch_error is not None:
+        result.error = epoch_error
+        return result
+    upper = partition.last_stable_offset if read_committed else partition.high_watermark
+    if wanted.fetch_offset > partition.high_watermark:
+        result.error = ErrorCode.OFFSET_OUT_OF_RANGE
+        return result
+    limit = min(wanted.partition_max_bytes, budget) if budget > 0 else 0
+    try:
+        data = log.read(wanted.fetch_offset, max(limit, 1), upper)
+    except OffsetOutOfRange:
+        result.error = ErrorCode.OFFSET_OUT_OF_RANGE
+        return result
+    result.records = data
+    return result
+
+
+def _collect(ctx: RequestContext, request: Any) -> tuple[list[PartitionRead], int]:
+    read_committed = request.isolation_level == READ_COMMITTED
+    remaining = request.max_bytes
+    total = 0
+    reads = []
+    for topic in request.topics:
+        for wanted in topic.partitions:
+            read = _read_partition(ctx, topic.topic, wanted, remaining, read_committed)
+            if total > 0 and len(read.records) > remaining:
+                read.records = whole_batches_within(read.records, remaining)
+            total += len(read.records)
+            remaining -= len(read.records)
+            reads.append(read)
+    return reads, total
+
+
+def _requested_partitions(ctx: RequestContext, request: Any) -> list[Partition]:
+    cluster = ctx.broker.cluster
+    found = (
+        cluster.partition(topic.topic, wanted.partition)
+        for topic in request.topics
+        for wanted in topic.partitions
+    )
+    return [partition for partition in found if partition is not None]
+
+
+async def _wait_for_append(partitions: list[Partition], timeout_s: float) -> None:
+    woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def on_append(_: Partition) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    for partition in partitions:
+        partition.append_listeners.add(on_append)
+    try:
+        await asyncio.wait_for(woken, timeout_s)
+    except TimeoutError:
+        pass
+    finally:
+        for partition in partitions:
+            partition.append_listeners.discard(on_append)
+
+
+async def _long_poll(ctx: RequestContext, request: Any) -> list[PartitionRead]:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
+    partitions = _requested_partitions(ctx, request)
+    while True:
+        reads, total = _collect(ctx, request)
+        has_error = any(read.error != ErrorCode.NO_ERROR for read in reads)
+        remaining = deadline - loop.time()
+        if total >= request.min_bytes or has_error or remaining <= 0 or not partitions:
+            return reads
+        await _wait_for_append(partitions, remaining)
+
+
+def _response(ctx: RequestContext, error: ErrorCode, reads: list[PartitionRead]) -> Any:
+    topics: dict[str, list[Any]] = {}
+    for read in reads:
+        topics.setdefault(read.topic, []).append(read.entry())
+    return new_response(
+        ApiKey.Fetch,
+        ctx.api_version,
+        throttle_time_ms=0,
+        error_code=error,
+        session_id=0,
+        responses=[_Topic(topic=name, partitions=entries) for name, entries in topics.items()],
+    )
+
+
+def _session_error(request: Any) -> ErrorCode | None:
+    if request.session_id != 0:
+        return ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    if request.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
+        return ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    return None
+
+
+@handles(ApiKey.Fetch, 4, 12)
+async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
+    session_error = _session_error(request)
+    if session_error is not None:
+        return _response(ctx, session_error, [])
+    reads = await _long_poll(ctx, request)
+    return _response(ctx, ErrorCode.NO_ERROR, reads)
