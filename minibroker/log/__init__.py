@@ -1,0 +1,18 @@
+"""Log storage in Kafka's own on-disk format: segments, indexes, recovery, retention."""
+
+from .base import OffsetOutOfRange, PartitionLog, RecordBatchTooLarge
+from .config import LogConfig
+from .manager import InconsistentLogDirError, LogManager
+from .memory import MemoryPartitionLog
+from .partition import FilePartitionLog
+
+__all__ = [
+    "FilePartitionLog",
+    "InconsistentLogDirError",
+    "LogConfig",
+    "LogManager",
+    "MemoryPartitionLog",
+    "OffsetOutOfRange",
+    "PartitionLog",
+    "RecordBatchTooLarge",
+]

@@ -1,0 +1,72 @@
+"""The storage interface the broker uses, whichever backend holds the bytes."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Protocol
+
+from .config import LogConfig
+
+
+class OffsetOutOfRange(Exception):
+    """The offset is below the log start offset or above the log end offset."""
+
+
+class RecordBatchTooLarge(Exception):
+    """The batch is larger than segment.bytes (Kafka answers RECORD_LIST_TOO_LARGE)."""
+
+
+class PartitionLog(Protocol):
+    topic: str
+    partition: int
+    topic_id: uuid.UUID
+    config: LogConfig
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record gets."""
+        ...
+
+    @property
+    def size_bytes(self) -> int: ...
+
+    def append(self, batch: bytearray, leader_epoch: int, now_ms: int) -> int:
+        """Stamp base offset and leader epoch into one validated RecordBatch v2, store it, index
+        it, roll segments when due; returns the base offset."""
+        ...
+
+    def read(self, offset: int, max_bytes: int, upper_offset: int | None = None) -> bytes:
+        """Whole stored batches from the one holding `offset` (at least one, KIP-74); never a
+        batch whose base offset is >= upper_offset (default: log end). b"" at the log end.
+        Raises OffsetOutOfRange outside [log_start_offset, log_end_offset]."""
+        ...
+
+    def batch_for_timestamp(self, timestamp: int) -> bytes | None:
+        """The first batch whose max timestamp is >= `timestamp`, found through `.timeindex`."""
+        ...
+
+    def batch_with_max_timestamp(self) -> bytes | None: ...
+
+    def truncate_to(self, offset: int) -> None: ...
+
+    def delete_records_before(self, offset: int) -> int:
+        """Move the log start offset up to `offset`, drop whole segments below it; returns the
+        new log start offset. Raises OffsetOutOfRange above the log end."""
+        ...
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete closed segments past retention.ms / retention.bytes; returns how many."""
+        ...
+
+    def flush(self) -> None: ...
+
+    def update_config(self, config: LogConfig) -> None: ...
+
+    def segments(self) -> list[tuple[int, int]]:
+        """(base offset, size in bytes) of each segment, oldest first."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,202 @@
+"""LogManager: every partition log of one log directory (or of memory), with its checkpoints.
+
+Layout of a data directory, as Kafka's:
+    meta.properties, recovery-point-offset-checkpoint, log-start-offset-checkpoint,
+    .kafka_cleanshutdown (only while stopped cleanly), <topic>-<partition>/...
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from pathlib import Path
+
+from .base import PartitionLog
+from .blob import FilePool
+from .checkpoints import (
+    CLEAN_SHUTDOWN_MARKER,
+    LOG_START_CHECKPOINT,
+    META_PROPERTIES,
+    RECOVERY_POINT_CHECKPOINT,
+    CorruptCheckpointError,
+    fsync_directory,
+    kafka_uuid_string,
+    read_offset_checkpoint,
+    read_partition_metadata,
+    read_properties,
+    write_offset_checkpoint,
+    write_properties,
+)
+from .config import LogConfig
+from .memory import MemoryPartitionLog
+from .partition import FilePartitionLog, parse_partition_directory_name, partition_directory_name
+from .segmented import SegmentedLog
+
+logger = logging.getLogger(__name__)
+
+_UNKNOWN_TOPIC_ID = uuid.UUID(int=0)
+
+
+class InconsistentLogDirError(Exception):
+    """meta.properties names another cluster or node than this broker's."""
+
+
+class LogManager:
+    def __init__(
+        self,
+        data_dir: Path | None,
+        *,
+        node_id: int,
+        cluster_id: str,
+        default_config: LogConfig,
+        max_open_files: int | None = None,
+    ) -> None:
+        """`data_dir` None keeps every partition in memory."""
+        self.data_dir = data_dir
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+        self.default_config = default_config
+        self.pool = FilePool(max_open_files)
+        self._logs: dict[tuple[str, int], SegmentedLog] = {}
+        if data_dir is not None:
+            data_dir.mkdir(parents=True, exist_ok=True)
+            self._check_or_write_meta_properties(data_dir)
+
+    def _check_or_write_meta_properties(self, data_dir: Path) -> None:
+        path = data_dir / META_PROPERTIES
+        if path.exists():
+            properties = read_properties(path)
+            if properties.get("cluster.id", self.cluster_id) != self.cluster_id:
+                raise InconsistentLogDirError(
+                    f"{path}: cluster.id {properties['cluster.id']} is not {self.cluster_id}"
+                )
+            if int(properties.get("node.id", self.node_id)) != self.node_id:
+                raise InconsistentLogDirError(
+                    f"{path}: node.id {properties['node.id']} is not {self.node_id}"
+                )
+            return
+        write_properties(
+            path,
+            {
+                "cluster.id": self.cluster_id,
+                "directory.id": kafka_uuid_string(uuid.uuid4()),
+                "node.id": str(self.node_id),
+                "version": "1",
+            },
+        )
+
+    # -- partitions ----------------------------------------------------------------------------
+
+    def load(self) -> list[PartitionLog]:
+        """Open every partition directory, recovering those not cleanly shut down."""
+        if self.data_dir is None:
+            return list(self._logs.values())
+        marker = self.data_dir / CLEAN_SHUTDOWN_MARKER
+        clean_shutdown = marker.exists()
+        recovery_points = self._read_checkpoint(RECOVERY_POINT_CHECKPOINT)
+        log_starts = self._read_checkpoint(LOG_START_CHECKPOINT)
+        for directory in sorted(self.data_dir.iterdir()):
+            parsed = parse_partition_directory_name(directory.name)
+            if parsed is None or not directory.is_dir() or parsed in self._logs:
+                continue
+            topic, partition = parsed
+            self._logs[parsed] = self._watch(
+                FilePartitionLog.open(
+                    directory,
+                    topic,
+                    partition,
+                    read_partition_metadata(directory) or _UNKNOWN_TOPIC_ID,
+                    self.default_config,
+                    self.pool,
+                    recovery_point=recovery_points.get(parsed, 0),
+                    log_start_offset=log_starts.get(parsed, 0),
+                    clean_shutdown=clean_shutdown,
+                )
+            )
+        # Until the next clean close, a crash must trigger recovery.
+        marker.unlink(missing_ok=True)
+        fsync_directory(self.data_dir)
+        return list(self._logs.values())
+
+    def _read_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
+        assert self.data_dir is not None
+        try:
+            return read_offset_checkpoint(self.data_dir / name)
+        except CorruptCheckpointError as error:
+            logger.warning("ignoring %s: %s", name, error)
+            return {}
+
+    def create(
+        self, topic: str, partition: int, topic_id: uuid.UUID, config: LogConfig
+    ) -> PartitionLog:
+        """The partition's log, created empty if it does not exist yet."""
+        existing = self._logs.get((topic, partition))
+        if existing is not None:
+            return existing
+        log: SegmentedLog
+        if self.data_dir is None:
+            log = MemoryPartitionLog(topic, partition, topic_id, config)
+        else:
+            directory = self.data_dir / partition_directory_name(topic, partition)
+            log = FilePartitionLog.create(directory, topic, partition, topic_id, config, self.pool)
+        self._logs[(topic, partition)] = self._watch(log)
+        return log
+
+    def _watch(self, log: SegmentedLog) -> SegmentedLog:
+        """DeleteRecords must survive a restart: checkpoint each log start move at once."""
+        log.on_log_start_moved = self.checkpoint_log_start_offsets
+        return log
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def all_logs(self) -> list[PartitionLog]:
+        return list(self._logs.values())
+
+    def delete(self, topic: str, partition: int) -> None:
+        log = self._logs.pop((topic, partition), None)
+        if log is not None:
+            log.delete()
+            self.checkpoint()
+
+    # -- periodic work -------------------------------------------------------------------------
+
+    def checkpoint(self) -> None:
+        """Write both offset checkpoint files (Kafka lists a log start only when it is above the
+        first segment's base offset)."""
+        if self.data_dir is None:
+            return
+        recovery_points = {key: log.recovery_point for key, log in self._logs.items()}
+        write_offset_checkpoint(self.data_dir / RECOVERY_POINT_CHECKPOINT, recovery_points)
+        self.checkpoint_log_start_offsets()
+
+    def checkpoint_log_start_offsets(self) -> None:
+        if self.data_dir is None:
+            return
+        log_starts = {
+            key: log.log_start_offset
+            for key, log in self._logs.items()
+            if log.log_start_offset > log.segments()[0][0]
+        }
+        write_offset_checkpoint(self.data_dir / LOG_START_CHECKPOINT, log_starts)
+
+    def run_retention(self, now_ms: int) -> None:
+        deleted = sum(log.apply_retention(now_ms) for log in self._logs.values())
+        if deleted:
+            self.checkpoint_log_start_offsets()
+
+    def flush_due(self, now_ms: int) -> None:
+        for log in self._logs.values():
+            log.flush_if_due(now_ms)
+
+    def close(self) -> None:
+        """Flush every log, write the checkpoints, then the clean-shutdown marker."""
+        for log in self._logs.values():
+            log.close()
+        if self.data_dir is not None:
+            self.checkpoint()
+            marker = self.data_dir / CLEAN_SHUTDOWN_MARKER
+            marker.write_text('{"version":0,"brokerEpoch":-1}', encoding="utf-8")
+            fsync_directory(self.data_dir)
+        self.pool.close_all()
+        self._logs.clear()

@@ -1,0 +1,222 @@
+"""FilePartitionLog: one `<topic>-<partition>` directory in Kafka's on-disk format, and its
+recovery after a crash.
+
+Only the segments' sizes, next offsets and largest timestamps stay in memory; reads go to the
+files through the manager's descriptor pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import uuid
+from pathlib import Path
+
+from .blob import FileBlob, FilePool
+from .checkpoints import fsync_directory, write_partition_metadata
+from .config import LogConfig
+from .index import CorruptIndexError
+from .segment import CorruptSegmentError, LogSegment, segment_file_name
+from .segmented import SegmentedLog, wall_clock_ms
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+_LEFTOVER_SUFFIXES = (".tmp", ".deleted", ".cleaned", ".swap")
+
+logger = logging.getLogger(__name__)
+
+
+def partition_directory_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_partition_directory_name(name: str) -> tuple[str, int] | None:
+    topic, _, partition = name.rpartition("-")
+    if not topic or not partition.isdigit():
+        return None
+    return topic, int(partition)
+
+
+class FilePartitionLog(SegmentedLog):
+    def __init__(
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        topic_id: uuid.UUID,
+        config: LogConfig,
+        pool: FilePool,
+        now_ms: int,
+    ) -> None:
+        super().__init__(topic, partition, topic_id, config, now_ms)
+        self.directory = directory
+        self._pool = pool
+        self._directory_dirty = False
+
+    @classmethod
+    def create(
+        cls,
+        directory: Path,
+        topic: str,
+        partition: int,
+        topic_id: uuid.UUID,
+        config: LogConfig,
+        pool: FilePool,
+        now_ms: int | None = None,
+    ) -> FilePartitionLog:
+        """A new, empty partition directory with its first segment and partition.metadata."""
+        now = wall_clock_ms() if now_ms is None else now_ms
+        directory.mkdir(parents=True)
+        write_partition_metadata(directory, topic_id)
+        log = cls(directory, topic, partition, topic_id, config, pool, now)
+        log._add_segment(log._new_segment(0, now))
+        log._flush_directory()
+        return log
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        topic: str,
+        partition: int,
+        topic_id: uuid.UUID,
+        config: LogConfig,
+        pool: FilePool,
+        *,
+        recovery_point: int,
+        log_start_offset: int,
+        clean_shutdown: bool,
+        now_ms: int | None = None,
+    ) -> FilePartitionLog:
+        """Open an existing partition directory. After an unclean shutdown every segment from
+        the one holding the recovery point is re-checked batch by batch and re-indexed; any
+        segment whose index is missing or inconsistent is re-indexed too."""
+        now = wall_clock_ms() if now_ms is None else now_ms
+        log = cls(directory, topic, partition, topic_id, config, pool, now)
+        log._load_segments(now, recovery_point, clean_shutdown)
+        if not log._segments:
+            log._add_segment(log._new_segment(log_start_offset, now))
+        log._log_start_offset = max(log_start_offset, log._segments[0].base_offset)
+        if log._log_start_offset > log.log_end_offset:
+            log.truncate_fully_and_start_at(log._log_start_offset, now)
+        end = log.log_end_offset
+        log.recovery_point = end if clean_shutdown else min(recovery_point, end)
+        return log
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def _load_segments(self, now_ms: int, recovery_point: int, clean_shutdown: bool) -> None:
+        base_offsets = self._scan_directory()
+        for base_offset in base_offsets:
+            self._segments.append(self._open_segment(base_offset, now_ms))
+            self._base_offsets.append(base_offset)
+        if not self._segments:
+            return
+        first_unflushed = len(self._segments) if clean_shutdown else 0
+        if not clean_shutdown:
+            first_unflushed = self._segment_index_for(recovery_point)
+        position = 0
+        while position < len(self._segments):
+            segment = self._segments[position]
+            if position >= first_unflushed or not self._indexes_are_sound(segment):
+                truncated = segment.recover()
+                if truncated:
+                    logger.warning(
+                        "%s: truncated %d invalid bytes at offset %d of segment %d",
+                        self.directory,
+                        truncated,
+                        segment.next_offset,
+                        segment.base_offset,
+                    )
+                    self._delete_segments_after(position)
+            position += 1
+
+    def _scan_directory(self) -> list[int]:
+        """Base offsets of the segments present; removes leftovers and orphan index files."""
+        names = {path.name for path in self.directory.iterdir()}
+        base_offsets = sorted(
+            int(name[: -len(LOG_SUFFIX)])
+            for name in names
+            if name.endswith(LOG_SUFFIX) and name[: -len(LOG_SUFFIX)].isdigit()
+        )
+        wanted = {
+            segment_file_name(base, suffix) for base in base_offsets for suffix in SEGMENT_SUFFIXES
+        }
+        for name in names:
+            orphan_index = name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and name not in wanted
+            if orphan_index or name.endswith(_LEFTOVER_SUFFIXES):
+                (self.directory / name).unlink(missing_ok=True)
+        return base_offsets
+
+    def _open_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        log_path = self.directory / segment_file_name(base_offset, LOG_SUFFIX)
+        return LogSegment(
+            base_offset,
+            FileBlob(log_path, self._pool),
+            FileBlob(self.directory / segment_file_name(base_offset, INDEX_SUFFIX), self._pool),
+            FileBlob(
+                self.directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX), self._pool
+            ),
+            self.config,
+            now_ms=now_ms,
+            last_modified_ms=log_path.stat().st_mtime_ns // 1_000_000,
+        )
+
+    def _indexes_are_sound(self, segment: LogSegment) -> bool:
+        if not (segment.offset_index.blob.exists() and segment.time_index.blob.exists()):
+            logger.warning(
+                "%s: rebuilding missing index of %d", self.directory, segment.base_offset
+            )
+            return False
+        try:
+            segment.check_indexes()
+        except (CorruptIndexError, CorruptSegmentError) as error:
+            logger.warning(
+                "%s: rebuilding index of %d: %s", self.directory, segment.base_offset, error
+            )
+            return False
+        return True
+
+    def _delete_segments_after(self, position: int) -> None:
+        while len(self._segments) > position + 1:
+            self._segments.pop().delete()
+            self._base_offsets.pop()
+            self._directory_dirty = True
+
+    # -- segment files -------------------------------------------------------------------------
+
+    def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        blobs = [
+            FileBlob(self.directory / segment_file_name(base_offset, suffix), self._pool)
+            for suffix in SEGMENT_SUFFIXES
+        ]
+        for blob in blobs:
+            blob.truncate(0)
+        log, offset_index, time_index = blobs
+        return LogSegment(base_offset, log, offset_index, time_index, self.config, now_ms=now_ms)
+
+    def _segments_changed(self) -> None:
+        self._directory_dirty = True
+
+    def _flush_directory(self) -> None:
+        if self._directory_dirty:
+            fsync_directory(self.directory)
+            self._directory_dirty = False
+
+    def _release_descriptors(self) -> None:
+        for base_offset in self._base_offsets:
+            for suffix in SEGMENT_SUFFIXES:
+                self._pool.close(str(self.directory / segment_file_name(base_offset, suffix)))
+
+    def close(self) -> None:
+        super().close()
+        self._release_descriptors()
+
+    def delete(self) -> None:
+        """Remove the partition directory and everything in it."""
+        self._release_descriptors()
+        self._segments.clear()
+        self._base_offsets.clear()
+        shutil.rmtree(self.directory)

@@ -1,0 +1,289 @@
+"""LogSegment: one `.log` with its `.index` and `.timeindex`, as Kafka's LogSegment keeps them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    NO_TIMESTAMP,
+    BatchHeader,
+    batch_is_valid,
+    header_is_plausible,
+    offset_and_size,
+    parse_header,
+)
+from .blob import Blob
+from .config import LogConfig
+from .index import OffsetIndex, TimeIndex
+
+_SCAN_CHUNK = 16384
+_RECOVERY_CHUNK = 1 << 20
+_INT32_MAX = 2147483647
+
+
+class CorruptSegmentError(Exception):
+    """A segment's bytes do not hold a batch where its index or scan says one starts."""
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+class LogSegment:
+    def __init__(
+        self,
+        base_offset: int,
+        log: Blob,
+        offset_index: Blob,
+        time_index: Blob,
+        config: LogConfig,
+        *,
+        now_ms: int,
+        last_modified_ms: int | None = None,
+    ) -> None:
+        self.base_offset = base_offset
+        self.log = log
+        self.offset_index = OffsetIndex(offset_index, base_offset, config.segment_index_bytes)
+        self.time_index = TimeIndex(time_index, base_offset, config.segment_index_bytes)
+        self.index_interval_bytes = config.index_interval_bytes
+        self.created_ms = now_ms
+        self.last_modified_ms = now_ms if last_modified_ms is None else last_modified_ms
+        self.bytes_since_last_index_entry = 0
+        self.max_timestamp = NO_TIMESTAMP
+        self.offset_of_max_timestamp = base_offset
+        self._next_offset: int | None = base_offset if log.size == 0 else None
+        self._rolling_base_timestamp: int | None = None
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        return self.log.size
+
+    @property
+    def next_offset(self) -> int:
+        """The offset after this segment's last batch (its base offset when empty)."""
+        if self._next_offset is None:
+            self.load_tail_state()
+        assert self._next_offset is not None
+        return self._next_offset
+
+    @property
+    def largest_timestamp(self) -> int:
+        """What retention.ms compares with: the largest batch timestamp, else the file's mtime."""
+        return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
+
+    def update_config(self, config: LogConfig) -> None:
+        self.index_interval_bytes = config.index_interval_bytes
+        self.offset_index.max_entries = config.segment_index_bytes // 8
+        self.time_index.max_entries = config.segment_index_bytes // 12
+
+    def should_roll(self, config: LogConfig, batch: BatchHeader, now_ms: int) -> bool:
+        """Kafka's LogSegment.shouldRoll, checked before appending `batch`."""
+        if self.size == 0:
+            return False
+        return (
+            self.size + batch.size > config.segment_bytes
+            or self._time_waited_for_roll(now_ms, batch.max_timestamp) > config.segment_ms
+            or self.offset_index.is_full
+            or self.time_index.is_full
+            or batch.last_offset - self.base_offset > _INT32_MAX
+        )
+
+    def _time_waited_for_roll(self, now_ms: int, batch_max_timestamp: int) -> int:
+        if self._rolling_base_timestamp is None:
+            self._rolling_base_timestamp = parse_header(
+                self.log.read_at(HEADER_SIZE, 0)
+            ).max_timestamp
+        if self._rolling_base_timestamp >= 0:
+            return batch_max_timestamp - self._rolling_base_timestamp
+        return now_ms - self.created_ms
+
+    # -- append --------------------------------------------------------------------------------
+
+    def append(self, batch: bytes | bytearray, header: BatchHeader, now_ms: int) -> None:
+        """Write a stamped batch at the end and index it; the log is written before its index."""
+        position = self.log.size
+        self.log.write_at(batch, position)
+        if position == 0:
+            self._rolling_base_timestamp = header.max_timestamp
+        self._index_batch(header, position)
+        self.last_modified_ms = now_ms
+
+    def _index_batch(self, header: BatchHeader, position: int) -> None:
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self.offset_of_max_timestamp = header.last_offset
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            self.offset_index.append(header.last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += header.size
+        self._next_offset = header.next_offset
+
+    def on_become_inactive(self) -> None:
+        """Index the largest timestamp, as Kafka does when a segment is rolled or closed."""
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def iter_headers(self, start: int) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch from `start`, reading the log in chunks."""
+        end = self.log.size
+        position = start
+        chunk, chunk_start = b"", start
+        while position < end:
+            relative = position - chunk_start
+            if relative + HEADER_SIZE > len(chunk):
+                chunk = self.log.read_at(min(_SCAN_CHUNK, end - position), position)
+                chunk_start, relative = position, 0
+            if relative + HEADER_SIZE > len(chunk):
+                raise CorruptSegmentError(f"torn batch header at position {position}")
+            header = parse_header(chunk, relative)
+            if not header_is_plausible(header, end - position):
+                raise CorruptSegmentError(f"no valid batch at position {position}")
+            yield position, header
+            position += header.size
+
+    def position_of(self, offset: int) -> int | None:
+        """Position of the first batch whose last offset is >= `offset`, via the offset index."""
+        if offset >= self.next_offset:
+            return None
+        for position, header in self.iter_headers(self.offset_index.lookup(offset)):
+            if header.last_offset >= offset:
+                return position
+        return None
+
+    def read(self, offset: int, max_bytes: int, upper_offset: int) -> bytes:
+        """Whole batches from the one holding `offset`: at least one, then while within max_bytes;
+        none whose base offset is >= upper_offset."""
+        position = self.position_of(offset)
+        if position is None:
+            return b""
+        chunk = self.log.read_at(min(max(max_bytes, HEADER_SIZE), self.size - position), position)
+        end = 0
+        while end + LOG_OVERHEAD <= len(chunk):
+            base_offset, size = offset_and_size(chunk, end)
+            if base_offset >= upper_offset:
+                break
+            if end + size > len(chunk):
+                if end == 0:
+                    return self.log.read_at(size, position)
+                break
+            end += size
+        return chunk if end == len(chunk) else chunk[:end]
+
+    def read_batch_at(self, position: int, header: BatchHeader) -> bytes:
+        return self.log.read_at(header.size, position)
+
+    def batch_for_timestamp(self, timestamp: int, start_offset: int) -> bytes | None:
+        """The first batch with max timestamp >= `timestamp` and last offset >= start_offset."""
+        indexed_offset = max(self.time_index.lookup(timestamp), start_offset)
+        for position, header in self.iter_headers(self.offset_index.lookup(indexed_offset)):
+            if header.max_timestamp >= timestamp and header.last_offset >= start_offset:
+                return self.read_batch_at(position, header)
+        return None
+
+    def batch_with_max_timestamp(self) -> bytes | None:
+        if self.max_timestamp < 0:
+            return None
+        position = self.position_of(self.offset_of_max_timestamp)
+        if position is None:
+            return None
+        return self.read_batch_at(position, parse_header(self.log.read_at(HEADER_SIZE, position)))
+
+    # -- truncation, loading, recovery ---------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch whose last offset is >= `offset` (whole batches only)."""
+        position = self.position_of(offset)
+        if position is None:
+            return
+        self.log.truncate(position)
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.bytes_since_last_index_entry = 0
+        if position == 0:
+            self._rolling_base_timestamp = None
+        self.load_tail_state()
+
+    def load_tail_state(self) -> None:
+        """Next offset and largest timestamp from the indexes plus the batches after the last
+        offset-index entry (the time index holds the max timestamp up to that entry)."""
+        self.max_timestamp = self.time_index.last_timestamp
+        self.offset_of_max_timestamp = self.time_index.last_offset
+        next_offset = self.base_offset
+        for _position, header in self.iter_headers(self.offset_index.last_position):
+            if header.max_timestamp > self.max_timestamp:
+                self.max_timestamp = header.max_timestamp
+                self.offset_of_max_timestamp = header.last_offset
+            next_offset = header.next_offset
+        self._next_offset = next_offset
+
+    def check_indexes(self) -> None:
+        """Raise CorruptIndexError or CorruptSegmentError if either index cannot be trusted."""
+        self.offset_index.check(self.size)
+        if self.offset_index.entries:
+            position = self.offset_index.last_position
+            header = parse_header(self.log.read_at(HEADER_SIZE, position))
+            if not header_is_plausible(header, self.size - position) or (
+                header.last_offset != self.offset_index.last_offset
+            ):
+                raise CorruptSegmentError("last offset index entry does not point at its batch")
+        self.load_tail_state()
+        self.time_index.check(self.next_offset)
+
+    def recover(self) -> int:
+        """Re-check every batch (length, magic, CRC-32C, offsets), truncate at the first bad one
+        and rebuild both indexes. Returns the number of bytes truncated."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.max_timestamp = NO_TIMESTAMP
+        self.offset_of_max_timestamp = self.base_offset
+        self.bytes_since_last_index_entry = 0
+        self._next_offset = self.base_offset
+        self._rolling_base_timestamp = None
+        valid_end = self._scan_valid_batches()
+        truncated = self.log.size - valid_end
+        if truncated:
+            self.log.truncate(valid_end)
+        return truncated
+
+    def _scan_valid_batches(self) -> int:
+        """Index each valid batch from the start; the position of the first invalid one."""
+        end = self.log.size
+        position = 0
+        chunk, chunk_start = b"", 0
+        while position + HEADER_SIZE <= end:
+            relative = position - chunk_start
+            if relative + HEADER_SIZE > len(chunk):
+                chunk = self.log.read_at(min(_RECOVERY_CHUNK, end - position), position)
+                chunk_start, relative = position, 0
+            header = parse_header(chunk, relative)
+            if not header_is_plausible(header, end - position):
+                break
+            if relative + header.size > len(chunk):
+                chunk = self.log.read_at(max(header.size, _RECOVERY_CHUNK), position)
+                chunk_start, relative = position, 0
+            if header.base_offset < self.next_offset or not batch_is_valid(
+                chunk, relative, header.size
+            ):
+                break
+            self._index_batch(header, position)
+            position += header.size
+        return position
+
+    # -- durability and lifetime ---------------------------------------------------------------
+
+    def flush(self) -> None:
+        self.log.flush()
+        self.offset_index.blob.flush()
+        self.time_index.blob.flush()
+
+    def delete(self) -> None:
+        self.log.delete()
+        self.offset_index.blob.delete()
+        self.time_index.blob.delete()

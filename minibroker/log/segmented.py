@@ -1,0 +1,246 @@
+"""SegmentedLog: Kafka's UnifiedLog over a list of LogSegments, independent of where bytes live.
+
+The file-backed and memory-backed partition logs differ only in how a segment's blobs are made
+and removed, so both run exactly this code for offsets, rolls, reads, retention and truncation.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+
+from .base import OffsetOutOfRange, RecordBatchTooLarge
+from .batch import parse_header, stamp
+from .config import LogConfig
+from .segment import LogSegment
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class SegmentedLog(ABC):
+    def __init__(
+        self, topic: str, partition: int, topic_id: uuid.UUID, config: LogConfig, now_ms: int
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.topic_id = topic_id
+        self.config = config
+        self._segments: list[LogSegment] = []
+        self._base_offsets: list[int] = []
+        self._log_start_offset = 0
+        self.recovery_point = 0
+        self.unflushed_messages = 0
+        self.last_flush_ms = now_ms
+        self.on_log_start_moved: Callable[[], None] | None = None
+
+    @abstractmethod
+    def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment: ...
+
+    @abstractmethod
+    def delete(self) -> None:
+        """Remove the log and all its data."""
+
+    @abstractmethod
+    def _segments_changed(self) -> None:
+        """Hook: a segment was created or deleted (the file log syncs its directory on flush)."""
+
+    # -- offsets and sizes ---------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._active.next_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    @property
+    def _active(self) -> LogSegment:
+        return self._segments[-1]
+
+    def segments(self) -> list[tuple[int, int]]:
+        return [(segment.base_offset, segment.size) for segment in self._segments]
+
+    def _add_segment(self, segment: LogSegment) -> None:
+        self._segments.append(segment)
+        self._base_offsets.append(segment.base_offset)
+        self._segments_changed()
+
+    def _delete_oldest_segment(self) -> None:
+        self._segments.pop(0).delete()
+        self._base_offsets.pop(0)
+        self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+        self._segments_changed()
+
+    def _segment_index_for(self, offset: int) -> int:
+        return max(bisect.bisect_right(self._base_offsets, offset) - 1, 0)
+
+    # -- append and roll -----------------------------------------------------------------------
+
+    def append(self, batch: bytearray, leader_epoch: int, now_ms: int) -> int:
+        if len(batch) > self.config.segment_bytes:
+            raise RecordBatchTooLarge(
+                f"batch of {len(batch)} bytes exceeds segment.bytes {self.config.segment_bytes}"
+            )
+        base_offset = self.log_end_offset
+        stamp(batch, base_offset, leader_epoch)
+        header = parse_header(batch)
+        if self._active.should_roll(self.config, header, now_ms):
+            self.roll(now_ms)
+        self._active.append(batch, header, now_ms)
+        self.unflushed_messages += header.last_offset_delta + 1
+        if self.config.fsync_on_ack or self.unflushed_messages >= self.config.flush_messages:
+            self.flush(now_ms)
+        return base_offset
+
+    def roll(self, now_ms: int) -> None:
+        """Close the active segment and start a new one at the log end (no-op if it is empty)."""
+        if self._active.size == 0:
+            return
+        self._active.on_become_inactive()
+        self._add_segment(self._new_segment(self.log_end_offset, now_ms))
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, upper_offset: int | None = None) -> bytes:
+        end = self.log_end_offset
+        if offset < self._log_start_offset or offset > end:
+            raise OffsetOutOfRange(
+                f"offset {offset} outside [{self._log_start_offset}, {end}] "
+                f"of {self.topic}-{self.partition}"
+            )
+        upper = end if upper_offset is None else min(upper_offset, end)
+        for segment in self._segments[self._segment_index_for(offset) :]:
+            if offset >= upper or segment.base_offset >= upper:
+                break
+            data = segment.read(offset, max_bytes, upper)
+            if data:
+                return data
+        return b""
+
+    def batch_for_timestamp(self, timestamp: int) -> bytes | None:
+        for segment in self._segments:
+            if segment.max_timestamp >= timestamp:
+                found = segment.batch_for_timestamp(timestamp, self._log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    def batch_with_max_timestamp(self) -> bytes | None:
+        best: LogSegment | None = None
+        for segment in self._segments:
+            if best is None or segment.max_timestamp > best.max_timestamp:
+                best = segment
+        return None if best is None else best.batch_with_max_timestamp()
+
+    # -- truncation, deletion, retention -------------------------------------------------------
+
+    def truncate_to(self, offset: int, now_ms: int | None = None) -> None:
+        """Remove every batch holding an offset >= `offset` (whole batches)."""
+        if offset >= self.log_end_offset:
+            return
+        if offset < self._segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset, now_ms)
+            return
+        while len(self._segments) > 1 and self._active.base_offset > offset:
+            self._segments.pop().delete()
+            self._base_offsets.pop()
+            self._segments_changed()
+        self._active.truncate_to(offset)
+        self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
+        """Delete every segment and restart the log, empty, at `offset`."""
+        for segment in self._segments:
+            segment.delete()
+        self._segments.clear()
+        self._base_offsets.clear()
+        self._add_segment(self._new_segment(offset, wall_clock_ms() if now_ms is None else now_ms))
+        self._log_start_offset = offset
+        self.recovery_point = offset
+
+    def delete_records_before(self, offset: int) -> int:
+        if offset > self.log_end_offset:
+            raise OffsetOutOfRange(
+                f"offset {offset} is above the log end offset {self.log_end_offset} "
+                f"of {self.topic}-{self.partition}"
+            )
+        if offset > self._log_start_offset:
+            self._log_start_offset = offset
+            self._delete_segments_below_log_start()
+            if self.on_log_start_moved is not None:
+                self.on_log_start_moved()
+        return self._log_start_offset
+
+    def _delete_segments_below_log_start(self) -> int:
+        deleted = 0
+        while len(self._segments) > 1 and self._segments[1].base_offset <= self._log_start_offset:
+            self._delete_oldest_segment()
+            deleted += 1
+        return deleted
+
+    def apply_retention(self, now_ms: int) -> int:
+        deleted = 0
+        retention_ms = self.config.retention_ms
+        if retention_ms >= 0:
+            while (
+                len(self._segments) > 1
+                and now_ms - self._segments[0].largest_timestamp > retention_ms
+            ):
+                self._delete_oldest_segment()
+                deleted += 1
+        if self.config.retention_bytes >= 0:
+            excess = self.size_bytes - self.config.retention_bytes
+            while len(self._segments) > 1 and excess >= self._segments[0].size:
+                excess -= self._segments[0].size
+                self._delete_oldest_segment()
+                deleted += 1
+        return deleted + self._delete_segments_below_log_start()
+
+    # -- durability and lifetime ---------------------------------------------------------------
+
+    def flush(self, now_ms: int | None = None) -> None:
+        """fsync every segment that may hold unflushed data; the recovery point moves to the end."""
+        for segment in self._segments[self._segment_index_for(self.recovery_point) :]:
+            segment.flush()
+        self._flush_directory()
+        self.recovery_point = self.log_end_offset
+        self.unflushed_messages = 0
+        self.last_flush_ms = wall_clock_ms() if now_ms is None else now_ms
+
+    @abstractmethod
+    def _flush_directory(self) -> None:
+        """Hook: make created and deleted segment files durable."""
+
+    def flush_if_due(self, now_ms: int) -> None:
+        """flush.messages / flush.ms, and rolled segments not yet flushed (as Kafka flushes a
+        segment after rolling it)."""
+        if self.unflushed_messages and (
+            self.unflushed_messages >= self.config.flush_messages
+            or now_ms - self.last_flush_ms >= self.config.flush_ms
+        ):
+            self.flush(now_ms)
+        elif self.recovery_point < self._active.base_offset:
+            for segment in self._segments[self._segment_index_for(self.recovery_point) : -1]:
+                segment.flush()
+            self._flush_directory()
+            self.recovery_point = self._active.base_offset
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+        for segment in self._segments:
+            segment.update_config(config)
+
+    def close(self) -> None:
+        self._active.on_become_inactive()
+        self.flush()
