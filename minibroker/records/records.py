@@ -45,6 +45,8 @@ CONTROL_TYPE_COMMIT = 1
 
 _UINT32_MASK = 0xFFFFFFFF
 _UINT64_MASK = 0xFFFFFFFFFFFFFFFF
+_INT64_MAX = 2**63 - 1
+_INT64_MIN = -(2**63)
 
 Header: TypeAlias = tuple[str, bytes | None]
 RecordInput: TypeAlias = tuple[bytes | None, bytes | None, Sequence[Header], int]
@@ -146,7 +148,10 @@ def scan_records(buf: Buffer, pos: int, end: int, count: int) -> RecordsSummary:
     """
     if count <= 0:
         raise CorruptRecordsError(f"invalid record count {count}")
-    min_delta = max_delta = 0
+    # One-byte varints (values -64..63) are decoded inline: this loop is the produce path.
+    varint = read_varint
+    min_delta = _INT64_MAX
+    max_delta = _INT64_MIN
     null_keys = 0
     index = 0
     try:
@@ -156,7 +161,7 @@ def scan_records(buf: Buffer, pos: int, end: int, count: int) -> RecordsSummary:
                     f"Incorrect declared batch size, premature EOF reached after {index} records",
                     index,
                 )
-            length, pos = read_varint(buf, pos)
+            length, pos = varint(buf, pos)
             body_end = pos + length
             if length < 0 or body_end > end:
                 raise CorruptRecordsError(
@@ -165,42 +170,45 @@ def scan_records(buf: Buffer, pos: int, end: int, count: int) -> RecordsSummary:
                     index,
                 )
             timestamp_delta, pos = read_varlong(buf, pos + 1)  # + 1: attributes
-            offset_delta, pos = read_varint(buf, pos)
-            if offset_delta != index:
-                raise CorruptRecordsError(
-                    f"record {index} has offset delta {offset_delta}, expected {index}", index
-                )
-            key_length, pos = read_varint(buf, pos)
-            if key_length < 0:
-                null_keys += 1
+            byte = buf[pos]
+            if byte < 0x80 and byte == index << 1:
+                pos += 1
             else:
-                pos += key_length
-            value_length, pos = read_varint(buf, pos)
+                offset_delta, pos = varint(buf, pos)
+                if offset_delta != index:
+                    raise CorruptRecordsError(
+                        f"record {index} has offset delta {offset_delta}, expected {index}", index
+                    )
+            byte = buf[pos]
+            if byte < 0x80:
+                pos += 1
+                if byte & 1:
+                    null_keys += 1
+                else:
+                    pos += byte >> 1
+            else:
+                key_length, pos = varint(buf, pos)
+                if key_length < 0:
+                    null_keys += 1
+                else:
+                    pos += key_length
+            value_length, pos = varint(buf, pos)
             if value_length > 0:
                 pos += value_length
-            header_count, pos = read_varint(buf, pos)
-            if header_count < 0 or header_count > body_end - pos:
-                raise CorruptRecordsError(
-                    f"Found invalid number of record headers {header_count}", index
-                )
-            for _ in range(header_count):
-                header_key_length, pos = read_varint(buf, pos)
-                if header_key_length < 0:
-                    raise CorruptRecordsError(
-                        f"Invalid negative header key size {header_key_length}", index
-                    )
-                header_value_length, pos = read_varint(buf, pos + header_key_length)
-                if header_value_length > 0:
-                    pos += header_value_length
+            byte = buf[pos]
+            if byte == 0:
+                pos += 1
+            else:
+                pos = _skip_headers(buf, pos, body_end, index)
             if pos != body_end:
                 raise CorruptRecordsError(
                     f"Invalid record size: expected to read {length} bytes in record payload, "
                     f"but instead read {pos - body_end + length}",
                     index,
                 )
-            if timestamp_delta < min_delta or index == 0:
+            if timestamp_delta < min_delta:
                 min_delta = timestamp_delta
-            if timestamp_delta > max_delta or index == 0:
+            if timestamp_delta > max_delta:
                 max_delta = timestamp_delta
     except IndexError:
         raise CorruptRecordsError("Found invalid record structure", index) from None
@@ -209,6 +217,22 @@ def scan_records(buf: Buffer, pos: int, end: int, count: int) -> RecordsSummary:
             "Incorrect declared batch size, records still remaining in file", count - 1
         )
     return RecordsSummary(min_delta, max_delta, null_keys)
+
+
+def _skip_headers(buf: Buffer, pos: int, body_end: int, index: int) -> int:
+    header_count, pos = read_varint(buf, pos)
+    if header_count < 0 or header_count > body_end - pos:
+        raise CorruptRecordsError(f"Found invalid number of record headers {header_count}", index)
+    for _ in range(header_count):
+        header_key_length, pos = read_varint(buf, pos)
+        if header_key_length < 0:
+            raise CorruptRecordsError(
+                f"Invalid negative header key size {header_key_length}", index
+            )
+        header_value_length, pos = read_varint(buf, pos + header_key_length)
+        if header_value_length > 0:
+            pos += header_value_length
+    return pos
 
 
 # -- decoding ------------------------------------------------------------------------------
@@ -245,15 +269,14 @@ def iter_records(
         raise CorruptRecordsError(f"unsupported magic {header.magic}")
     buf, pos, end = records_region(batch, header, max_decompressed_bytes)
     scan_records(buf, pos, end, header.records_count)
+    return decode_records(buf, pos, header)
+
+
+def decode_records(buf: Buffer, pos: int, header: BatchHeader) -> Iterator[Record]:
+    """Decode the records at `buf[pos:]`, which `scan_records` has already checked."""
     log_append_time = (
         header.max_timestamp if header.timestamp_type == TIMESTAMP_LOG_APPEND_TIME else None
     )
-    return _decode_records(buf, pos, header, log_append_time)
-
-
-def _decode_records(
-    buf: Buffer, pos: int, header: BatchHeader, log_append_time: int | None
-) -> Iterator[Record]:
     view = memoryview(buf)
     for _ in range(header.records_count):
         _, pos = read_varint(view, pos)
