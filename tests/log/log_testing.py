@@ -60,7 +60,8 @@ def make_batch(
     """An uncompressed batch of one record per value; record i has timestamp + i * step."""
     keys = keys if keys is not None else [None] * len(values)
     records = b"".join(
-        encode_record(i, i * timestamp_step, keys[i], value, headers) for i, value in enumerate(values)
+        encode_record(i, i * timestamp_step, keys[i], value, headers)
+        for i, value in enumerate(values)
     )
     max_timestamp = timestamp + max(0, (len(values) - 1) * timestamp_step)
     batch = bytearray(BATCH_HEADER.size) + records
