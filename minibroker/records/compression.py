@@ -115,7 +115,7 @@ def _gunzip(data: Buffer, max_size: int) -> bytes:
             out += chunk
             if len(out) > max_size:
                 raise _too_large(max_size)
-            if not chunk and not pending:
+            if not (chunk or pending or decoder.eof):
                 raise CompressionError("truncated gzip data")
         pending = decoder.unused_data
         if not pending:
