@@ -250,6 +250,8 @@ class LogSegment:
         truncated = self.log.size - valid_end
         if truncated:
             self.log.truncate(valid_end)
+        # A cleanly closed segment's time index ends with its largest timestamp; so does this.
+        self.on_become_inactive()
         return truncated
 
     def _scan_valid_batches(self) -> int:
