@@ -1,0 +1,565 @@
+"""Producer state: producer ids for idempotent producers and per-partition sequence checks.
+
+Kafka's ProducerStateManager, ProducerAppendInfo and ProducerStateEntry, behaviour not code.
+Per (partition, producer id) it keeps the current epoch and the metadata of the last 5 batches
+(last sequence, last offset, offset delta, max timestamp).
+
+`check_append` runs before the log append and applies Kafka's rules in Kafka's order:
+
+1. Batches without a producer id (-1) are not checked.
+2. Same epoch and exactly the sequence range of one of the last 5 batches: a duplicate. The
+   Produce handler answers its original base offset and `log_append_time_ms` = its timestamp
+   (as UnifiedLog does, whatever the timestamp type) and writes nothing.
+3. An epoch below the current one: INVALID_PRODUCER_EPOCH.
+4. A new epoch must start at sequence 0 (OUT_OF_ORDER_SEQUENCE_NUMBER otherwise), unless the
+   producer has no epoch yet.
+5. Within the epoch the first sequence must follow the last one, Int32 max wrapping to 0
+   (OUT_OF_ORDER_SEQUENCE_NUMBER otherwise).
+6. A producer id without state (new, expired, or whose batches were deleted before a crash) is
+   accepted at any sequence: Kafka dropped UNKNOWN_PRODUCER_ID with KIP-360.
+7. A non-transactional batch while the producer has an open transaction: INVALID_TXN_STATE.
+
+`record_append` runs after the append. State survives restarts: `close()` writes Kafka's
+`<offset>.snapshot` file into each partition directory at the log end offset; `rebuild()` loads
+the newest snapshot whose offset lies in [log start, log end] and replays the batch headers
+after it, or replays the whole log when there is none (after a crash). Retention and
+DeleteRecords keep producer state, as Kafka does; producers whose last batch timestamp is older
+than `producer.id.expiration.ms` (and that have no open transaction) are forgotten, checked every
+`producer.id.expiration.check.interval.ms`. After a log truncation call `reload(partition)`;
+after deleting a topic call `forget(partition)` for each of its partitions.
+
+InitProducerId follows `KafkaApis.handleInitProducerIdRequest` and
+`TransactionCoordinator.handleInitProducerId`: a null transactional id always gets a new
+producer id with epoch 0 (Kafka ignores the producer id and epoch such a request carries;
+idempotent clients bump epochs themselves); a producer id without an epoch or the reverse is
+INVALID_REQUEST. Transactional ids are the transaction coordinator's (a later issue): after
+Kafka's request checks they get COORDINATOR_NOT_AVAILABLE, Kafka's answer while its transaction
+coordinator is not active.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from minibroker.protocol.errors import ErrorCode
+from minibroker.records.batch import BatchHeader, Buffer, split_batches
+from minibroker.txn.markers import read_end_txn_marker
+from minibroker.txn.producer_ids import ProducerIdGenerator
+from minibroker.txn.snapshot import (
+    CorruptSnapshotError,
+    SnapshotEntry,
+    list_snapshots,
+    read_snapshot,
+    write_snapshot,
+)
+
+if TYPE_CHECKING:
+    from minibroker.config import BrokerConfig
+
+log = logging.getLogger(__name__)
+
+NUM_BATCHES_TO_RETAIN = 5
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_TIMESTAMP = -1
+INT32_MAX = 2**31 - 1
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
+DEFAULT_EXPIRATION_CHECK_INTERVAL_MS = 600_000  # producer.id.expiration.check.interval.ms
+DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
+_REBUILD_READ_BYTES = 1 << 20
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Kafka's DefaultRecordBatch.incrementSequence: sequences wrap from Int32 max to 0."""
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def decrement_sequence(sequence: int, decrement: int) -> int:
+    if sequence < decrement:
+        return INT32_MAX - (decrement - sequence) + 1
+    return sequence - decrement
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+class ProducerBatch(Protocol):
+    """What the checks read from a validated batch (records' ValidatedBatch)."""
+
+    @property
+    def producer_id(self) -> int: ...
+
+    @property
+    def producer_epoch(self) -> int: ...
+
+    @property
+    def base_sequence(self) -> int: ...
+
+    @property
+    def record_count(self) -> int: ...
+
+    @property
+    def is_transactional(self) -> bool: ...
+
+
+class PartitionLogView(Protocol):
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    def read(self, offset: int, max_bytes: int) -> Buffer: ...
+
+
+class PartitionView(Protocol):
+    """A cluster Partition, as far as producer state needs it (hashed by identity)."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def log(self) -> PartitionLogView: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    last_seq: int
+    last_offset: int
+    offset_delta: int
+    timestamp: int
+
+    @property
+    def first_seq(self) -> int:
+        return decrement_sequence(self.last_seq, self.offset_delta)
+
+    @property
+    def first_offset(self) -> int:
+        return self.last_offset - self.offset_delta
+
+
+def _batch_window() -> deque[BatchMetadata]:
+    return deque(maxlen=NUM_BATCHES_TO_RETAIN)
+
+
+@dataclass(slots=True)
+class ProducerStateEntry:
+    producer_id: int
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    coordinator_epoch: int = -1
+    last_timestamp: int = NO_TIMESTAMP
+    current_txn_first_offset: int | None = None
+    batches: deque[BatchMetadata] = field(default_factory=_batch_window)
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    def update_epoch(self, producer_epoch: int) -> None:
+        """A new epoch starts a new sequence window."""
+        if producer_epoch != self.producer_epoch:
+            self.batches.clear()
+            self.producer_epoch = producer_epoch
+
+    def add_batch(self, producer_epoch: int, metadata: BatchMetadata) -> None:
+        self.update_epoch(producer_epoch)
+        self.batches.append(metadata)
+        self.last_timestamp = metadata.timestamp
+
+    def end_transaction(self, producer_epoch: int, coordinator_epoch: int, timestamp: int) -> None:
+        self.update_epoch(producer_epoch)
+        self.coordinator_epoch = coordinator_epoch
+        self.current_txn_first_offset = None
+        self.last_timestamp = timestamp
+
+    def find_duplicate(
+        self, producer_epoch: int, first_seq: int, last_seq: int
+    ) -> BatchMetadata | None:
+        if producer_epoch != self.producer_epoch:
+            return None
+        for metadata in self.batches:
+            if metadata.first_seq == first_seq and metadata.last_seq == last_seq:
+                return metadata
+        return None
+
+    def is_expired(self, now_ms: int, expiration_ms: int) -> bool:
+        return (
+            self.current_txn_first_offset is None and now_ms - self.last_timestamp >= expiration_ms
+        )
+
+    def to_snapshot(self) -> SnapshotEntry:
+        last = self.batches[-1] if self.batches else None
+        return SnapshotEntry(
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            last_sequence=NO_SEQUENCE if last is None else last.last_seq,
+            last_offset=-1 if last is None else last.last_offset,
+            offset_delta=0 if last is None else last.offset_delta,
+            timestamp=self.last_timestamp,
+            coordinator_epoch=self.coordinator_epoch,
+            current_txn_first_offset=(
+                -1 if self.current_txn_first_offset is None else self.current_txn_first_offset
+            ),
+        )
+
+    @classmethod
+    def from_snapshot(cls, stored: SnapshotEntry) -> ProducerStateEntry:
+        entry = cls(
+            stored.producer_id,
+            stored.producer_epoch,
+            stored.coordinator_epoch,
+            stored.timestamp,
+            stored.current_txn_first_offset if stored.current_txn_first_offset >= 0 else None,
+        )
+        if stored.last_offset >= 0:
+            entry.batches.append(
+                BatchMetadata(
+                    stored.last_sequence, stored.last_offset, stored.offset_delta, stored.timestamp
+                )
+            )
+        return entry
+
+
+@dataclass(frozen=True, slots=True)
+class AppendCheck:
+    """The verdict on one batch: append it, answer a duplicate, or answer an error."""
+
+    error: ErrorCode = ErrorCode.NO_ERROR
+    error_message: str | None = None
+    duplicate: BatchMetadata | None = None
+
+    @property
+    def should_append(self) -> bool:
+        return self.error == ErrorCode.NO_ERROR and self.duplicate is None
+
+
+APPEND = AppendCheck()
+
+
+def check_sequence(
+    entry: ProducerStateEntry | None,
+    producer_id: int,
+    producer_epoch: int,
+    first_seq: int,
+    last_seq: int,
+    is_transactional: bool,
+) -> AppendCheck:
+    """Rules 2-7 of the module docstring for one producer's batch."""
+    if entry is None:
+        entry = ProducerStateEntry(producer_id)
+    duplicate = entry.find_duplicate(producer_epoch, first_seq, last_seq)
+    if duplicate is not None:
+        return AppendCheck(duplicate=duplicate)
+    current_epoch = entry.producer_epoch
+    if producer_epoch < current_epoch:
+        return AppendCheck(
+            ErrorCode.INVALID_PRODUCER_EPOCH,
+            f"Epoch of producer {producer_id} is {producer_epoch}, which is < the last seen "
+            f"epoch {current_epoch}",
+        )
+    if producer_epoch != current_epoch:
+        if first_seq != 0 and current_epoch != NO_PRODUCER_EPOCH:
+            return AppendCheck(
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                f"Invalid sequence number for new epoch of producer {producer_id}: "
+                f"{producer_epoch} (request epoch), {first_seq} (seq. number), "
+                f"{current_epoch} (current producer epoch)",
+            )
+    elif current_epoch != NO_PRODUCER_EPOCH and not in_sequence(entry.last_seq, first_seq):
+        return AppendCheck(
+            ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+            f"Out of order sequence number for producer {producer_id}: {first_seq} "
+            f"(incoming seq. number), {entry.last_seq} (current end sequence number)",
+        )
+    if entry.current_txn_first_offset is not None and not is_transactional:
+        return AppendCheck(
+            ErrorCode.INVALID_TXN_STATE,
+            f"Expected transactional write from producer {producer_id}",
+        )
+    return APPEND
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+ProducerTable = dict[int, ProducerStateEntry]
+
+
+class ProducerStateManager:
+    def __init__(
+        self,
+        data_dir: Path | None = None,
+        *,
+        node_id: int = 0,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+        expiration_check_interval_ms: int = DEFAULT_EXPIRATION_CHECK_INTERVAL_MS,
+        transaction_max_timeout_ms: int = DEFAULT_TRANSACTION_MAX_TIMEOUT_MS,
+        clock: Callable[[], int] = _wall_clock_ms,
+    ) -> None:
+        self.data_dir = data_dir
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.expiration_check_interval_ms = expiration_check_interval_ms
+        self.transaction_max_timeout_ms = transaction_max_timeout_ms
+        self._clock = clock
+        self._ids = ProducerIdGenerator(data_dir, node_id)
+        self._tables: dict[PartitionView, ProducerTable] = {}
+        self._next_expiration_check_ms = clock() + expiration_check_interval_ms
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig, data_dir: Path | None) -> ProducerStateManager:
+        return cls(
+            data_dir,
+            node_id=config.node_id,
+            producer_id_expiration_ms=config.get_int("producer.id.expiration.ms"),
+            transaction_max_timeout_ms=config.get_int("transaction.max.timeout.ms"),
+        )
+
+    # -- InitProducerId ------------------------------------------------------------------------
+
+    def init_producer_id(
+        self,
+        transactional_id: str | None,
+        transaction_timeout_ms: int,
+        producer_id: int,
+        producer_epoch: int,
+    ) -> tuple[ErrorCode, int, int]:
+        """(error, producer id, epoch) for an InitProducerId request."""
+        if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
+            return _init_error(ErrorCode.INVALID_REQUEST)
+        if transactional_id is None:
+            return ErrorCode.NO_ERROR, self._ids.generate(), 0
+        if not transactional_id:
+            return _init_error(ErrorCode.INVALID_REQUEST)
+        if not 0 < transaction_timeout_ms <= self.transaction_max_timeout_ms:
+            return _init_error(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+        return _init_error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+    # -- the produce path ----------------------------------------------------------------------
+
+    def check_append(self, partition: PartitionView, batch: ProducerBatch) -> AppendCheck:
+        if batch.producer_id <= NO_PRODUCER_ID:
+            return APPEND
+        entry = self._table(partition).get(batch.producer_id)
+        first_seq = batch.base_sequence
+        last_seq = increment_sequence(first_seq, batch.record_count - 1)
+        return check_sequence(
+            entry,
+            batch.producer_id,
+            batch.producer_epoch,
+            first_seq,
+            last_seq,
+            batch.is_transactional,
+        )
+
+    def record_append(
+        self,
+        partition: PartitionView,
+        batch: ProducerBatch,
+        base_offset: int,
+        last_offset: int,
+        timestamp: int,
+    ) -> None:
+        """Remember a batch that `check_append` let through, now stored at these offsets;
+        `timestamp` is the stored batch's max timestamp (the append time for LogAppendTime)."""
+        table = self._table(partition)
+        if batch.producer_id > NO_PRODUCER_ID:
+            self._apply_data_batch(
+                table,
+                batch.producer_id,
+                batch.producer_epoch,
+                batch.base_sequence,
+                base_offset,
+                last_offset,
+                timestamp,
+                batch.is_transactional,
+            )
+        self._maybe_expire()
+
+    def record_end_txn_marker(
+        self,
+        partition: PartitionView,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        timestamp: int,
+    ) -> None:
+        """A COMMIT/ABORT marker was written for the producer: its transaction is over."""
+        table = self._table(partition)
+        entry = table.setdefault(producer_id, ProducerStateEntry(producer_id))
+        entry.end_transaction(producer_epoch, coordinator_epoch, timestamp)
+
+    def active_producers(self, partition: PartitionView) -> Mapping[int, ProducerStateEntry]:
+        return self._table(partition)
+
+    @staticmethod
+    def _apply_data_batch(
+        table: ProducerTable,
+        producer_id: int,
+        producer_epoch: int,
+        base_sequence: int,
+        base_offset: int,
+        last_offset: int,
+        timestamp: int,
+        is_transactional: bool,
+    ) -> None:
+        entry = table.setdefault(producer_id, ProducerStateEntry(producer_id))
+        offset_delta = last_offset - base_offset
+        last_seq = increment_sequence(base_sequence, offset_delta)
+        entry.add_batch(
+            producer_epoch, BatchMetadata(last_seq, last_offset, offset_delta, timestamp)
+        )
+        if is_transactional and entry.current_txn_first_offset is None:
+            entry.current_txn_first_offset = base_offset
+
+    def _table(self, partition: PartitionView) -> ProducerTable:
+        return self._tables.setdefault(partition, {})
+
+    # -- expiration ----------------------------------------------------------------------------
+
+    def _maybe_expire(self) -> None:
+        now_ms = self._clock()
+        if now_ms >= self._next_expiration_check_ms:
+            self.remove_expired_producers(now_ms)
+            self._next_expiration_check_ms = now_ms + self.expiration_check_interval_ms
+
+    def remove_expired_producers(self, now_ms: int) -> None:
+        for table in self._tables.values():
+            expired = [
+                producer_id
+                for producer_id, entry in table.items()
+                if entry.is_expired(now_ms, self.producer_id_expiration_ms)
+            ]
+            for producer_id in expired:
+                del table[producer_id]
+
+    # -- partitions: load, reload, forget, snapshot ---------------------------------------------
+
+    def rebuild(self, partitions: Iterable[PartitionView]) -> None:
+        """Load every partition's state from its snapshot and log (at broker start)."""
+        for partition in partitions:
+            self.reload(partition)
+        for table in self._tables.values():
+            if table:
+                self._ids.ensure_above(max(table))
+        self.remove_expired_producers(self._clock())
+
+    def reload(self, partition: PartitionView) -> None:
+        """Rebuild one partition's state, e.g. after its log was truncated."""
+        table: ProducerTable = {}
+        self._tables[partition] = table
+        replay_from = partition.log.log_start_offset
+        directory = self._directory(partition)
+        if directory is not None and directory.is_dir():
+            loaded = self._load_snapshot(directory, partition.log, table)
+            if loaded is not None:
+                replay_from = loaded
+        self._replay(partition.log, table, replay_from)
+
+    def forget(self, partition: PartitionView) -> None:
+        """Drop a deleted partition's state (its directory is gone; nothing is written)."""
+        self._tables.pop(partition, None)
+
+    def close(self) -> None:
+        """Write a snapshot at the log end offset of every partition (clean shutdown)."""
+        for partition, table in self._tables.items():
+            directory = self._directory(partition)
+            if directory is None or not directory.is_dir():
+                continue
+            offset = partition.log.log_end_offset
+            written = write_snapshot(directory, offset, (e.to_snapshot() for e in table.values()))
+            for _, stale in list_snapshots(directory):
+                if stale != written:
+                    stale.unlink(missing_ok=True)
+
+    def _directory(self, partition: PartitionView) -> Path | None:
+        if self.data_dir is None:
+            return None
+        return self.data_dir / f"{partition.topic}-{partition.index}"
+
+    def _load_snapshot(
+        self, directory: Path, partition_log: PartitionLogView, table: ProducerTable
+    ) -> int | None:
+        """Load the newest usable snapshot into `table` and return its offset.
+
+        Snapshots beyond the log end (the log was truncated) or before the log start (the log
+        they continue from is gone) are deleted, as are corrupt ones.
+        """
+        log_start = partition_log.log_start_offset
+        log_end = partition_log.log_end_offset
+        for offset, path in reversed(list_snapshots(directory)):
+            if not log_start <= offset <= log_end:
+                path.unlink(missing_ok=True)
+                continue
+            try:
+                entries = read_snapshot(path)
+            except CorruptSnapshotError as exc:
+                log.warning("Failed to load producer snapshot from '%s': %s", path, exc)
+                path.unlink(missing_ok=True)
+                continue
+            for stored in entries:
+                table[stored.producer_id] = ProducerStateEntry.from_snapshot(stored)
+            return offset
+        return None
+
+    def _replay(self, partition_log: PartitionLogView, table: ProducerTable, start: int) -> None:
+        """Apply the stored batches from `start` to the log end, unchecked (Kafka's
+        REPLICATION origin): only their headers and transaction markers are read."""
+        offset = max(start, partition_log.log_start_offset)
+        max_bytes = _REBUILD_READ_BYTES
+        while offset < partition_log.log_end_offset:
+            data = partition_log.read(offset, max_bytes)
+            batches = split_batches(data)
+            if not batches:
+                if len(data) < max_bytes:
+                    return
+                max_bytes *= 2
+                continue
+            next_offset = offset
+            for batch in batches:
+                header = BatchHeader.parse(batch)
+                if header.last_offset >= next_offset:
+                    self._replay_batch(table, header, batch)
+                    next_offset = header.last_offset + 1
+            if next_offset == offset:
+                return
+            offset = next_offset
+
+    def _replay_batch(self, table: ProducerTable, header: BatchHeader, batch: Buffer) -> None:
+        if header.producer_id <= NO_PRODUCER_ID:
+            return
+        if header.is_control:
+            marker = read_end_txn_marker(batch)
+            if marker is not None:
+                entry = table.setdefault(header.producer_id, ProducerStateEntry(header.producer_id))
+                entry.end_transaction(
+                    header.producer_epoch, marker.coordinator_epoch, header.max_timestamp
+                )
+            return
+        self._apply_data_batch(
+            table,
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence,
+            header.base_offset,
+            header.last_offset,
+            header.max_timestamp,
+            header.is_transactional,
+        )
+
+
+def _init_error(error: ErrorCode) -> tuple[ErrorCode, int, int]:
+    return error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
