@@ -238,12 +238,22 @@ class AppendCheck:
     """The verdict on one batch: append it, answer a duplicate, or answer an error."""
 
     error: ErrorCode = ErrorCode.NO_ERROR
-    error_message: str | None = None
+    message: str | None = None
     duplicate: BatchMetadata | None = None
 
     @property
     def should_append(self) -> bool:
         return self.error == ErrorCode.NO_ERROR and self.duplicate is None
+
+    @property
+    def duplicate_base_offset(self) -> int | None:
+        return None if self.duplicate is None else self.duplicate.first_offset
+
+    @property
+    def duplicate_log_append_time_ms(self) -> int:
+        """What Kafka answers as `log_append_time_ms` for a duplicate: the original batch's
+        max timestamp, whatever the topic's timestamp type (UnifiedLog.append)."""
+        return NO_TIMESTAMP if self.duplicate is None else self.duplicate.timestamp
 
 
 APPEND = AppendCheck()
@@ -485,10 +495,11 @@ class ProducerStateManager:
                 if stale != written:
                     stale.unlink(missing_ok=True)
 
-    def _directory(self, partition: PartitionView) -> Path | None:
-        if self.data_dir is None:
-            return None
-        return self.data_dir / f"{partition.topic}-{partition.index}"
+    @staticmethod
+    def _directory(partition: PartitionView) -> Path | None:
+        """The partition's directory if its log is file-backed (FilePartitionLog.directory)."""
+        directory = getattr(partition.log, "directory", None)
+        return directory if isinstance(directory, Path) else None
 
     def _load_snapshot(
         self, directory: Path, partition_log: PartitionLogView, table: ProducerTable

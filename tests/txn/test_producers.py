@@ -109,6 +109,7 @@ class MemoryLog:
     batches: list[bytes] = field(default_factory=list)
     log_start_offset: int = 0
     log_end_offset: int = 0
+    directory: Path | None = None
     reads: int = 0
 
     def append(self, data: bytes) -> None:
@@ -441,7 +442,9 @@ def test_truncated_snapshot_is_corrupt() -> None:
 
 @pytest.fixture
 def data_dir(tmp_path: Path, partition: Partition) -> Path:
-    (tmp_path / f"{partition.topic}-{partition.index}").mkdir()
+    directory = tmp_path / f"{partition.topic}-{partition.index}"
+    directory.mkdir()
+    partition.log.directory = directory
     return tmp_path
 
 
