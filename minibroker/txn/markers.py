@@ -9,62 +9,35 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from enum import IntEnum
 
-from minibroker.records.batch import HEADER_SIZE, Buffer
-
-_KEY = struct.Struct(">hh")
-_VALUE = struct.Struct(">hi")
-
-
-class ControlType(IntEnum):
-    ABORT = 0
-    COMMIT = 1
+from minibroker.records.batch import HEADER_SIZE, BatchHeader, Buffer
+from minibroker.records.records import (
+    CONTROL_KEY,
+    CONTROL_TYPE_ABORT,
+    CONTROL_TYPE_COMMIT,
+    END_TXN_MARKER_VALUE,
+    CorruptRecordsError,
+    decode_records,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class EndTxnMarker:
-    control_type: ControlType
+    commit: bool
     coordinator_epoch: int
 
 
-def _read_varint(data: Buffer, pos: int) -> tuple[int, int]:
-    """A zig-zag varint (Kafka's ByteUtils.readVarint/readVarlong) and the position after it."""
-    raw = 0
-    shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        raw |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint longer than 10 bytes")
-
-
-def read_end_txn_marker(batch: Buffer) -> EndTxnMarker | None:
-    """The marker in a control batch, or None if it has no record or is not a txn marker."""
-    view = memoryview(batch)
-    if len(view) <= HEADER_SIZE:
-        return None
+def read_end_txn_marker(header: BatchHeader, batch: Buffer) -> EndTxnMarker | None:
+    """The marker in a stored control batch, or None if it holds no transaction marker (an empty
+    control batch is what the cleaner leaves of a whole transaction)."""
     try:
-        _, pos = _read_varint(view, HEADER_SIZE)  # record length
-        pos += 1  # attributes
-        _, pos = _read_varint(view, pos)  # timestamp delta
-        _, pos = _read_varint(view, pos)  # offset delta
-        key_length, pos = _read_varint(view, pos)
-        if key_length < _KEY.size:
+        record = next(decode_records(batch, HEADER_SIZE, header), None)
+        if record is None or record.key is None or record.value is None:
             return None
-        _, control_type = _KEY.unpack_from(view, pos)
-        pos += key_length
-        value_length, pos = _read_varint(view, pos)
-        if value_length < _VALUE.size or control_type not in (
-            ControlType.ABORT,
-            ControlType.COMMIT,
-        ):
-            return None
-        _, coordinator_epoch = _VALUE.unpack_from(view, pos)
-    except (IndexError, struct.error, ValueError):
+        _, control_type = CONTROL_KEY.unpack_from(record.key)
+        _, coordinator_epoch = END_TXN_MARKER_VALUE.unpack_from(record.value)
+    except (IndexError, struct.error, CorruptRecordsError):
         return None
-    return EndTxnMarker(ControlType(control_type), coordinator_epoch)
+    if control_type not in (CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT):
+        return None
+    return EndTxnMarker(control_type == CONTROL_TYPE_COMMIT, coordinator_epoch)

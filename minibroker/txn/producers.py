@@ -553,7 +553,7 @@ class ProducerStateManager:
         if header.producer_id <= NO_PRODUCER_ID:
             return
         if header.is_control:
-            marker = read_end_txn_marker(batch)
+            marker = read_end_txn_marker(header, batch)
             if marker is not None:
                 entry = table.setdefault(header.producer_id, ProducerStateEntry(header.producer_id))
                 entry.end_transaction(

@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.batch import (
-    ATTR_CONTROL,
     ATTR_TRANSACTIONAL,
     HEADER_STRUCT,
     LOG_OVERHEAD,
     BatchHeader,
     write_crc,
 )
+from minibroker.records.records import build_control_batch
 from minibroker.txn.producer_ids import BLOCK_FILE, PRODUCER_ID_BLOCK_SIZE
 from minibroker.txn.producers import (
     INT32_MAX,
@@ -53,44 +53,17 @@ class Batch:
     is_transactional: bool = False
 
 
-def _varint(value: int) -> bytes:
-    raw = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while raw >= 0x80:
-        out.append(raw & 0x7F | 0x80)
-        raw >>= 7
-    out.append(raw)
-    return bytes(out)
-
-
-def _marker_record(control_type: int, coordinator_epoch: int) -> bytes:
-    key = struct.pack(">hh", 0, control_type)
-    value = struct.pack(">hi", 0, coordinator_epoch)
-    body = b"\x00" + _varint(0) + _varint(0) + _varint(len(key)) + key
-    body += _varint(len(value)) + value + _varint(0)
-    return _varint(len(body)) + body
-
-
-def stored_batch(
-    base_offset: int,
-    batch: Batch,
-    timestamp: int = NOW_MS,
-    *,
-    control_record: bytes | None = None,
-) -> bytes:
-    """Stored bytes of a batch: a real v2 header; the records are filler (only headers are read),
-    except for control batches, which carry their marker record."""
-    records = control_record if control_record is not None else b"\x00" * 8 * batch.record_count
-    attributes = ATTR_TRANSACTIONAL if batch.is_transactional else 0
-    if control_record is not None:
-        attributes |= ATTR_CONTROL | ATTR_TRANSACTIONAL
+def stored_batch(base_offset: int, batch: Batch, timestamp: int = NOW_MS) -> bytes:
+    """Stored bytes of a batch: a real v2 header; the records are filler (only headers are
+    read when producer state is rebuilt)."""
+    records = b"\x00" * 8 * batch.record_count
     header = HEADER_STRUCT.pack(
         base_offset,
         HEADER_STRUCT.size - LOG_OVERHEAD + len(records),
         0,
         2,
         0,
-        attributes,
+        ATTR_TRANSACTIONAL if batch.is_transactional else 0,
         batch.record_count - 1,
         timestamp,
         timestamp,
@@ -593,8 +566,16 @@ def test_open_transaction_and_marker_survive_a_crash(
     producer.send(Batch(is_transactional=True))
     producer = restarted(data_dir, partition, clock)
     assert producer.send(Batch(base_sequence=1)) == ErrorCode.INVALID_TXN_STATE
-    marker = stored_batch(1, Batch(), control_record=_marker_record(1, 5))
-    partition.log.append(marker)
+    partition.log.append(
+        build_control_batch(
+            True,
+            producer_id=PID,
+            producer_epoch=0,
+            coordinator_epoch=5,
+            timestamp=NOW_MS,
+            base_offset=1,
+        )
+    )
     producer = restarted(data_dir, partition, clock)
     entry = producer.manager.active_producers(partition)[PID]
     assert (entry.current_txn_first_offset, entry.coordinator_epoch) == (None, 5)
