@@ -74,6 +74,8 @@ LOG_APPEND_TIME = "LogAppendTime"
 _TIMESTAMP_TYPES = {CREATE_TIME: TIMESTAMP_CREATE_TIME, LOG_APPEND_TIME: TIMESTAMP_LOG_APPEND_TIME}
 _LONG_MAX = 2**63 - 1
 _FIRST_ZSTD_PRODUCE_VERSION = 7
+# Kafka's LegacyRecord.RECORD_OVERHEAD_V0 plus LOG_OVERHEAD: the smallest batch of any magic.
+_MIN_RECORD_SIZE = LOG_OVERHEAD + 14
 
 
 @dataclass(frozen=True)
@@ -174,14 +176,26 @@ def _single_batch(view: memoryview) -> memoryview:
     if size > total:
         raise _corrupt(f"the batch length field says {size} bytes but {total} were sent")
     if size < total:
-        next_size = batch_size_at(view, size)
-        if next_size is not None and LOG_OVERHEAD <= next_size <= total - size:
+        if _holds_another_batch(view[size:]):
             raise _invalid(
                 "Produce requests are only allowed to contain exactly one record batch per "
                 "partition"
             )
         raise _corrupt(f"{total - size} bytes follow the record batch")
     return view
+
+
+def _holds_another_batch(rest: memoryview) -> bool:
+    """Whether Kafka's batch reader would find a second batch in `rest` (rather than a
+    corrupt one or an incomplete tail)."""
+    size = batch_size_at(rest, 0)
+    return (
+        size is not None
+        and size >= _MIN_RECORD_SIZE
+        and len(rest) > MAGIC_OFFSET
+        and rest[MAGIC_OFFSET] <= MAGIC_V2
+        and size <= len(rest)
+    )
 
 
 def _check_header(
