@@ -1,0 +1,255 @@
+"""Config changes as Kafka's ConfigAdminManager and ConfigurationControlManager judge them.
+
+Shared by AlterConfigs (whole override set) and IncrementalAlterConfigs (SET, DELETE,
+APPEND, SUBTRACT). Checks run in Kafka's order: duplicate resources, duplicate keys, null
+values, the resource type and (for brokers) name, then the resulting topic configs
+(INVALID_CONFIG), and the topic's existence last.
+
+Every broker setting is static here (minibroker has no dynamic broker configs), so a
+change to one is answered as Kafka answers a change to `log.dirs`: INVALID_REQUEST
+"Cannot update these configs dynamically: Set(...)". Deleting one changes nothing and
+succeeds, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+from minibroker.cluster.state import Cluster, TopicError, check_topic_name
+from minibroker.config import (
+    BROKER_CONFIGS,
+    TOPIC_CONFIGS,
+    ConfigError,
+    ConfigType,
+    validate_topic_configs,
+)
+from minibroker.protocol.errors import ErrorCode
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def is_java_int(text: str) -> bool:
+    """What Java's `Integer.parseInt` accepts (within range is not checked)."""
+    return _JAVA_INT.fullmatch(text) is not None
+
+
+class ResourceType(IntEnum):
+    """Kafka's `ConfigResource.Type` ids."""
+
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
+
+
+class OpType(IntEnum):
+    """Kafka's `AlterConfigOp.OpType` ids."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+class ConfigChangeError(Exception):
+    def __init__(self, error_code: ErrorCode, message: str | None) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ConfigOp:
+    name: str
+    op: int
+    value: str | None
+
+
+def duplicate_resources(resources: Iterable[tuple[int, str]]) -> set[tuple[int, str]]:
+    counts = Counter(resources)
+    return {resource for resource, count in counts.items() if count > 1}
+
+
+DUPLICATE_RESOURCE_MESSAGE = "Each resource must appear at most once."
+
+
+def check_ops(ops: Sequence[ConfigOp]) -> None:
+    """The broker's preprocessing: duplicate keys and null values are INVALID_REQUEST."""
+    names = [op.name for op in ops]
+    if len(set(names)) != len(names):
+        raise ConfigChangeError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    null_updates = [op.name for op in ops if op.op != OpType.DELETE and op.value is None]
+    if null_updates:
+        raise ConfigChangeError(
+            ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(null_updates)
+        )
+    for op in ops:
+        if op.op not in OpType.__members__.values():
+            raise ConfigChangeError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op.op}")
+
+
+def check_resource_type(resource_type: int) -> ResourceType:
+    if resource_type in (ResourceType.TOPIC, ResourceType.BROKER):
+        return ResourceType(resource_type)
+    raise ConfigChangeError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
+
+
+def check_broker_name(name: str, node_id: int) -> None:
+    """Blank (the cluster default) or exactly this node's id (Kafka's
+    `validateResourceNameIsCurrentNodeId`)."""
+    if not name:
+        return
+    if not is_java_int(name):
+        raise ConfigChangeError(
+            ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}"
+        )
+    if int(name) != node_id:
+        raise ConfigChangeError(
+            ErrorCode.INVALID_REQUEST,
+            f"Unexpected broker id, expected {node_id}, but received {name}",
+        )
+
+
+def _is_list(name: str) -> bool:
+    definition = BROKER_CONFIGS.get(name)
+    if definition is None:
+        raise ConfigChangeError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
+    return definition.type == ConfigType.LIST
+
+
+def check_broker_change(ops: Sequence[ConfigOp]) -> None:
+    """Reject any broker setting that would change: all of them are static here."""
+    changed: list[str] = []
+    for op in ops:
+        if op.op == OpType.DELETE:
+            continue
+        if op.op in (OpType.APPEND, OpType.SUBTRACT) and not _is_list(op.name):
+            verb = "append" if op.op == OpType.APPEND else "subtract"
+            raise ConfigChangeError(
+                ErrorCode.INVALID_CONFIG,
+                f"Config value {verb} is not allowed for config key: {op.name}",
+            )
+        changed.append(op.name)
+    if changed:
+        raise ConfigChangeError(
+            ErrorCode.INVALID_REQUEST,
+            f"Cannot update these configs dynamically: Set({', '.join(changed)})",
+        )
+
+
+def _list_parts(value: str | None, name: str) -> list[str]:
+    if value is None:
+        value = TOPIC_CONFIGS[name].default
+    return [part for part in value.split(",") if part]
+
+
+def apply_incremental(current: Mapping[str, str], ops: Sequence[ConfigOp]) -> dict[str, str]:
+    """The topic's overrides after `ops` (APPEND/SUBTRACT start from the topic default)."""
+    result = dict(current)
+    for op in ops:
+        if op.op == OpType.SET:
+            assert op.value is not None
+            result[op.name] = op.value
+        elif op.op == OpType.DELETE:
+            result.pop(op.name, None)
+        else:
+            definition = TOPIC_CONFIGS.get(op.name)
+            if definition is None or definition.type != ConfigType.LIST:
+                verb = "APPEND" if op.op == OpType.APPEND else "SUBTRACT"
+                raise ConfigChangeError(
+                    ErrorCode.INVALID_CONFIG,
+                    f"Can't {verb} to key {op.name} because its type is not LIST.",
+                )
+            parts = _list_parts(result.get(op.name), op.name)
+            for item in (op.value or "").split(","):
+                if op.op == OpType.APPEND and item not in parts:
+                    parts.append(item)
+                elif op.op == OpType.SUBTRACT and item in parts:
+                    parts.remove(item)
+            result[op.name] = ",".join(parts)
+    return result
+
+
+def check_topic_configs(cluster: Cluster, name: str, configs: Mapping[str, str]) -> None:
+    """Kafka's controller-side validation: the name, the resulting configs, then existence."""
+    if not name:
+        raise ConfigChangeError(
+            ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed."
+        )
+    try:
+        check_topic_name(name)
+    except TopicError as exc:
+        raise ConfigChangeError(exc.error_code, exc.message) from exc
+    try:
+        validate_topic_configs(configs)
+    except ConfigError as exc:
+        raise ConfigChangeError(ErrorCode.INVALID_CONFIG, str(exc)) from exc
+    if name not in cluster.topics:
+        raise ConfigChangeError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+        )
+
+
+def alter_resource(
+    cluster: Cluster,
+    node_id: int,
+    resource_type: int,
+    name: str,
+    ops: Sequence[ConfigOp],
+    *,
+    incremental: bool,
+    validate_only: bool,
+) -> None:
+    """Apply one resource's changes (or only check them); raises ConfigChangeError."""
+    check_ops(ops)
+    if check_resource_type(resource_type) == ResourceType.BROKER:
+        check_broker_name(name, node_id)
+        check_broker_change(ops)
+        return
+    topic = cluster.topics.get(name)
+    current = topic.configs if topic is not None else {}
+    if incremental:
+        configs = apply_incremental(current, ops)
+    else:
+        configs = {op.name: op.value for op in ops if op.value is not None}
+    check_topic_configs(cluster, name, configs)
+    if not validate_only:
+        cluster.set_topic_configs(name, configs)
+
+
+def alter_results(
+    cluster: Cluster,
+    node_id: int,
+    resources: Sequence[tuple[int, str, Sequence[ConfigOp]]],
+    *,
+    incremental: bool,
+    validate_only: bool,
+) -> list[tuple[ErrorCode, str | None]]:
+    """(error, message) for each (type, name, ops), in request order."""
+    duplicates = duplicate_resources((kind, name) for kind, name, _ in resources)
+    results: list[tuple[ErrorCode, str | None]] = []
+    for kind, name, ops in resources:
+        if (kind, name) in duplicates:
+            results.append((ErrorCode.INVALID_REQUEST, DUPLICATE_RESOURCE_MESSAGE))
+            continue
+        try:
+            alter_resource(
+                cluster,
+                node_id,
+                kind,
+                name,
+                ops,
+                incremental=incremental,
+                validate_only=validate_only,
+            )
+        except ConfigChangeError as exc:
+            results.append((exc.error_code, exc.message))
+        else:
+            results.append((ErrorCode.NO_ERROR, None))
+    return results

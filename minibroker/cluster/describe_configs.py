@@ -1,0 +1,138 @@
+"""Config entries as Kafka's `ConfigHelper` describes them: values, sources and synonyms.
+
+A topic config's synonyms are its own override (TOPIC_CONFIG), then the broker setting it
+falls back to, expanded to that setting's own synonyms (`log.retention.ms` →
+`log.retention.minutes` → `log.retention.hours`): first those set in server.properties
+(STATIC_BROKER_CONFIG), then those with a Kafka default (DEFAULT_CONFIG). As in Kafka,
+synonyms listed before the described name itself are dropped, so `retention.ms` has no
+synonyms unless `log.retention.ms` is set. The source is that of the first synonym.
+
+minibroker has no dynamic broker configs, so DYNAMIC_* sources never appear and the
+cluster-default broker resource ("") has no entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from minibroker.config import (
+    BROKER_CONFIGS,
+    TOPIC_CONFIGS,
+    BrokerConfig,
+    ConfigSource,
+    ConfigType,
+)
+
+UNKNOWN_CONFIG_TYPE = 0
+
+# Kafka's `DynamicBrokerConfig.brokerConfigSynonyms`: the broker names a setting may come from,
+# most specific first. Names not listed are their own only synonym.
+_BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("log.roll.ms", "log.roll.hours"), ("log.roll.ms", "log.roll.hours")),
+    **dict.fromkeys(
+        ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+        ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ),
+    **dict.fromkeys(
+        ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+        ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    ),
+    "log.flush.interval.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+}
+
+
+@dataclass(frozen=True)
+class Synonym:
+    name: str
+    value: str | None
+    source: ConfigSource
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: ConfigSource
+    read_only: bool
+    sensitive: bool
+    config_type: int
+    synonyms: tuple[Synonym, ...]
+    documentation: str | None
+
+
+def broker_synonyms(name: str) -> tuple[str, ...]:
+    return _BROKER_SYNONYMS.get(name, (name,))
+
+
+def _config_synonyms(config: BrokerConfig, name: str, sensitive: bool) -> list[Synonym]:
+    names = broker_synonyms(name)
+    found = [
+        Synonym(
+            synonym,
+            None if sensitive else config.values[synonym],
+            ConfigSource.STATIC_BROKER_CONFIG,
+        )
+        for synonym in names
+        if synonym in config.values
+    ]
+    for synonym in names:
+        definition = BROKER_CONFIGS.get(synonym)
+        if definition is not None and definition.default is not None:
+            value = None if sensitive else definition.default
+            found.append(Synonym(synonym, value, ConfigSource.DEFAULT_CONFIG))
+    while found and found[0].name != name:
+        found.pop(0)
+    return found
+
+
+def _source(synonyms: list[Synonym]) -> ConfigSource:
+    return synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
+
+
+def topic_config_entry(
+    config: BrokerConfig, overrides: Mapping[str, str], name: str
+) -> ConfigEntry:
+    definition = TOPIC_CONFIGS[name]
+    value = config.topic_value(overrides, name)
+    synonyms = _config_synonyms(config, definition.broker_synonyms[0], sensitive=False)
+    if name in overrides:
+        synonyms.insert(0, Synonym(name, value, ConfigSource.TOPIC_CONFIG))
+    return ConfigEntry(
+        name=name,
+        value=value,
+        source=_source(synonyms),
+        read_only=False,
+        sensitive=False,
+        config_type=definition.type,
+        synonyms=tuple(synonyms),
+        documentation=None,
+    )
+
+
+def topic_config_entries(config: BrokerConfig, overrides: Mapping[str, str]) -> list[ConfigEntry]:
+    """Every topic config, sorted by name, with the value this topic gets."""
+    return [topic_config_entry(config, overrides, name) for name in sorted(TOPIC_CONFIGS)]
+
+
+def broker_config_entry(config: BrokerConfig, name: str) -> ConfigEntry:
+    definition = BROKER_CONFIGS.get(name)
+    # Kafka treats a name it has no definition for as possibly sensitive.
+    sensitive = definition is None or definition.sensitive or definition.type == ConfigType.PASSWORD
+    synonyms = _config_synonyms(config, name, sensitive)
+    return ConfigEntry(
+        name=name,
+        value=None if sensitive else config.raw(name),
+        source=_source(synonyms),
+        read_only=True if definition is None else definition.read_only,
+        sensitive=sensitive,
+        config_type=UNKNOWN_CONFIG_TYPE if definition is None else definition.type,
+        synonyms=tuple(synonyms),
+        documentation=(definition.doc or None) if definition is not None else None,
+    )
+
+
+def broker_config_entries(config: BrokerConfig) -> list[ConfigEntry]:
+    """Every broker config Kafka's definition knows, plus any other name that was set."""
+    names = sorted(set(BROKER_CONFIGS) | set(config.values))
+    return [broker_config_entry(config, name) for name in names]

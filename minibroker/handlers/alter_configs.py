@@ -1,0 +1,56 @@
+"""AlterConfigs (key 33), versions 0-2.
+
+Behaviour: the legacy API: the configs given become the topic's whole override set (any
+override not listed is removed). Checked as IncrementalAlterConfigs is (see
+`cluster/alter_configs.py`): duplicate resources or keys and null values are
+INVALID_REQUEST, unknown or invalid topic configs INVALID_CONFIG, unknown topics
+UNKNOWN_TOPIC_OR_PARTITION; `validate_only` changes nothing. Broker settings are static
+here, so setting one is INVALID_REQUEST ("Cannot update these configs dynamically").
+
+Version notes: v1 only changes throttling; v2 is the flexible encoding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.cluster.alter_configs import ConfigOp, OpType, alter_results
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.server.context import RequestContext
+
+_Response = struct_type(ApiKey.AlterConfigs, "response", "AlterConfigsResourceResponse")
+
+
+@handles(ApiKey.AlterConfigs, 0, 2)
+async def handle_alter_configs(ctx: RequestContext, request: Any) -> Any:
+    resources = [
+        (
+            resource.resource_type,
+            resource.resource_name,
+            [ConfigOp(c.name, OpType.SET, c.value) for c in resource.configs],
+        )
+        for resource in request.resources
+    ]
+    results = alter_results(
+        ctx.broker.cluster,
+        ctx.broker.node_id,
+        resources,
+        incremental=False,
+        validate_only=request.validate_only,
+    )
+    return new_response(
+        ApiKey.AlterConfigs,
+        ctx.api_version,
+        throttle_time_ms=0,
+        responses=[
+            _Response(
+                error_code=error,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+            for resource, (error, message) in zip(request.resources, results, strict=True)
+        ],
+    )

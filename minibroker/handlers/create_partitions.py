@@ -1,0 +1,89 @@
+"""CreatePartitions (key 37), versions 0-3.
+
+Behaviour: raises a topic's partition count, as Kafka's ReplicationControlManager does: a
+topic named twice gets one INVALID_REQUEST entry, an unknown topic
+UNKNOWN_TOPIC_OR_PARTITION, a count equal to or below the current one INVALID_PARTITIONS.
+Manual assignments must give one replica list per new partition, each naming only this
+node, once (INVALID_REPLICATION_ASSIGNMENT otherwise). `validate_only` runs every check
+and adds nothing. The new partitions' logs are created at once; the timeout is not used.
+
+Version notes: v2 is the first flexible version; v3 adds nothing for a broker.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from minibroker.cluster.assignments import assignment_error, check_manual_replicas
+from minibroker.cluster.state import Topic, TopicError
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+
+_Result = struct_type(ApiKey.CreatePartitions, "response", "CreatePartitionsTopicResult")
+REPLICATION_FACTOR = 1
+
+
+def _check_count(topic: Topic, count: int) -> None:
+    current = len(topic.partitions)
+    if count == current:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
+    if count < current:
+        raise TopicError(
+            ErrorCode.INVALID_PARTITIONS,
+            f"The topic {topic.name} currently has {current} partition(s); {count} would not "
+            "be an increase.",
+        )
+
+
+def _check_assignments(assignments: list[Any], additional: int, node_id: int) -> None:
+    if len(assignments) != additional:
+        raise assignment_error(
+            f"Attempted to add {additional} additional partition(s), but only "
+            f"{len(assignments)} assignment(s) were specified."
+        )
+    for assignment in assignments:
+        check_manual_replicas(assignment.broker_ids, node_id, REPLICATION_FACTOR)
+
+
+def _create(ctx: RequestContext, wanted: Any, validate_only: bool) -> Any:
+    cluster = ctx.broker.cluster
+    topic = cluster.topics.get(wanted.name)
+    try:
+        if topic is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
+        _check_count(topic, wanted.count)
+        if wanted.assignments is not None:
+            additional = wanted.count - len(topic.partitions)
+            _check_assignments(wanted.assignments, additional, ctx.broker.node_id)
+        if not validate_only:
+            cluster.add_partitions(wanted.name, wanted.count)
+    except TopicError as exc:
+        return _Result(
+            name=wanted.name, error_code=exc.error_code, error_message=exc.message or None
+        )
+    return _Result(name=wanted.name, error_code=ErrorCode.NO_ERROR, error_message=None)
+
+
+@handles(ApiKey.CreatePartitions, 0, 3)
+async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
+    counts = Counter(topic.name for topic in request.topics)
+    results = [
+        _create(ctx, topic, request.validate_only)
+        for topic in request.topics
+        if counts[topic.name] == 1
+    ]
+    for name in dict.fromkeys(name for name, count in counts.items() if count > 1):
+        results.append(
+            _Result(
+                name=name,
+                error_code=ErrorCode.INVALID_REQUEST,
+                error_message="Duplicate topic name.",
+            )
+        )
+    return new_response(
+        ApiKey.CreatePartitions, ctx.api_version, throttle_time_ms=0, results=results
+    )

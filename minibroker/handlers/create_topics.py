@@ -1,0 +1,201 @@
+"""CreateTopics (key 19), versions 2-7.
+
+Behaviour: checks run in the order of Kafka's ControllerApis and ReplicationControlManager:
+a name given more than once gets one INVALID_REQUEST entry; an illegal name, or one that collides
+with an existing topic once '.' and '_' are unified, INVALID_TOPIC_EXCEPTION; an existing
+topic TOPIC_ALREADY_EXISTS; a null config value or an unknown or invalid topic config
+INVALID_CONFIG. Then either a manual assignment (num_partitions and replication_factor
+must be -1; every partition 0..n-1 once, each on this node only) or num_partitions
+(-1: `num.partitions`) and replication_factor (-1: `default.replication.factor`); a
+replication factor above 1 is INVALID_REPLICATION_FACTOR, as on a single-node Kafka.
+`validate_only` runs every check and creates nothing. The timeout is not used: creation is
+immediate.
+
+Version notes: v5+ answers the new topic's partition count, replication factor and every
+config with its source (num_partitions/replication_factor -1 on errors); v7 adds the
+topic id (in a validate-only answer a random id, as Kafka does).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from typing import Any
+
+from minibroker.cluster.assignments import assignment_error, check_manual_replicas
+from minibroker.cluster.describe_configs import topic_config_entries
+from minibroker.cluster.state import Cluster, TopicError, check_topic_name
+from minibroker.config import ConfigError, validate_topic_configs
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+
+_Result = struct_type(ApiKey.CreateTopics, "response", "CreatableTopicResult")
+_Config = struct_type(
+    ApiKey.CreateTopics, "response", "CreatableTopicResult", "CreatableTopicConfigs"
+)
+_NULL_TOPIC_ID = uuid.UUID(int=0)
+USE_DEFAULT = -1
+
+
+def _unified(name: str) -> str:
+    return name.replace(".", "_")
+
+
+def _check_name(cluster: Cluster, name: str) -> None:
+    check_topic_name(name)
+    if "." in name or "_" in name:
+        for existing in cluster.topics:
+            if existing != name and _unified(existing) == _unified(name):
+                raise TopicError(
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    f"Topic '{name}' collides with existing topic: {existing}",
+                )
+    if name in cluster.topics:
+        raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+
+
+def _configs(topic: Any) -> dict[str, str]:
+    null_configs = [config.name for config in topic.configs if config.value is None]
+    if null_configs:
+        raise TopicError(
+            ErrorCode.INVALID_CONFIG,
+            "Null value not supported for topic configs: " + ",".join(null_configs),
+        )
+    configs = {config.name: config.value for config in topic.configs}
+    try:
+        validate_topic_configs(configs)
+    except ConfigError as exc:
+        raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from exc
+    return configs
+
+
+def _partitions_from_assignments(topic: Any, node_id: int) -> int:
+    if topic.replication_factor != USE_DEFAULT:
+        raise TopicError(
+            ErrorCode.INVALID_REQUEST,
+            "A manual partition assignment was specified, but replication factor was not "
+            "set to -1.",
+        )
+    if topic.num_partitions != USE_DEFAULT:
+        raise TopicError(
+            ErrorCode.INVALID_REQUEST,
+            "A manual partition assignment was specified, but numPartitions was not set to -1.",
+        )
+    seen: set[int] = set()
+    replication_factor: int | None = None
+    for assignment in topic.assignments:
+        if assignment.partition_index in seen:
+            raise assignment_error(
+                "Found multiple manual partition assignments for partition "
+                f"{assignment.partition_index}"
+            )
+        check_manual_replicas(assignment.broker_ids, node_id, replication_factor)
+        replication_factor = len(assignment.broker_ids)
+        seen.add(assignment.partition_index)
+    if seen != set(range(len(seen))):
+        raise assignment_error("partitions should be a consecutive 0-based integer sequence")
+    return len(seen)
+
+
+def _partition_count(ctx: RequestContext, topic: Any) -> int:
+    if topic.assignments:
+        return _partitions_from_assignments(topic, ctx.broker.node_id)
+    if topic.replication_factor < USE_DEFAULT or topic.replication_factor == 0:
+        raise TopicError(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        )
+    if topic.num_partitions < USE_DEFAULT or topic.num_partitions == 0:
+        raise TopicError(
+            ErrorCode.INVALID_PARTITIONS,
+            "Number of partitions was set to an invalid non-positive value.",
+        )
+    config = ctx.broker.config
+    replication_factor = topic.replication_factor
+    if replication_factor == USE_DEFAULT:
+        replication_factor = config.get_int("default.replication.factor")
+    if replication_factor > 1:
+        raise TopicError(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"Unable to replicate the partition {replication_factor} time(s): The target "
+            f"replication factor of {replication_factor} cannot be reached because only 1 "
+            "broker(s) are registered.",
+        )
+    if topic.num_partitions == USE_DEFAULT:
+        return config.get_int("num.partitions")
+    return int(topic.num_partitions)
+
+
+def _created(
+    ctx: RequestContext,
+    name: str,
+    num_partitions: int,
+    topic_id: uuid.UUID,
+    configs: dict[str, str],
+) -> Any:
+    entries = topic_config_entries(ctx.broker.config, configs)
+    return _Result(
+        name=name,
+        topic_id=topic_id,
+        error_code=ErrorCode.NO_ERROR,
+        error_message=None,
+        topic_config_error_code=ErrorCode.NO_ERROR,
+        num_partitions=num_partitions,
+        replication_factor=1,
+        configs=[
+            _Config(
+                name=entry.name,
+                value=entry.value,
+                read_only=entry.read_only,
+                config_source=entry.source,
+                is_sensitive=entry.sensitive,
+            )
+            for entry in entries
+        ],
+    )
+
+
+def _failed(name: str, error: ErrorCode, message: str | None) -> Any:
+    return _Result(
+        name=name,
+        topic_id=_NULL_TOPIC_ID,
+        error_code=error,
+        error_message=message,
+        topic_config_error_code=ErrorCode.NO_ERROR,
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=[],
+    )
+
+
+def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> Any:
+    cluster = ctx.broker.cluster
+    try:
+        _check_name(cluster, topic.name)
+        configs = _configs(topic)
+        num_partitions = _partition_count(ctx, topic)
+        if validate_only:
+            cluster.check_new_topic(topic.name, num_partitions, configs)
+            topic_id = uuid.uuid4()
+        else:
+            topic_id = cluster.create_topic(topic.name, num_partitions, configs).topic_id
+    except TopicError as exc:
+        return _failed(topic.name, exc.error_code, exc.message)
+    return _created(ctx, topic.name, num_partitions, topic_id, configs)
+
+
+@handles(ApiKey.CreateTopics, 2, 7)
+async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
+    counts = Counter(topic.name for topic in request.topics)
+    results = [
+        _create(ctx, topic, request.validate_only)
+        for topic in request.topics
+        if counts[topic.name] == 1
+    ]
+    # Kafka answers a name given more than once with a single error entry.
+    for name in dict.fromkeys(name for name, count in counts.items() if count > 1):
+        results.append(_failed(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+    return new_response(ApiKey.CreateTopics, ctx.api_version, throttle_time_ms=0, topics=results)

@@ -1,0 +1,113 @@
+"""DeleteTopics (key 20), versions 1-6.
+
+Behaviour: deletes topics by name, or (v6) by topic id, as Kafka's ControllerApis does:
+a name or id given twice is INVALID_REQUEST ("Duplicate topic name." / "Duplicate topic
+id."), an entry with both a name and an id or with neither INVALID_REQUEST, an unknown
+name UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID. With
+`delete.topic.enable=false` every topic gets TOPIC_DELETION_DISABLED (INVALID_REQUEST
+before v3). Deletion is immediate, so the timeout is not used.
+
+Version notes: v1-5 carry names only (`topic_names`); v6 carries `topics` entries with a
+name or an id, and the answer gives both; error messages are v5+.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from typing import Any
+
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+
+_Result = struct_type(ApiKey.DeleteTopics, "response", "DeletableTopicResult")
+_NULL_TOPIC_ID = uuid.UUID(int=0)
+FIRST_VERSION_WITH_DELETION_DISABLED_ERROR = 3
+# Kafka's default messages for these errors (`Errors.java`).
+UNKNOWN_TOPIC = "This server does not host this topic-partition."
+UNKNOWN_TOPIC_ID = "This server does not host this topic ID."
+
+
+def _result(name: str | None, topic_id: uuid.UUID, error: ErrorCode, message: str | None) -> Any:
+    return _Result(name=name, topic_id=topic_id, error_code=error, error_message=message)
+
+
+def _requested(ctx: RequestContext, request: Any) -> list[tuple[str | None, uuid.UUID]]:
+    if ctx.api_version < 6:
+        return [(name, _NULL_TOPIC_ID) for name in request.topic_names]
+    return [(topic.name, topic.topic_id or _NULL_TOPIC_ID) for topic in request.topics]
+
+
+def _delete_by_name(ctx: RequestContext, name: str) -> Any:
+    if name not in ctx.broker.cluster.topics:
+        return _result(name, _NULL_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC)
+    topic = ctx.broker.cluster.delete_topic(name)
+    return _result(name, topic.topic_id, ErrorCode.NO_ERROR, None)
+
+
+def _delete_by_id(ctx: RequestContext, topic_id: uuid.UUID) -> Any:
+    topic = ctx.broker.cluster.topics_by_id.get(topic_id)
+    if topic is None:
+        return _result(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_ID)
+    return _delete_by_name(ctx, topic.name)
+
+
+def _disabled(ctx: RequestContext, requested: list[tuple[str | None, uuid.UUID]]) -> list[Any]:
+    if ctx.api_version < FIRST_VERSION_WITH_DELETION_DISABLED_ERROR:
+        error, message = ErrorCode.INVALID_REQUEST, "Topic deletion is disabled."
+    else:
+        error, message = ErrorCode.TOPIC_DELETION_DISABLED, None
+    return [_result(name, topic_id, error, message) for name, topic_id in requested]
+
+
+def _delete_all(ctx: RequestContext, requested: list[tuple[str | None, uuid.UUID]]) -> list[Any]:
+    names = Counter(name for name, topic_id in requested if topic_id == _NULL_TOPIC_ID)
+    ids = Counter(topic_id for name, topic_id in requested if name is None)
+    results = []
+    for name, topic_id in requested:
+        if name is None and topic_id == _NULL_TOPIC_ID:
+            results.append(
+                _result(
+                    None,
+                    topic_id,
+                    ErrorCode.INVALID_REQUEST,
+                    "Neither topic name nor id were specified.",
+                )
+            )
+        elif name is not None and topic_id != _NULL_TOPIC_ID:
+            results.append(
+                _result(
+                    name,
+                    topic_id,
+                    ErrorCode.INVALID_REQUEST,
+                    "You may not specify both topic name and topic id.",
+                )
+            )
+        elif name is not None and names[name] == 1:
+            results.append(_delete_by_name(ctx, name))
+        elif name is None and ids[topic_id] == 1:
+            results.append(_delete_by_id(ctx, topic_id))
+    for name, count in names.items():
+        if count > 1 and name is not None:
+            results.append(
+                _result(name, _NULL_TOPIC_ID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+            )
+    for topic_id, count in ids.items():
+        if count > 1 and topic_id != _NULL_TOPIC_ID:
+            results.append(
+                _result(None, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
+            )
+    return results
+
+
+@handles(ApiKey.DeleteTopics, 1, 6)
+async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
+    requested = _requested(ctx, request)
+    if ctx.broker.config.get_bool("delete.topic.enable"):
+        results = _delete_all(ctx, requested)
+    else:
+        results = _disabled(ctx, requested)
+    return new_response(ApiKey.DeleteTopics, ctx.api_version, throttle_time_ms=0, responses=results)

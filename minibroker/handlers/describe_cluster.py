@@ -1,0 +1,82 @@
+"""DescribeCluster (key 60), versions 0-1.
+
+Behaviour: this node is the only broker (at the address advertised on the listener the
+request came in on) and, as KRaft brokers answer, the controller id. Cluster authorized
+operations, when asked for, are every operation Kafka defines on a cluster (there is no
+authorizer); otherwise INT32_MIN, Kafka's "not requested".
+
+Version notes: v1 adds the endpoint type: this is a broker endpoint (1); asking for
+controllers (2) is MISMATCHED_ENDPOINT_TYPE, any other type UNSUPPORTED_ENDPOINT_TYPE.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any
+
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+
+_Broker = struct_type(ApiKey.DescribeCluster, "response", "DescribeClusterBroker")
+
+
+class EndpointType(IntEnum):
+    BROKER = 1
+    CONTROLLER = 2
+
+
+class AclOperation(IntEnum):
+    CREATE = 5
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+
+
+def _endpoint_error(endpoint_type: int) -> tuple[ErrorCode, str] | None:
+    if endpoint_type == EndpointType.BROKER:
+        return None
+    if endpoint_type == EndpointType.CONTROLLER:
+        return (
+            ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+            "The request was sent to an endpoint of type BROKER, but we wanted an endpoint "
+            "of type CONTROLLER",
+        )
+    return ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {endpoint_type}"
+
+
+@handles(ApiKey.DescribeCluster, 0, 1)
+async def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
+    error = _endpoint_error(request.endpoint_type)
+    if error is not None:
+        return new_response(
+            ApiKey.DescribeCluster,
+            ctx.api_version,
+            throttle_time_ms=0,
+            error_code=error[0],
+            error_message=error[1],
+            endpoint_type=EndpointType.BROKER,
+            cluster_id="",
+            controller_id=-1,
+            brokers=[],
+            authorized_operations=None,
+        )
+    host, port = ctx.broker.advertised_endpoint(ctx.listener)
+    operations = set(AclOperation) if request.include_cluster_authorized_operations else None
+    return new_response(
+        ApiKey.DescribeCluster,
+        ctx.api_version,
+        throttle_time_ms=0,
+        error_code=ErrorCode.NO_ERROR,
+        error_message=None,
+        endpoint_type=EndpointType.BROKER,
+        cluster_id=ctx.broker.cluster_id,
+        controller_id=ctx.broker.node_id,
+        brokers=[_Broker(broker_id=ctx.broker.node_id, host=host, port=port, rack=None)],
+        authorized_operations=operations,
+    )

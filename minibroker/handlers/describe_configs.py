@@ -1,0 +1,127 @@
+"""DescribeConfigs (key 32), versions 1-4.
+
+Behaviour: topic (2) and broker (4) resources, as Kafka's `ConfigHelper` describes them
+(see `cluster/describe_configs.py`): every topic config with this topic's value, its source
+(TOPIC_CONFIG, STATIC_BROKER_CONFIG or DEFAULT_CONFIG) and synonyms; every broker setting,
+read-only (minibroker has no dynamic broker configs), sensitive ones without a value. The
+configuration keys filter keeps only the named configs; null or empty means all. A broker
+resource must be named by this node's id, or "" for the cluster-wide dynamic defaults,
+of which there are none. Errors per resource: an illegal topic name
+INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION, another broker id or
+a non-integer name INVALID_REQUEST, other resource types INVALID_REQUEST.
+
+Version notes: synonyms are only listed when `include_synonyms` (v1+) is set; config type
+and documentation are v3+, documentation only when asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.cluster.alter_configs import ConfigChangeError, ResourceType, is_java_int
+from minibroker.cluster.describe_configs import (
+    ConfigEntry,
+    broker_config_entries,
+    topic_config_entries,
+)
+from minibroker.cluster.state import TopicError, check_topic_name
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+
+_Result = struct_type(ApiKey.DescribeConfigs, "response", "DescribeConfigsResult")
+_Config = struct_type(
+    ApiKey.DescribeConfigs, "response", "DescribeConfigsResult", "DescribeConfigsResourceResult"
+)
+_Synonym = struct_type(
+    ApiKey.DescribeConfigs,
+    "response",
+    "DescribeConfigsResult",
+    "DescribeConfigsResourceResult",
+    "DescribeConfigsSynonym",
+)
+
+
+def _config(entry: ConfigEntry, request: Any) -> Any:
+    synonyms = entry.synonyms if request.include_synonyms else ()
+    return _Config(
+        name=entry.name,
+        value=entry.value,
+        read_only=entry.read_only,
+        config_source=entry.source,
+        is_sensitive=entry.sensitive,
+        synonyms=[_Synonym(name=s.name, value=s.value, source=s.source) for s in synonyms],
+        config_type=entry.config_type,
+        documentation=entry.documentation if request.include_documentation else None,
+    )
+
+
+def _broker_entries(ctx: RequestContext, name: str) -> list[ConfigEntry]:
+    if not name:
+        return []
+    if not is_java_int(name):
+        raise ConfigChangeError(
+            ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}"
+        )
+    node_id = ctx.broker.node_id
+    if int(name) != node_id:
+        raise ConfigChangeError(
+            ErrorCode.INVALID_REQUEST,
+            f"Unexpected broker id, expected {node_id} or empty string, but received {name}",
+        )
+    return broker_config_entries(ctx.broker.config)
+
+
+def _topic_entries(ctx: RequestContext, name: str) -> list[ConfigEntry] | None:
+    try:
+        check_topic_name(name)
+    except TopicError as exc:
+        raise ConfigChangeError(exc.error_code, exc.message) from exc
+    topic = ctx.broker.cluster.topics.get(name)
+    if topic is None:
+        return None
+    return topic_config_entries(ctx.broker.config, topic.configs)
+
+
+def _result(ctx: RequestContext, request: Any, resource: Any) -> Any:
+    def answer(error: ErrorCode, message: str | None, configs: list[Any]) -> Any:
+        return _Result(
+            error_code=error,
+            error_message=message,
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+            configs=configs,
+        )
+
+    try:
+        if resource.resource_type == ResourceType.TOPIC:
+            entries = _topic_entries(ctx, resource.resource_name)
+            if entries is None:
+                return answer(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "", [])
+        elif resource.resource_type == ResourceType.BROKER:
+            entries = _broker_entries(ctx, resource.resource_name)
+        else:
+            raise ConfigChangeError(
+                ErrorCode.INVALID_REQUEST,
+                f"Unsupported resource type: {resource.resource_type}",
+            )
+    except ConfigChangeError as exc:
+        return answer(exc.error_code, exc.message, [])
+    wanted = resource.configuration_keys
+    return answer(
+        ErrorCode.NO_ERROR,
+        "",
+        [_config(entry, request) for entry in entries if not wanted or entry.name in wanted],
+    )
+
+
+@handles(ApiKey.DescribeConfigs, 1, 4)
+async def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
+    return new_response(
+        ApiKey.DescribeConfigs,
+        ctx.api_version,
+        throttle_time_ms=0,
+        results=[_result(ctx, request, resource) for resource in request.resources],
+    )

@@ -1,0 +1,80 @@
+"""OffsetForLeaderEpoch (key 23), versions 2-4.
+
+Behaviour: every partition has had a single leader epoch, 0, since its first append, so
+the leader-epoch cache Kafka keeps has one entry once the log has ever held data. Answered
+as Kafka's `LeaderEpochFileCache.endOffsetFor`: the latest epoch gives (epoch, log end
+offset); an epoch below it (only negatives here) gives the requested epoch and the log
+start offset; -1, an epoch above the latest or any epoch on a never-written log gives
+(-1, -1) without error. A current leader epoch newer than ours is UNKNOWN_LEADER_EPOCH, an
+older one FENCED_LEADER_EPOCH (-1 skips the check); an unknown partition is
+UNKNOWN_TOPIC_OR_PARTITION.
+
+Version notes: v3 adds the replica id (consumers send -1, ignored here); v4 is flexible.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.cluster.state import Partition
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+
+_Topic = struct_type(ApiKey.OffsetForLeaderEpoch, "response", "OffsetForLeaderTopicResult")
+_Partition = struct_type(
+    ApiKey.OffsetForLeaderEpoch, "response", "OffsetForLeaderTopicResult", "EpochEndOffset"
+)
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+
+
+def end_offset_for(partition: Partition, requested_epoch: int) -> tuple[int, int]:
+    """(epoch, end offset) for `requested_epoch`, as Kafka's leader-epoch cache answers."""
+    log = partition.log
+    has_epoch_entry = log.log_end_offset > 0
+    if requested_epoch == UNDEFINED_EPOCH or not has_epoch_entry:
+        return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+    if requested_epoch == partition.leader_epoch:
+        return requested_epoch, log.log_end_offset
+    if requested_epoch > partition.leader_epoch:
+        return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+    return requested_epoch, log.log_start_offset
+
+
+def _answer(ctx: RequestContext, topic: str, wanted: Any) -> Any:
+    partition = ctx.broker.cluster.partition(topic, wanted.partition)
+    error = (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if partition is None
+        else partition.leader_epoch_error(wanted.current_leader_epoch)
+    )
+    if error is not None or partition is None:
+        return _Partition(
+            error_code=error,
+            partition=wanted.partition,
+            leader_epoch=UNDEFINED_EPOCH,
+            end_offset=UNDEFINED_EPOCH_OFFSET,
+        )
+    epoch, end_offset = end_offset_for(partition, wanted.leader_epoch)
+    return _Partition(
+        error_code=ErrorCode.NO_ERROR,
+        partition=wanted.partition,
+        leader_epoch=epoch,
+        end_offset=end_offset,
+    )
+
+
+@handles(ApiKey.OffsetForLeaderEpoch, 2, 4)
+async def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
+    topics = [
+        _Topic(
+            topic=topic.topic, partitions=[_answer(ctx, topic.topic, p) for p in topic.partitions]
+        )
+        for topic in request.topics
+    ]
+    return new_response(
+        ApiKey.OffsetForLeaderEpoch, ctx.api_version, throttle_time_ms=0, topics=topics
+    )
