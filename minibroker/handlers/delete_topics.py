@@ -5,7 +5,8 @@ a name or id given twice is INVALID_REQUEST ("Duplicate topic name." / "Duplicat
 id."), an entry with both a name and an id or with neither INVALID_REQUEST, an unknown
 name UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID. With
 `delete.topic.enable=false` every topic gets TOPIC_DELETION_DISABLED (INVALID_REQUEST
-before v3). Deletion is immediate, so the timeout is not used.
+before v3). Deletion is immediate (logs, directories and producer state go at once), so the
+timeout is not used.
 
 Version notes: v1-5 carry names only (`topic_names`); v6 carries `topics` entries with a
 name or an id, and the answer gives both; error messages are v5+.
@@ -45,6 +46,8 @@ def _delete_by_name(ctx: RequestContext, name: str) -> Any:
     if name not in ctx.broker.cluster.topics:
         return _result(name, _NULL_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC)
     topic = ctx.broker.cluster.delete_topic(name)
+    for partition in topic.partitions:
+        ctx.broker.producers.forget(partition)
     return _result(name, topic.topic_id, ErrorCode.NO_ERROR, None)
 
 
