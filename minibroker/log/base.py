@@ -21,6 +21,7 @@ class PartitionLog(Protocol):
     partition: int
     topic_id: uuid.UUID
     config: LogConfig
+    recovery_point: int  # everything below is fsynced; recovery re-checks from here
 
     @property
     def log_start_offset(self) -> int: ...
@@ -39,8 +40,9 @@ class PartitionLog(Protocol):
         ...
 
     def read(self, offset: int, max_bytes: int, upper_offset: int | None = None) -> bytes:
-        """Whole stored batches from the one holding `offset` (at least one, KIP-74); never a
-        batch whose base offset is >= upper_offset (default: log end). b"" at the log end.
+        """Whole stored batches from the one holding `offset` (at least one, KIP-74), from one
+        segment; never a batch whose base offset is >= upper_offset (default: log end).
+        b"" when `offset` >= upper_offset (e.g. at the log end or high watermark).
         Raises OffsetOutOfRange outside [log_start_offset, log_end_offset]."""
         ...
 
@@ -50,7 +52,14 @@ class PartitionLog(Protocol):
 
     def batch_with_max_timestamp(self) -> bytes | None: ...
 
-    def truncate_to(self, offset: int) -> None: ...
+    def roll(self, now_ms: int) -> None:
+        """Start a new segment at the log end (no-op if the active segment is empty)."""
+        ...
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch holding an offset >= `offset` (whole batches: the log end may
+        land below `offset` if it falls inside a batch)."""
+        ...
 
     def delete_records_before(self, offset: int) -> int:
         """Move the log start offset up to `offset`, drop whole segments below it; returns the
@@ -62,6 +71,10 @@ class PartitionLog(Protocol):
         ...
 
     def flush(self) -> None: ...
+
+    def flush_if_due(self, now_ms: int) -> None:
+        """flush.messages / flush.ms, and segments rolled since the last flush."""
+        ...
 
     def update_config(self, config: LogConfig) -> None: ...
 

@@ -35,7 +35,7 @@ class SegmentedLog(ABC):
         self._log_start_offset = 0
         self.recovery_point = 0
         self.unflushed_messages = 0
-        self.last_flush_ms = now_ms
+        self.oldest_unflushed_ms = now_ms
         self.on_log_start_moved: Callable[[], None] | None = None
 
     @abstractmethod
@@ -97,9 +97,11 @@ class SegmentedLog(ABC):
         if self._active.should_roll(self.config, header, now_ms):
             self.roll(now_ms)
         self._active.append(batch, header, now_ms)
+        if not self.unflushed_messages:
+            self.oldest_unflushed_ms = now_ms
         self.unflushed_messages += header.last_offset_delta + 1
         if self.config.fsync_on_ack or self.unflushed_messages >= self.config.flush_messages:
-            self.flush(now_ms)
+            self.flush()
         return base_offset
 
     def roll(self, now_ms: int) -> None:
@@ -156,8 +158,9 @@ class SegmentedLog(ABC):
             self._base_offsets.pop()
             self._segments_changed()
         self._active.truncate_to(offset)
-        self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        if self._log_start_offset > self.log_end_offset:
+            self._set_log_start_offset(self.log_end_offset)
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
         """Delete every segment and restart the log, empty, at `offset`."""
@@ -166,8 +169,8 @@ class SegmentedLog(ABC):
         self._segments.clear()
         self._base_offsets.clear()
         self._add_segment(self._new_segment(offset, wall_clock_ms() if now_ms is None else now_ms))
-        self._log_start_offset = offset
         self.recovery_point = offset
+        self._set_log_start_offset(offset)
 
     def delete_records_before(self, offset: int) -> int:
         if offset > self.log_end_offset:
@@ -176,15 +179,19 @@ class SegmentedLog(ABC):
                 f"of {self.topic}-{self.partition}"
             )
         if offset > self._log_start_offset:
-            self._log_start_offset = offset
-            self._delete_segments_below_log_start()
-            if self.on_log_start_moved is not None:
-                self.on_log_start_moved()
+            self._delete_segments_below_log_start(offset)
+            self._set_log_start_offset(offset)
         return self._log_start_offset
 
-    def _delete_segments_below_log_start(self) -> int:
+    def _set_log_start_offset(self, offset: int) -> None:
+        """Move the log start other than by retention, and have it checkpointed at once."""
+        self._log_start_offset = offset
+        if self.on_log_start_moved is not None:
+            self.on_log_start_moved()
+
+    def _delete_segments_below_log_start(self, log_start_offset: int) -> int:
         deleted = 0
-        while len(self._segments) > 1 and self._segments[1].base_offset <= self._log_start_offset:
+        while len(self._segments) > 1 and self._segments[1].base_offset <= log_start_offset:
             self._delete_oldest_segment()
             deleted += 1
         return deleted
@@ -205,18 +212,17 @@ class SegmentedLog(ABC):
                 excess -= self._segments[0].size
                 self._delete_oldest_segment()
                 deleted += 1
-        return deleted + self._delete_segments_below_log_start()
+        return deleted + self._delete_segments_below_log_start(self._log_start_offset)
 
     # -- durability and lifetime ---------------------------------------------------------------
 
-    def flush(self, now_ms: int | None = None) -> None:
+    def flush(self) -> None:
         """fsync every segment that may hold unflushed data; the recovery point moves to the end."""
         for segment in self._segments[self._segment_index_for(self.recovery_point) :]:
             segment.flush()
         self._flush_directory()
         self.recovery_point = self.log_end_offset
         self.unflushed_messages = 0
-        self.last_flush_ms = wall_clock_ms() if now_ms is None else now_ms
 
     @abstractmethod
     def _flush_directory(self) -> None:
@@ -227,9 +233,9 @@ class SegmentedLog(ABC):
         segment after rolling it)."""
         if self.unflushed_messages and (
             self.unflushed_messages >= self.config.flush_messages
-            or now_ms - self.last_flush_ms >= self.config.flush_ms
+            or now_ms - self.oldest_unflushed_ms >= self.config.flush_ms
         ):
-            self.flush(now_ms)
+            self.flush()
         elif self.recovery_point < self._active.base_offset:
             for segment in self._segments[self._segment_index_for(self.recovery_point) : -1]:
                 segment.flush()
