@@ -436,7 +436,17 @@ class ProducerStateManager:
             entry.current_txn_first_offset = base_offset
 
     def _table(self, partition: PartitionView) -> ProducerTable:
-        return self._tables.setdefault(partition, {})
+        table = self._tables.get(partition)
+        if table is None:
+            self._forget_namesake(partition)
+            table = self._tables[partition] = {}
+        return table
+
+    def _forget_namesake(self, partition: PartitionView) -> None:
+        """A topic deleted and created again: the old partition's state must not survive it."""
+        for known in list(self._tables):
+            if (known.topic, known.index) == (partition.topic, partition.index):
+                del self._tables[known]
 
     # -- expiration ----------------------------------------------------------------------------
 
@@ -469,8 +479,8 @@ class ProducerStateManager:
 
     def reload(self, partition: PartitionView) -> None:
         """Rebuild one partition's state, e.g. after its log was truncated."""
-        table: ProducerTable = {}
-        self._tables[partition] = table
+        self._tables.pop(partition, None)
+        table = self._table(partition)
         replay_from = partition.log.log_start_offset
         directory = self._directory(partition)
         if directory is not None and directory.is_dir():
@@ -530,15 +540,9 @@ class ProducerStateManager:
         """Apply the stored batches from `start` to the log end, unchecked (Kafka's
         REPLICATION origin): only their headers and transaction markers are read."""
         offset = max(start, partition_log.log_start_offset)
-        max_bytes = _REBUILD_READ_BYTES
         while offset < partition_log.log_end_offset:
-            data = partition_log.read(offset, max_bytes)
-            batches = split_batches(data)
-            if not batches:
-                if len(data) < max_bytes:
-                    return
-                max_bytes *= 2
-                continue
+            # the log returns at least one whole batch, however large (KIP-74)
+            batches = split_batches(partition_log.read(offset, _REBUILD_READ_BYTES))
             next_offset = offset
             for batch in batches:
                 header = BatchHeader.parse(batch)

@@ -587,3 +587,18 @@ def test_large_batches_are_replayed(partition: Partition, clock: Clock) -> None:
     producer.send(Batch(record_count=300_000))
     producer = restarted(None, partition, clock)
     assert producer.send(Batch(base_sequence=300_000)) == appended(300_000)
+
+
+def test_recreated_topic_starts_without_the_old_state(
+    data_dir: Path, partition: Partition, clock: Clock
+) -> None:
+    producer = restarted(data_dir, partition, clock)
+    send_six(producer)
+    recreated = Partition(log=MemoryLog(directory=partition.log.directory))
+    again = Producer(producer.manager, recreated)
+    assert again.send(Batch(base_sequence=5)) == appended(0)
+    producer.manager.close()
+    ((offset, path),) = list_snapshots(partition_dir(data_dir, partition))
+    assert offset == 1
+    assert [e.producer_id for e in decode_snapshot(path.read_bytes())] == [PID]
+    assert decode_snapshot(path.read_bytes())[0].last_sequence == 5
