@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -602,3 +603,55 @@ def test_recreated_topic_starts_without_the_old_state(
     assert offset == 1
     assert [e.producer_id for e in decode_snapshot(path.read_bytes())] == [PID]
     assert decode_snapshot(path.read_bytes())[0].last_sequence == 5
+
+
+def test_reload_after_a_truncation_forgets_the_removed_batches(
+    partition: Partition, clock: Clock
+) -> None:
+    producer = restarted(None, partition, clock)
+    send_six(producer)
+    del partition.log.batches[4:]
+    partition.log.log_end_offset = 8
+    producer.manager.reload(partition)
+    assert producer.send(Batch(base_sequence=10, record_count=2)) == (
+        ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    )
+    assert producer.send(Batch(base_sequence=8, record_count=2)) == appended(8)
+
+
+def test_abort_marker_in_the_log_ends_the_transaction(partition: Partition, clock: Clock) -> None:
+    producer = restarted(None, partition, clock)
+    producer.send(Batch(is_transactional=True))
+    partition.log.append(
+        build_control_batch(
+            False,
+            producer_id=PID,
+            producer_epoch=0,
+            coordinator_epoch=2,
+            timestamp=NOW_MS,
+            base_offset=1,
+        )
+    )
+    producer = restarted(None, partition, clock)
+    assert producer.send(Batch(base_sequence=1)) == appended(2)
+
+
+def test_rebuild_reads_a_real_log_across_segments(clock: Clock) -> None:
+    from minibroker.cluster.state import Partition as ClusterPartition
+    from minibroker.log.config import LogConfig
+    from minibroker.log.memory import MemoryPartitionLog
+
+    log = MemoryPartitionLog("events", 0, uuid.uuid4(), LogConfig(segment_bytes=200))
+    partition = ClusterPartition("events", 0, log)
+    manager = ProducerStateManager(clock=clock)
+    for sequence in range(0, 40, 2):
+        batch = Batch(base_sequence=sequence, record_count=2)
+        data = stored_batch(0, batch)
+        base = log.append(bytearray(data), 0, NOW_MS)
+        manager.record_append(partition, batch, base, base + 1, NOW_MS)
+    assert len(log.segments()) > 5
+    rebuilt = ProducerStateManager(clock=clock)
+    rebuilt.rebuild([partition])
+    (entry,) = rebuilt.active_producers(partition).values()
+    assert entry.batches == manager.active_producers(partition)[PID].batches
+    assert [b.first_offset for b in entry.batches] == [30, 32, 34, 36, 38]
