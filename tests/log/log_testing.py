@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from pathlib import Path
 
 import crc32c
 
@@ -111,3 +112,26 @@ def batch_base_offset(batch: bytes) -> int:
 
 def batch_last_offset(batch: bytes) -> int:
     return batch_base_offset(batch) + int(struct.unpack_from(">i", batch, 23)[0])
+
+
+def assert_indexes_point_at_batches(partition_dir: Path) -> None:
+    """Every .index entry is (last offset, start) of a batch in its .log; every .timeindex
+    entry names a batch's last offset; timestamps strictly increase."""
+    for log_path in sorted(partition_dir.glob("*.log")):
+        base = int(log_path.stem)
+        last_offset_at = {}
+        position = 0
+        for batch in split_batches(log_path.read_bytes()):
+            last_offset_at[position] = batch_last_offset(batch)
+            position += len(batch)
+        index = log_path.with_suffix(".index").read_bytes()
+        assert len(index) % 8 == 0
+        for relative, entry_position in struct.iter_unpack(">ii", index):
+            assert last_offset_at.get(entry_position) == base + relative
+        time_index = log_path.with_suffix(".timeindex").read_bytes()
+        assert len(time_index) % 12 == 0
+        last_offsets = set(last_offset_at.values())
+        previous = -1
+        for timestamp, relative in struct.iter_unpack(">qi", time_index):
+            assert base + relative in last_offsets and timestamp > previous
+            previous = timestamp

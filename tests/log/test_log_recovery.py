@@ -15,6 +15,9 @@ import pytest
 
 from minibroker.log import LogConfig, LogManager, PartitionLog
 
+from .log_testing import (
+    assert_indexes_point_at_batches as assert_partition_indexes,
+)
 from .log_testing import batch_last_offset, make_batch, split_batches, stamped
 
 TOPIC = "recovery"
@@ -81,21 +84,7 @@ def assert_log_holds(log: PartitionLog, expected: list[bytes]) -> None:
 
 
 def assert_indexes_point_at_batches(data_dir: Path) -> None:
-    for log_path in segment_files(data_dir, ".log"):
-        base = int(log_path.stem)
-        data = log_path.read_bytes()
-        last_offset_at = {}
-        position = 0
-        for batch in split_batches(data):
-            last_offset_at[position] = batch_last_offset(batch)
-            position += len(batch)
-        index = log_path.with_suffix(".index").read_bytes()
-        for relative, position in struct.iter_unpack(">ii", index):
-            assert last_offset_at.get(position) == base + relative
-        time_index = log_path.with_suffix(".timeindex").read_bytes()
-        indexed_offsets = set(last_offset_at.values())
-        for _timestamp, relative in struct.iter_unpack(">qi", time_index):
-            assert base + relative in indexed_offsets
+    assert_partition_indexes(partition_dir(data_dir))
 
 
 def test_unclean_shutdown_without_damage_loses_nothing(tmp_path: Path) -> None:
