@@ -22,10 +22,28 @@ def request_frame(
     return struct.pack(">i", len(payload)) + payload
 
 
+def _with_structs(cls: Any, fields: dict[str, Any]) -> dict[str, Any]:
+    """Turn nested dicts (and lists of dicts) into the message's nested struct objects."""
+    built = {}
+    for name, value in fields.items():
+        field = cls.fields[name]
+        if field.is_struct_array() and value is not None:
+            value = [
+                field.data_class(**_with_structs(field.data_class, item))
+                if isinstance(item, dict)
+                else item
+                for item in value
+            ]
+        elif field.is_struct() and isinstance(value, dict):
+            value = field.data_class(**_with_structs(field.data_class, value))
+        built[name] = value
+    return built
+
+
 def encode_request(api_key: int, api_version: int, **fields: Any) -> bytes:
     cls = request_class(api_key)
     assert cls is not None
-    message: ApiMessage = cls(version=api_version, **fields)
+    message: ApiMessage = cls(version=api_version, **_with_structs(cls, fields))
     return bytes(message.encode(version=api_version))
 
 

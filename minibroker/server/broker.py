@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from functools import partial
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 from minibroker import handlers
 from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig, Listener, new_cluster_id
+from minibroker.log.checkpoints import META_PROPERTIES, read_properties
 from minibroker.log.manager import LogManager
 from minibroker.server.connection import BrokerConnection
 from minibroker.txn.producers import ProducerStateManager
@@ -40,7 +42,7 @@ class Broker:
         self.config = config
         self.node_id = config.node_id
         self.data_dir: Path | None = None if in_memory else config.data_dir
-        self.cluster_id = config.raw("cluster.id") or new_cluster_id()
+        self.cluster_id = config.raw("cluster.id") or self._stored_cluster_id() or new_cluster_id()
         self.logs = LogManager(
             self.data_dir,
             node_id=self.node_id,
@@ -48,20 +50,24 @@ class Broker:
             default_config=Cluster.default_log_config(config),
         )
         self.cluster = Cluster(config, self.logs, self.data_dir)
-        self.producers = ProducerStateManager()
+        self.producers = ProducerStateManager.from_config(config, self.data_dir)
         self.connections: set[BrokerConnection] = set()
         self.bound: list[BoundListener] = []
         self._servers: list[asyncio.Server] = []
         self._timers: list[asyncio.Task[None]] = []
 
+    def _stored_cluster_id(self) -> str | None:
+        if self.data_dir is None or not (self.data_dir / META_PROPERTIES).exists():
+            return None
+        return read_properties(self.data_dir / META_PROPERTIES).get("cluster.id")
+
     async def start(self) -> None:
         self.cluster.load()
-        self.cluster_id = self.logs.cluster_id
         self.producers.rebuild(self.cluster.partitions())
         loop = asyncio.get_running_loop()
         for listener in self.config.listeners:
             server = await loop.create_server(
-                lambda listener=listener: BrokerConnection(self, listener),
+                partial(BrokerConnection, self, listener),
                 listener.host,
                 listener.port,
                 reuse_address=True,

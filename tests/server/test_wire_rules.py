@@ -66,9 +66,7 @@ def test_produce_v2_is_advertised_but_rejected(bootstrap: str) -> None:
     with WireClient(bootstrap) as client:
         client.call(ApiKey.Metadata, 1, topics=[{"name": "t"}])
         topic_data = [{"name": "t", "partition_data": [{"index": 0, "records": b""}]}]
-        response = client.call(
-            ApiKey.Produce, 2, acks=1, timeout_ms=1000, topic_data=topic_data
-        )
+        response = client.call(ApiKey.Produce, 2, acks=1, timeout_ms=1000, topic_data=topic_data)
     partition = response.responses[0].partition_responses[0]
     assert partition.error_code == ErrorCode.UNSUPPORTED_VERSION
 
@@ -88,7 +86,9 @@ def test_responses_come_back_in_request_order(bootstrap: str) -> None:
             topics=[
                 {
                     "topic": "order",
-                    "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1024}],
+                    "partitions": [
+                        {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1024}
+                    ],
                 }
             ],
         )
@@ -140,7 +140,9 @@ def test_fetch_long_poll_is_woken_by_an_append(bootstrap: str) -> None:
             topics=[
                 {
                     "topic": "wake",
-                    "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
+                    "partitions": [
+                        {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+                    ],
                 }
             ],
             forgotten_topics_data=[],
@@ -159,7 +161,9 @@ def test_fetch_long_poll_is_woken_by_an_append(bootstrap: str) -> None:
     assert correlation_id == fetch_id
     partition = fetched.responses[0].partitions[0]
     assert partition.high_watermark == 1 and partition.preferred_read_replica == -1
-    assert bytes(partition.records)[12:] == batch[12:]
+    stored = bytes(partition.records)
+    assert stored[16:] == batch[16:], "stored bytes differ beyond offset and leader epoch"
+    assert stored[12:16] == b"\x00\x00\x00\x00"
 
 
 def test_incremental_fetch_session_is_not_found(bootstrap: str) -> None:
