@@ -7,6 +7,11 @@ from collections.abc import Sequence
 from minibroker.cluster.state import TopicError
 from minibroker.protocol.errors import ErrorCode
 
+# Kafka's QuorumController.MAX_RECORDS_PER_USER_OP: one admin request may not make more
+# metadata records than this; a larger one fails whole with POLICY_VIOLATION.
+MAX_RECORDS_PER_USER_OP = 10_000
+TOO_LARGE_OPERATION = "Unable to perform excessively large batch operation."
+
 
 def assignment_error(message: str) -> TopicError:
     return TopicError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT, message)

@@ -5,7 +5,9 @@ topic named twice gets one INVALID_REQUEST entry, an unknown topic
 UNKNOWN_TOPIC_OR_PARTITION, a count equal to or below the current one INVALID_PARTITIONS.
 Manual assignments must give one replica list per new partition, each naming only this
 node, once (INVALID_REPLICATION_ASSIGNMENT otherwise). `validate_only` runs every check
-and adds nothing. The new partitions' logs are created at once; the timeout is not used.
+and adds nothing. More than 10000 new partitions in one request fail it whole with
+POLICY_VIOLATION, as Kafka's controller does. The new partitions' logs are created at
+once; the timeout is not used.
 
 Version notes: v2 is the first flexible version; v3 adds nothing for a broker.
 """
@@ -15,7 +17,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from minibroker.cluster.assignments import assignment_error, check_manual_replicas
+from minibroker.cluster.assignments import (
+    MAX_RECORDS_PER_USER_OP,
+    TOO_LARGE_OPERATION,
+    assignment_error,
+    check_manual_replicas,
+)
 from minibroker.cluster.state import Topic, TopicError
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
@@ -49,41 +56,53 @@ def _check_assignments(assignments: list[Any], additional: int, node_id: int) ->
         check_manual_replicas(assignment.broker_ids, node_id, REPLICATION_FACTOR)
 
 
-def _create(ctx: RequestContext, wanted: Any, validate_only: bool) -> Any:
-    cluster = ctx.broker.cluster
-    topic = cluster.topics.get(wanted.name)
-    try:
-        if topic is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
-        _check_count(topic, wanted.count)
-        if wanted.assignments is not None:
-            additional = wanted.count - len(topic.partitions)
-            _check_assignments(wanted.assignments, additional, ctx.broker.node_id)
-        if not validate_only:
-            cluster.add_partitions(wanted.name, wanted.count)
-    except TopicError as exc:
-        return _Result(
-            name=wanted.name, error_code=exc.error_code, error_message=exc.message or None
-        )
-    return _Result(name=wanted.name, error_code=ErrorCode.NO_ERROR, error_message=None)
+def _result(name: str, error: ErrorCode, message: str | None) -> Any:
+    return _Result(name=name, error_code=error, error_message=message)
+
+
+def _check(ctx: RequestContext, wanted: Any) -> None:
+    """Raise TopicError when Kafka would refuse to grow the topic this way."""
+    topic = ctx.broker.cluster.topics.get(wanted.name)
+    if topic is None:
+        raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
+    _check_count(topic, wanted.count)
+    additional = int(wanted.count) - len(topic.partitions)
+    if wanted.assignments is not None:
+        _check_assignments(wanted.assignments, additional, ctx.broker.node_id)
+
+
+def _checked(ctx: RequestContext, topics: list[Any]) -> tuple[list[Any], list[Any]]:
+    """(topics to grow, results of the refused ones)."""
+    accepted, refused = [], []
+    for wanted in topics:
+        try:
+            _check(ctx, wanted)
+        except TopicError as exc:
+            refused.append(_result(wanted.name, exc.error_code, exc.message or None))
+        else:
+            accepted.append(wanted)
+    return accepted, refused
 
 
 @handles(ApiKey.CreatePartitions, 0, 3)
 async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
     counts = Counter(topic.name for topic in request.topics)
-    results = [
-        _create(ctx, topic, request.validate_only)
-        for topic in request.topics
-        if counts[topic.name] == 1
-    ]
-    for name in dict.fromkeys(name for name, count in counts.items() if count > 1):
-        results.append(
-            _Result(
-                name=name,
-                error_code=ErrorCode.INVALID_REQUEST,
-                error_message="Duplicate topic name.",
-            )
-        )
+    unique = [topic for topic in request.topics if counts[topic.name] == 1]
+    accepted, results = _checked(ctx, unique)
+    cluster = ctx.broker.cluster
+    added = sum(wanted.count - len(cluster.topics[wanted.name].partitions) for wanted in accepted)
+    if added > MAX_RECORDS_PER_USER_OP:
+        results = [
+            _result(topic.name, ErrorCode.POLICY_VIOLATION, TOO_LARGE_OPERATION)
+            for topic in request.topics
+        ]
+    else:
+        for wanted in accepted:
+            if not request.validate_only:
+                cluster.add_partitions(wanted.name, wanted.count)
+            results.append(_result(wanted.name, ErrorCode.NO_ERROR, None))
+        for name in dict.fromkeys(name for name, count in counts.items() if count > 1):
+            results.append(_result(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
     return new_response(
         ApiKey.CreatePartitions, ctx.api_version, throttle_time_ms=0, results=results
     )

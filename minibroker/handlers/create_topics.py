@@ -8,8 +8,10 @@ INVALID_CONFIG. Then either a manual assignment (num_partitions and replication_
 must be -1; every partition 0..n-1 once, each on this node only) or num_partitions
 (-1: `num.partitions`) and replication_factor (-1: `default.replication.factor`); a
 replication factor above 1 is INVALID_REPLICATION_FACTOR, as on a single-node Kafka.
-`validate_only` runs every check and creates nothing. The timeout is not used: creation is
-immediate.
+`validate_only` runs every check and creates nothing. Like Kafka's controller, a request
+that would write more than 10000 metadata records (a topic, its configs and partitions
+each count one) fails whole with POLICY_VIOLATION, which also bounds the work one request
+can cause. The timeout is not used: creation is immediate.
 
 Version notes: v5+ answers the new topic's partition count, replication factor and every
 config with its source (num_partitions/replication_factor -1 on errors); v7 adds the
@@ -20,9 +22,15 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
-from minibroker.cluster.assignments import assignment_error, check_manual_replicas
+from minibroker.cluster.assignments import (
+    MAX_RECORDS_PER_USER_OP,
+    TOO_LARGE_OPERATION,
+    assignment_error,
+    check_manual_replicas,
+)
 from minibroker.cluster.describe_configs import topic_config_entries
 from minibroker.cluster.state import Cluster, TopicError, check_topic_name
 from minibroker.config import ConfigError, validate_topic_configs
@@ -38,6 +46,7 @@ _Config = struct_type(
 )
 _NULL_TOPIC_ID = uuid.UUID(int=0)
 USE_DEFAULT = -1
+METADATA_TOPIC = "__cluster_metadata"
 
 
 def _unified(name: str) -> str:
@@ -45,6 +54,10 @@ def _unified(name: str) -> str:
 
 
 def _check_name(cluster: Cluster, name: str) -> None:
+    if name == METADATA_TOPIC:
+        raise TopicError(
+            ErrorCode.INVALID_REQUEST, f"Creation of internal topic {METADATA_TOPIC} is prohibited."
+        )
     check_topic_name(name)
     if "." in name or "_" in name:
         for existing in cluster.topics:
@@ -171,31 +184,57 @@ def _failed(name: str, error: ErrorCode, message: str | None) -> Any:
     )
 
 
-def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> Any:
-    cluster = ctx.broker.cluster
+@dataclass(frozen=True)
+class _Plan:
+    name: str
+    num_partitions: int
+    configs: dict[str, str]
+
+    @property
+    def metadata_records(self) -> int:
+        """What Kafka's controller would write: the topic, its configs, its partitions."""
+        return 1 + len(self.configs) + self.num_partitions
+
+
+def _plan(ctx: RequestContext, topic: Any) -> _Plan | Any:
+    """What to create, or the failed result."""
     try:
-        _check_name(cluster, topic.name)
+        _check_name(ctx.broker.cluster, topic.name)
         configs = _configs(topic)
-        num_partitions = _partition_count(ctx, topic)
-        if validate_only:
-            cluster.check_new_topic(topic.name, num_partitions, configs)
-            topic_id = uuid.uuid4()
-        else:
-            topic_id = cluster.create_topic(topic.name, num_partitions, configs).topic_id
+        return _Plan(topic.name, _partition_count(ctx, topic), configs)
     except TopicError as exc:
         return _failed(topic.name, exc.error_code, exc.message)
-    return _created(ctx, topic.name, num_partitions, topic_id, configs)
+
+
+def _create(ctx: RequestContext, plan: _Plan, validate_only: bool) -> Any:
+    cluster = ctx.broker.cluster
+    try:
+        if validate_only:
+            cluster.check_new_topic(plan.name, plan.num_partitions, plan.configs)
+            topic_id = uuid.uuid4()
+        else:
+            topic_id = cluster.create_topic(plan.name, plan.num_partitions, plan.configs).topic_id
+    except TopicError as exc:
+        return _failed(plan.name, exc.error_code, exc.message)
+    return _created(ctx, plan.name, plan.num_partitions, topic_id, plan.configs)
 
 
 @handles(ApiKey.CreateTopics, 2, 7)
 async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
     counts = Counter(topic.name for topic in request.topics)
-    results = [
-        _create(ctx, topic, request.validate_only)
-        for topic in request.topics
-        if counts[topic.name] == 1
-    ]
-    # Kafka answers a name given more than once with a single error entry.
-    for name in dict.fromkeys(name for name, count in counts.items() if count > 1):
-        results.append(_failed(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+    planned = [_plan(ctx, topic) for topic in request.topics if counts[topic.name] == 1]
+    plans = [plan for plan in planned if isinstance(plan, _Plan)]
+    if sum(plan.metadata_records for plan in plans) > MAX_RECORDS_PER_USER_OP:
+        results = [
+            _failed(topic.name, ErrorCode.POLICY_VIOLATION, TOO_LARGE_OPERATION)
+            for topic in request.topics
+        ]
+    else:
+        results = [
+            _create(ctx, plan, request.validate_only) if isinstance(plan, _Plan) else plan
+            for plan in planned
+        ]
+        # Kafka answers a name given more than once with a single error entry.
+        for name in dict.fromkeys(name for name, count in counts.items() if count > 1):
+            results.append(_failed(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
     return new_response(ApiKey.CreateTopics, ctx.api_version, throttle_time_ms=0, topics=results)

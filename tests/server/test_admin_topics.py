@@ -466,3 +466,29 @@ def test_delete_records_survives_a_restart(client: WireClient, broker: ThreadedB
     with WireClient(broker.bootstrap_servers) as wire:
         results = delete_records(wire, "durable", {0: 0})
     assert results[0].low_watermark == 3
+
+
+# -- limits ------------------------------------------------------------------------------------
+
+
+def test_an_excessively_large_creation_fails_whole(
+    client: WireClient, broker: ThreadedBroker
+) -> None:
+    response = create(client, new_topic("huge", 20_000, 1), new_topic("small", 1, 1))
+    assert [(r.name, r.error_code) for r in response.topics] == [
+        ("huge", ErrorCode.POLICY_VIOLATION),
+        ("small", ErrorCode.POLICY_VIOLATION),
+    ]
+    create(client, new_topic("base", 1, 1))
+    results = create_partitions(
+        client, _NewPartitions(name="base", count=2**31 - 1, assignments=None)
+    )
+    assert results["base"].error_code == ErrorCode.POLICY_VIOLATION
+    assert broker.broker is not None
+    assert set(broker.broker.cluster.topics) == {"base"}
+    assert len(broker.broker.cluster.topics["base"].partitions) == 1
+
+
+def test_the_metadata_topic_cannot_be_created(client: WireClient) -> None:
+    (result,) = create(client, new_topic("__cluster_metadata", 1, 1)).topics
+    assert result.error_code == ErrorCode.INVALID_REQUEST
