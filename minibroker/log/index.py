@@ -5,6 +5,10 @@ batch start); the offset is the *last* offset of the indexed batch, as Kafka wri
 `.timeindex`: 12-byte entries (int64 timestamp, int32 relative offset); timestamps strictly
 increase. Lookups binary-search the blob with small reads, so closed segments keep nothing in
 memory but their entry count and last entry.
+
+New entries are written behind, a few at a time (and on flush, roll and close), so that an
+append touches one descriptor, the `.log`'s. Entries lost in a crash are rebuilt by recovery,
+which re-indexes everything after the recovery point; flushed segments have all theirs on disk.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from .blob import Blob
 
 OFFSET_ENTRY = struct.Struct(">ii")
 TIME_ENTRY = struct.Struct(">qi")
+_PENDING_ENTRIES = 64
 
 
 class CorruptIndexError(Exception):
@@ -35,37 +40,95 @@ def _first_slot(entries: int, is_at_or_after: Callable[[int], bool]) -> int:
     return low
 
 
-class OffsetIndex:
+class _EntryFile:
+    """Fixed-size entries in a blob, plus entries not yet written to it."""
+
+    ENTRY: struct.Struct
+
     def __init__(self, blob: Blob, base_offset: int, max_index_bytes: int) -> None:
         self.blob = blob
         self.base_offset = base_offset
-        self.max_entries = max_index_bytes // OFFSET_ENTRY.size
-        self.entries = blob.size // OFFSET_ENTRY.size
-        self.last_offset = base_offset
-        self.last_position = 0
-        if self.entries:
-            self.last_offset, self.last_position = self.entry(self.entries - 1)
+        self.max_entries = max_index_bytes // self.ENTRY.size
+        self._written = blob.size // self.ENTRY.size
+        self._pending = bytearray()
+
+    @property
+    def entries(self) -> int:
+        return self._written + len(self._pending) // self.ENTRY.size
 
     @property
     def is_full(self) -> bool:
         return self.entries >= self.max_entries
 
+    def _raw_entry(self, slot: int) -> tuple[int, int]:
+        size = self.ENTRY.size
+        if slot >= self._written:
+            fields = self.ENTRY.unpack_from(self._pending, (slot - self._written) * size)
+        else:
+            fields = self.ENTRY.unpack(self.blob.read_at(size, slot * size))
+        return fields[0], fields[1]
+
+    def _raw_entries(self) -> list[tuple[int, int]]:
+        data = self.blob.read_at(self._written * self.ENTRY.size, 0) + bytes(self._pending)
+        return [(first, second) for first, second in self.ENTRY.iter_unpack(data)]
+
+    def _append_raw(self, packed: bytes) -> None:
+        self._pending += packed
+        if len(self._pending) >= _PENDING_ENTRIES * self.ENTRY.size:
+            self.write_pending()
+
+    def write_pending(self) -> None:
+        if self._pending:
+            self.blob.write_at(self._pending, self._written * self.ENTRY.size)
+            self._written += len(self._pending) // self.ENTRY.size
+            self._pending.clear()
+
+    def _keep_entries(self, count: int) -> None:
+        if count <= self._written:
+            self.blob.truncate(count * self.ENTRY.size)
+            self._written = count
+            self._pending.clear()
+        else:
+            del self._pending[(count - self._written) * self.ENTRY.size :]
+
+    def flush(self) -> None:
+        self.write_pending()
+        self.blob.flush()
+
+    def delete(self) -> None:
+        self._pending.clear()
+        self._written = 0
+        self.blob.delete()
+
+    def _check_whole_entries(self, kind: str) -> None:
+        if self.blob.size % self.ENTRY.size:
+            raise CorruptIndexError(
+                f"{kind} size {self.blob.size} is not a multiple of {self.ENTRY.size}"
+            )
+
+
+class OffsetIndex(_EntryFile):
+    ENTRY = OFFSET_ENTRY
+
+    def __init__(self, blob: Blob, base_offset: int, max_index_bytes: int) -> None:
+        super().__init__(blob, base_offset, max_index_bytes)
+        self.last_offset = base_offset
+        self.last_position = 0
+        if self.entries:
+            self.last_offset, self.last_position = self.entry(self.entries - 1)
+
     def entry(self, slot: int) -> tuple[int, int]:
         """(absolute offset, position) of entry `slot`."""
-        raw = self.blob.read_at(OFFSET_ENTRY.size, slot * OFFSET_ENTRY.size)
-        relative, position = OFFSET_ENTRY.unpack(raw)
+        relative, position = self._raw_entry(slot)
         return self.base_offset + relative, position
 
     def all_entries(self) -> list[tuple[int, int]]:
-        raw = self.blob.read_at(self.entries * OFFSET_ENTRY.size, 0)
-        return [(self.base_offset + rel, pos) for rel, pos in OFFSET_ENTRY.iter_unpack(raw)]
+        return [
+            (self.base_offset + relative, position) for relative, position in self._raw_entries()
+        ]
 
     def append(self, offset: int, position: int) -> None:
-        self.blob.write_at(
-            OFFSET_ENTRY.pack(offset - self.base_offset, position),
-            self.entries * OFFSET_ENTRY.size,
-        )
-        self.entries += 1
+        self._append_raw(OFFSET_ENTRY.pack(offset - self.base_offset, position))
         self.last_offset, self.last_position = offset, position
 
     def lookup(self, offset: int) -> int:
@@ -74,39 +137,24 @@ class OffsetIndex:
             return 0
         if offset >= self.last_offset:
             return self.last_position
-        return self.entry(self._largest_slot_at_most(offset))[1]
-
-    def _largest_slot_at_most(self, offset: int) -> int:
-        low, high = 0, self.entries - 1
-        while low < high:
-            middle = (low + high + 1) // 2
-            if self.entry(middle)[0] <= offset:
-                low = middle
-            else:
-                high = middle - 1
-        return low
+        slot = _first_slot(self.entries, lambda slot: self.entry(slot)[0] > offset) - 1
+        return self.entry(slot)[1]
 
     def truncate_to(self, offset: int) -> None:
         """Drop every entry whose offset is >= `offset`."""
-        self._truncate_entries(
-            _first_slot(self.entries, lambda slot: self.entry(slot)[0] >= offset)
-        )
-
-    def _truncate_entries(self, count: int) -> None:
-        self.blob.truncate(count * OFFSET_ENTRY.size)
-        self.entries = count
-        if count:
-            self.last_offset, self.last_position = self.entry(count - 1)
+        self._keep_entries(_first_slot(self.entries, lambda slot: self.entry(slot)[0] >= offset))
+        if self.entries:
+            self.last_offset, self.last_position = self.entry(self.entries - 1)
         else:
             self.last_offset, self.last_position = self.base_offset, 0
 
     def reset(self) -> None:
-        self._truncate_entries(0)
+        self._keep_entries(0)
+        self.last_offset, self.last_position = self.base_offset, 0
 
     def check(self, log_size: int) -> None:
         """Raise CorruptIndexError unless entries are whole and strictly increase inside the log."""
-        if self.blob.size % OFFSET_ENTRY.size:
-            raise CorruptIndexError(f"offset index size {self.blob.size} is not a multiple of 8")
+        self._check_whole_entries("offset index")
         previous_offset, previous_position = self.base_offset - 1, -1
         for offset, position in self.all_entries():
             if offset <= previous_offset or position <= previous_position or position >= log_size:
@@ -114,71 +162,53 @@ class OffsetIndex:
             previous_offset, previous_position = offset, position
 
 
-class TimeIndex:
+class TimeIndex(_EntryFile):
+    ENTRY = TIME_ENTRY
+
     def __init__(self, blob: Blob, base_offset: int, max_index_bytes: int) -> None:
-        self.blob = blob
-        self.base_offset = base_offset
-        self.max_entries = max_index_bytes // TIME_ENTRY.size
-        self.entries = blob.size // TIME_ENTRY.size
+        super().__init__(blob, base_offset, max_index_bytes)
         self.last_timestamp = NO_TIMESTAMP
         self.last_offset = base_offset
         if self.entries:
             self.last_timestamp, self.last_offset = self.entry(self.entries - 1)
 
-    @property
-    def is_full(self) -> bool:
-        return self.entries >= self.max_entries
-
     def entry(self, slot: int) -> tuple[int, int]:
         """(timestamp, absolute offset) of entry `slot`."""
-        raw = self.blob.read_at(TIME_ENTRY.size, slot * TIME_ENTRY.size)
-        timestamp, relative = TIME_ENTRY.unpack(raw)
+        timestamp, relative = self._raw_entry(slot)
         return timestamp, self.base_offset + relative
 
     def all_entries(self) -> list[tuple[int, int]]:
-        raw = self.blob.read_at(self.entries * TIME_ENTRY.size, 0)
-        return [(ts, self.base_offset + rel) for ts, rel in TIME_ENTRY.iter_unpack(raw)]
+        return [(timestamp, self.base_offset + rel) for timestamp, rel in self._raw_entries()]
 
     def maybe_append(self, timestamp: int, offset: int) -> None:
         """Add (timestamp, offset) if the timestamp is larger than every indexed one."""
         if timestamp <= self.last_timestamp:
             return
-        self.blob.write_at(
-            TIME_ENTRY.pack(timestamp, offset - self.base_offset), self.entries * TIME_ENTRY.size
-        )
-        self.entries += 1
+        self._append_raw(TIME_ENTRY.pack(timestamp, offset - self.base_offset))
         self.last_timestamp, self.last_offset = timestamp, offset
 
     def lookup(self, timestamp: int) -> int:
         """Offset of the entry with the largest timestamp <= `timestamp` (else the base offset)."""
         if self.entries == 0 or timestamp < self.entry(0)[0]:
             return self.base_offset
-        low, high = 0, self.entries - 1
-        while low < high:
-            middle = (low + high + 1) // 2
-            if self.entry(middle)[0] <= timestamp:
-                low = middle
-            else:
-                high = middle - 1
-        return self.entry(low)[1]
+        slot = _first_slot(self.entries, lambda slot: self.entry(slot)[0] > timestamp) - 1
+        return self.entry(slot)[1]
 
     def truncate_to(self, offset: int) -> None:
         """Drop every entry whose offset is >= `offset`."""
-        keep = _first_slot(self.entries, lambda slot: self.entry(slot)[1] >= offset)
-        self.blob.truncate(keep * TIME_ENTRY.size)
-        self.entries = keep
-        if keep:
-            self.last_timestamp, self.last_offset = self.entry(keep - 1)
+        self._keep_entries(_first_slot(self.entries, lambda slot: self.entry(slot)[1] >= offset))
+        if self.entries:
+            self.last_timestamp, self.last_offset = self.entry(self.entries - 1)
         else:
             self.last_timestamp, self.last_offset = NO_TIMESTAMP, self.base_offset
 
     def reset(self) -> None:
-        self.truncate_to(self.base_offset)
+        self._keep_entries(0)
+        self.last_timestamp, self.last_offset = NO_TIMESTAMP, self.base_offset
 
     def check(self, next_offset: int) -> None:
         """Raise CorruptIndexError unless timestamps strictly increase and offsets lie in range."""
-        if self.blob.size % TIME_ENTRY.size:
-            raise CorruptIndexError(f"time index size {self.blob.size} is not a multiple of 12")
+        self._check_whole_entries("time index")
         previous_timestamp, previous_offset = NO_TIMESTAMP, self.base_offset
         for timestamp, offset in self.all_entries():
             if timestamp <= previous_timestamp or not previous_offset <= offset < next_offset:

@@ -127,6 +127,8 @@ class LogSegment:
         """Index the largest timestamp, as Kafka does when a segment is rolled or closed."""
         if self.max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        self.offset_index.write_pending()
+        self.time_index.write_pending()
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -282,10 +284,10 @@ class LogSegment:
 
     def flush(self) -> None:
         self.log.flush()
-        self.offset_index.blob.flush()
-        self.time_index.blob.flush()
+        self.offset_index.flush()
+        self.time_index.flush()
 
     def delete(self) -> None:
         self.log.delete()
-        self.offset_index.blob.delete()
-        self.time_index.blob.delete()
+        self.offset_index.delete()
+        self.time_index.delete()

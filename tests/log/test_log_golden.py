@@ -63,6 +63,9 @@ def test_single_segment_log_and_index_bytes(tmp_path: Path) -> None:
     assert (directory / "00000000000000000000.log").read_bytes() == expected_log
     assert len(expected_log) == 570
 
+    # The active segment's index entries are written behind; a flush writes them out.
+    assert (directory / "00000000000000000000.index").read_bytes() == b""
+    log.flush()
     # Index entry before a batch once more than 100 bytes were appended since the last one:
     # batch 1 (112 before it), batch 3 (95 + 78 = 173), batch 4 (129). The entry holds the
     # batch's *last* offset. The time index takes the largest timestamp so far, if it grew.
@@ -115,6 +118,7 @@ def test_roll_on_segment_bytes_names_files_and_relative_offsets(tmp_path: Path) 
     assert (directory / "00000000000000000000.log").read_bytes() == first
     assert (directory / "00000000000000000006.log").read_bytes() == second
 
+    log.flush()
     assert (directory / "00000000000000000000.index").read_bytes() == offset_index((4, 112))
     # Rolled: its largest timestamp (2000 at offset 5) is indexed.
     assert (directory / "00000000000000000000.timeindex").read_bytes() == time_index(
