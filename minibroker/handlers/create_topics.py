@@ -1,17 +1,18 @@
 """CreateTopics (key 19), versions 2-7.
 
 Behaviour: checks run in the order of Kafka's ControllerApis and ReplicationControlManager:
-a name given more than once gets one INVALID_REQUEST entry; an illegal name, or one that collides
-with an existing topic once '.' and '_' are unified, INVALID_TOPIC_EXCEPTION; an existing
-topic TOPIC_ALREADY_EXISTS; a null config value or an unknown or invalid topic config
-INVALID_CONFIG. Then either a manual assignment (num_partitions and replication_factor
-must be -1; every partition 0..n-1 once, each on this node only) or num_partitions
-(-1: `num.partitions`) and replication_factor (-1: `default.replication.factor`); a
-replication factor above 1 is INVALID_REPLICATION_FACTOR, as on a single-node Kafka.
-`validate_only` runs every check and creates nothing. Like Kafka's controller, a request
-that would write more than 10000 metadata records (a topic, its configs and partitions
-each count one) fails whole with POLICY_VIOLATION, which also bounds the work one request
-can cause. The timeout is not used: creation is immediate.
+a name given more than once gets one INVALID_REQUEST entry; `__cluster_metadata`
+INVALID_REQUEST; an illegal name, or one that collides with an existing topic once '.'
+and '_' are unified, INVALID_TOPIC_EXCEPTION; an existing topic TOPIC_ALREADY_EXISTS; a
+null config value or an unknown or invalid topic config INVALID_CONFIG. Then either a
+manual assignment (num_partitions and replication_factor must be -1; every partition
+0..n-1 once, each on this node only) or num_partitions (-1: `num.partitions`) and
+replication_factor (-1: `default.replication.factor`); a replication factor above 1 is
+INVALID_REPLICATION_FACTOR, as on a single-node Kafka. `validate_only` runs every check
+and creates nothing. Like Kafka's controller, a request that would write more than 10000
+metadata records (a topic, its configs and partitions each count one) fails whole with
+POLICY_VIOLATION, which also bounds the work one request can cause. The timeout is not
+used: creation is immediate.
 
 Version notes: v5+ answers the new topic's partition count, replication factor and every
 config with its source (num_partitions/replication_factor -1 on errors); v7 adds the
