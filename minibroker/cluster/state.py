@@ -260,6 +260,7 @@ class Cluster:
             max_message_bytes=int(self.topic_value(topic, "max.message.bytes")),
             compression_type=self.topic_value(topic, "compression.type"),
             max_decompressed_bytes=self.config.get_int("minibroker.max.decompressed.batch.bytes"),
+            compacted="compact" in self.topic_value(topic, "cleanup.policy").split(","),
         )
 
     def _configs_path(self) -> Path | None:

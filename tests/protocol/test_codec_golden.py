@@ -47,11 +47,23 @@ def test_decodes_and_reencodes_byte_for_byte(entry: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("entry", DECODABLE, ids=_ids)
-def test_trailing_bytes_are_malformed(entry: dict[str, Any]) -> None:
-    frame = memoryview(_frame(entry) + b"\x00")
+def test_trailing_bytes_are_ignored_as_kafka_does(entry: dict[str, Any]) -> None:
+    whole = _frame(entry)
+    frame = memoryview(whole + b"\x01\x00\x00")
     header, pos = decode_header(frame)
-    with pytest.raises(MalformedRequest):
-        decode_body(header.api_key, header.api_version, frame, pos)
+    body = decode_body(header.api_key, header.api_version, frame, pos)
+    assert bytes(body.encode(version=header.api_version)) == whole[pos:]
+
+
+def test_librdkafka_all_topics_metadata_with_stray_bytes() -> None:
+    frame = memoryview(bytes.fromhex("0003000c00000003000772646b61666b610000000000010000"))
+    header, pos = decode_header(frame)
+    body = decode_body(header.api_key, header.api_version, frame, pos)
+    assert (header.client_id, body.topics, body.allow_auto_topic_creation) == (
+        "rdkafka",
+        None,
+        False,
+    )
 
 
 @pytest.mark.parametrize("entry", DECODABLE, ids=_ids)

@@ -48,8 +48,8 @@ def test_unadvertised_version_closes_the_connection(bootstrap: str) -> None:
         assert client.is_closed_by_peer()
 
 
-def test_trailing_bytes_close_the_connection(bootstrap: str) -> None:
-    body = encode_request(ApiKey.Metadata, 1, topics=None) + b"\x00"
+def test_truncated_body_closes_the_connection(bootstrap: str) -> None:
+    body = encode_request(ApiKey.Metadata, 1, topics=[{"name": "some-topic"}])[:-3]
     with WireClient(bootstrap) as client:
         client.send_raw(request_frame(ApiKey.Metadata, 1, 1, body))
         assert client.is_closed_by_peer()
