@@ -58,9 +58,22 @@ class LogManager:
         self.default_config = default_config
         self.pool = FilePool(max_open_files)
         self._logs: dict[tuple[str, int], SegmentedLog] = {}
+        self._clean_shutdown = False
         if data_dir is not None:
             data_dir.mkdir(parents=True, exist_ok=True)
             self._check_or_write_meta_properties(data_dir)
+            self._clean_shutdown = self._take_clean_shutdown_marker(data_dir)
+
+    @staticmethod
+    def _take_clean_shutdown_marker(data_dir: Path) -> bool:
+        """Whether the last run shut down cleanly; removes the marker, so that a crash from now
+        on, even before `load`, is seen as one."""
+        marker = data_dir / CLEAN_SHUTDOWN_MARKER
+        if not marker.exists():
+            return False
+        marker.unlink()
+        fsync_directory(data_dir)
+        return True
 
     def _check_or_write_meta_properties(self, data_dir: Path) -> None:
         path = data_dir / META_PROPERTIES
@@ -91,8 +104,6 @@ class LogManager:
         """Open every partition directory, recovering those not cleanly shut down."""
         if self.data_dir is None:
             return list(self._logs.values())
-        marker = self.data_dir / CLEAN_SHUTDOWN_MARKER
-        clean_shutdown = marker.exists()
         recovery_points = self._read_checkpoint(RECOVERY_POINT_CHECKPOINT)
         log_starts = self._read_checkpoint(LOG_START_CHECKPOINT)
         for directory in sorted(self.data_dir.iterdir()):
@@ -110,12 +121,9 @@ class LogManager:
                     self.pool,
                     recovery_point=recovery_points.get(parsed, 0),
                     log_start_offset=log_starts.get(parsed, 0),
-                    clean_shutdown=clean_shutdown,
+                    clean_shutdown=self._clean_shutdown,
                 )
             )
-        # Until the next clean close, a crash must trigger recovery.
-        marker.unlink(missing_ok=True)
-        fsync_directory(self.data_dir)
         return list(self._logs.values())
 
     def _read_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
@@ -143,8 +151,8 @@ class LogManager:
         return log
 
     def _watch(self, log: SegmentedLog) -> SegmentedLog:
-        """DeleteRecords must survive a restart: checkpoint each log start move at once."""
-        log.on_log_start_moved = self.checkpoint_log_start_offsets
+        """DeleteRecords and truncation must survive a restart: checkpoint them at once."""
+        log.on_checkpoint_needed = self.checkpoint
         return log
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
@@ -186,8 +194,14 @@ class LogManager:
             self.checkpoint_log_start_offsets()
 
     def flush_due(self, now_ms: int) -> None:
+        """Flush what flush.ms / flush.messages ask for; checkpoint recovery points that moved."""
+        moved = False
         for log in self._logs.values():
+            before = log.recovery_point
             log.flush_if_due(now_ms)
+            moved = moved or log.recovery_point != before
+        if moved:
+            self.checkpoint()
 
     def close(self) -> None:
         """Flush every log, write the checkpoints, then the clean-shutdown marker."""

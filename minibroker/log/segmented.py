@@ -36,7 +36,9 @@ class SegmentedLog(ABC):
         self.recovery_point = 0
         self.unflushed_messages = 0
         self.oldest_unflushed_ms = now_ms
-        self.on_log_start_moved: Callable[[], None] | None = None
+        # Called when the log start offset or the recovery point moves other than by retention
+        # or flushing, so that the checkpoint files follow before the caller answers.
+        self.on_checkpoint_needed: Callable[[], None] | None = None
 
     @abstractmethod
     def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment: ...
@@ -159,8 +161,7 @@ class SegmentedLog(ABC):
             self._segments_changed()
         self._active.truncate_to(offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
-        if self._log_start_offset > self.log_end_offset:
-            self._set_log_start_offset(self.log_end_offset)
+        self._set_log_start_offset(min(self._log_start_offset, self.log_end_offset))
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
         """Delete every segment and restart the log, empty, at `offset`."""
@@ -186,8 +187,8 @@ class SegmentedLog(ABC):
     def _set_log_start_offset(self, offset: int) -> None:
         """Move the log start other than by retention, and have it checkpointed at once."""
         self._log_start_offset = offset
-        if self.on_log_start_moved is not None:
-            self.on_log_start_moved()
+        if self.on_checkpoint_needed is not None:
+            self.on_checkpoint_needed()
 
     def _delete_segments_below_log_start(self, log_start_offset: int) -> int:
         deleted = 0

@@ -77,6 +77,8 @@ def test_flush_policies_move_the_recovery_point(tmp_path: Path) -> None:
     assert by_time.recovery_point == 0
     manager.flush_due(now_ms=10_000)
     assert by_time.recovery_point == 2
+    checkpoint = (tmp_path / "data" / "recovery-point-offset-checkpoint").read_text()
+    assert "f 0 2\n" in checkpoint and "f 1 3\n" in checkpoint and "f 2 2\n" in checkpoint
     for _ in range(5):
         rolled.append(make_batch([b"x" * 39]), 0, now_ms=0)
     assert [base for base, _size in rolled.segments()] == [0, 3]
@@ -156,3 +158,14 @@ def test_meta_properties_of_another_cluster_is_refused(tmp_path: Path) -> None:
         LogManager(tmp_path / "data", node_id=3, cluster_id="other", default_config=SMALL)
     with pytest.raises(InconsistentLogDirError):
         LogManager(tmp_path / "data", node_id=4, cluster_id="cluster", default_config=SMALL)
+
+
+def test_clean_shutdown_marker_is_consumed_at_startup(tmp_path: Path) -> None:
+    manager_for("file", tmp_path).close()
+    marker = tmp_path / "data" / ".kafka_cleanshutdown"
+    assert marker.exists()
+    manager = manager_for("file", tmp_path)
+    assert not marker.exists()  # a crash from here on, even before load(), means recovery
+    manager.load()
+    manager.close()
+    assert marker.exists()
