@@ -2,7 +2,8 @@
 
 Behaviour: each partition's records are validated as Kafka's LogValidator does (see
 `records/validate.py`), checked against the producer's sequence state (idempotence), then
-appended with the base offset and leader epoch stamped; duplicates of one of a producer's
+appended with the base offset and leader epoch stamped (a batch larger than
+`segment.bytes` gets RECORD_LIST_TOO_LARGE, as in Kafka); duplicates of one of a producer's
 last five batches are answered with the original offsets and not written again. Topics are
 never auto-created here (Metadata does that); unknown ones get UNKNOWN_TOPIC_OR_PARTITION.
 acks=0 gets no response at all; acks other than 0, 1 and -1 get INVALID_REQUIRED_ACKS.
@@ -22,6 +23,7 @@ from typing import Any
 
 from minibroker.cluster.state import Partition
 from minibroker.handlers.registry import handles
+from minibroker.log import RecordBatchTooLarge
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
 from minibroker.protocol.errors import ErrorCode
@@ -118,6 +120,8 @@ def produce_to_partition(
         return result
     try:
         return _append_batches(ctx, partition, batches, now_ms)
+    except RecordBatchTooLarge as exc:
+        return _rejected(ErrorCode.RECORD_LIST_TOO_LARGE, str(exc))
     except OSError as exc:
         log.error("append to %s-%d failed: %s", topic_name, index, exc)
         return _rejected(ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
