@@ -1,4 +1,4 @@
-"""`minibroker serve` runs a broker; `minibroker dump-log` prints segments and indexes."""
+"""`minibroker serve` runs a broker, `dump-log` prints segments, `healthcheck` probes one."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import signal
 import sys
 from pathlib import Path
 
+from minibroker import healthcheck
 from minibroker.config import BrokerConfig, ConfigError, load_config, parse_overrides
 
 
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="minibroker", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
+    healthcheck.add_parser(sub)
     dump = sub.add_parser("dump-log", help="print .log/.index/.timeindex files", add_help=False)
     dump.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -63,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         from minibroker.log.dump import dump_log_main
 
         return dump_log_main(args.rest)
+    if args.command == "healthcheck":
+        return healthcheck.main(args)
     logging.basicConfig(
         level=args.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
