@@ -18,6 +18,7 @@ from pathlib import Path
 from minibroker import handlers
 from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig, Listener, new_cluster_id
+from minibroker.groups import GroupCoordinator
 from minibroker.log.checkpoints import META_PROPERTIES, read_properties
 from minibroker.log.manager import LogManager
 from minibroker.server.connection import BrokerConnection
@@ -51,6 +52,7 @@ class Broker:
         )
         self.cluster = Cluster(config, self.logs, self.data_dir)
         self.producers = ProducerStateManager.from_config(config, self.data_dir)
+        self.groups = GroupCoordinator(config, self.cluster)
         self.connections: set[BrokerConnection] = set()
         self.bound: list[BoundListener] = []
         self._servers: list[asyncio.Server] = []
@@ -64,6 +66,7 @@ class Broker:
     async def start(self) -> None:
         self.cluster.load()
         self.producers.rebuild(self.cluster.partitions())
+        self.groups.start()
         loop = asyncio.get_running_loop()
         for listener in self.config.listeners:
             server = await loop.create_server(
@@ -121,6 +124,7 @@ class Broker:
             server.close()
         for timer in self._timers:
             timer.cancel()
+        self.groups.stop()
         await self._drain_connections(self.connections)
         for server in self._servers:
             await server.wait_closed()

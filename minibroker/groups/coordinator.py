@@ -1,0 +1,814 @@
+"""The classic group coordinator, as Kafka's `GroupCoordinator` (KIP-345/394/814 included).
+
+Rebalance protocol: JoinGroup moves a group to PreparingRebalance; the join completes when
+every known member has rejoined (or the rebalance timeout removes those that did not, or,
+for a group that was Empty, after `group.initial.rebalance.delay.ms`). The leader gets the
+members' metadata and sends the assignments in SyncGroup; the others wait for it. Members
+are removed when their session expires, when they leave, or when they do not send SyncGroup
+within the rebalance timeout. Static members (`group.instance.id`) rejoin under a new member
+id without a rebalance when nothing changed.
+
+Every method mutates state without awaiting; only join_group and sync_group then await
+their waiter future, which another member's request (or a deadline) completes. Committed
+offsets and group metadata are written to `__consumer_offsets` before they are answered and
+reloaded by `load()`; expired offsets and empty groups are cleaned up every
+`offsets.retention.check.interval.ms`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from minibroker.cluster.state import Cluster
+from minibroker.config import BrokerConfig
+from minibroker.groups.group import (
+    CONSUMER_PROTOCOL_TYPE,
+    Group,
+    GroupState,
+    JoinResult,
+    Member,
+    SyncResult,
+)
+from minibroker.groups.records import (
+    GroupKey,
+    GroupValue,
+    OffsetKey,
+    OffsetValue,
+    encode_group_key,
+    encode_group_value,
+    encode_offset_key,
+    encode_offset_value,
+)
+from minibroker.groups.store import LoadedOffset, OffsetsTopic, StoredRecord
+from minibroker.groups.timers import Deadline
+from minibroker.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+# A new member that never completes its first join is dropped after this long (Kafka's).
+NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
+DEFAULT_RETENTION_CHECK_INTERVAL_MS = 600_000
+DEFAULT_OFFSET_METADATA_MAX_BYTES = 4096
+NO_GENERATION = -1
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class JoinRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    require_known_member_id: bool
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommit:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedOffset:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+
+
+class GroupCoordinator:
+    def __init__(self, config: BrokerConfig, cluster: Cluster) -> None:
+        self.groups: dict[str, Group] = {}
+        self.store = OffsetsTopic(cluster, config.get_int("offsets.topic.num.partitions"))
+        self.cluster = cluster
+        self.min_session_timeout_ms = config.get_int("group.min.session.timeout.ms")
+        self.max_session_timeout_ms = config.get_int("group.max.session.timeout.ms")
+        self.initial_rebalance_delay_ms = config.get_int("group.initial.rebalance.delay.ms")
+        self.offsets_retention_ms = config.get_int("offsets.retention.minutes") * 60_000
+        self.retention_check_interval_ms = int(
+            config.raw("offsets.retention.check.interval.ms") or DEFAULT_RETENTION_CHECK_INTERVAL_MS
+        )
+        self.offset_metadata_max_bytes = int(
+            config.raw("offset.metadata.max.bytes") or DEFAULT_OFFSET_METADATA_MAX_BYTES
+        )
+        self._retention_check = Deadline()
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Reload groups and offsets from `__consumer_offsets` and start the expiry timer."""
+        for loaded in self.store.load():
+            if isinstance(loaded, LoadedOffset):
+                self._load_offset(loaded.key, loaded.value)
+            else:
+                self._load_group(loaded.key, loaded.value)
+        for group in self.groups.values():
+            for member in group.members.values():
+                self._arm_session(group, member)
+        self._schedule_retention_check()
+
+    def stop(self) -> None:
+        """Answer every waiting member NOT_COORDINATOR (as Kafka on unload) and stop timers."""
+        self._retention_check.cancel()
+        for group in self.groups.values():
+            group.join_deadline.cancel()
+            group.sync_deadline.cancel()
+            for pending in group.pending_members.values():
+                pending.cancel()
+            for member in group.members.values():
+                member.session.cancel()
+                member.complete_join(JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
+                member.complete_sync(SyncResult(ErrorCode.NOT_COORDINATOR))
+
+    def _load_offset(self, key: OffsetKey, value: OffsetValue | None) -> None:
+        group = self.groups.get(key.group)
+        if value is None:
+            if group is not None:
+                group.offsets.pop((key.topic, key.partition), None)
+            return
+        if group is None:
+            group = self.groups[key.group] = Group(key.group)
+        group.offsets[(key.topic, key.partition)] = value
+
+    def _load_group(self, key: GroupKey, value: GroupValue | None) -> None:
+        if value is None:
+            self.groups.pop(key.group, None)
+            return
+        offsets = self.groups[key.group].offsets if key.group in self.groups else {}
+        group = Group(
+            key.group,
+            state=GroupState.STABLE if value.members else GroupState.EMPTY,
+            generation_id=value.generation,
+            protocol_type=value.protocol_type or None,
+            protocol_name=value.protocol,
+            leader_id=value.leader,
+            state_timestamp_ms=value.current_state_timestamp,
+            offsets=offsets,
+        )
+        for stored in value.members:
+            member = Member(
+                member_id=stored.member_id,
+                group_instance_id=stored.group_instance_id,
+                client_id=stored.client_id,
+                client_host=stored.client_host,
+                rebalance_timeout_ms=stored.rebalance_timeout_ms,
+                session_timeout_ms=stored.session_timeout_ms,
+                protocol_type=value.protocol_type,
+                protocols=[(value.protocol or "", stored.subscription)],
+                assignment=stored.assignment,
+            )
+            group.members[member.member_id] = member
+            if member.group_instance_id is not None:
+                group.static_members[member.group_instance_id] = member.member_id
+        self.groups[key.group] = group
+
+    def ensure_offsets_topic(self) -> None:
+        self.store.ensure()
+
+    # ---- JoinGroup -------------------------------------------------------------------------
+
+    async def join_group(self, request: JoinRequest) -> JoinResult:
+        result = self._join(request)
+        if isinstance(result, JoinResult):
+            return result
+        return await result
+
+    def _join(self, request: JoinRequest) -> JoinResult | asyncio.Future[JoinResult]:
+        def error(code: ErrorCode) -> JoinResult:
+            return JoinResult(code, request.member_id)
+
+        if not request.group_id:
+            return error(ErrorCode.INVALID_GROUP_ID)
+        if not (
+            self.min_session_timeout_ms <= request.session_timeout_ms <= self.max_session_timeout_ms
+        ):
+            return error(ErrorCode.INVALID_SESSION_TIMEOUT)
+        known = bool(request.member_id)
+        group = self.groups.get(request.group_id)
+        if group is None:
+            if known:
+                return error(ErrorCode.UNKNOWN_MEMBER_ID)
+            group = self.groups[request.group_id] = Group(request.group_id)
+        if group.is_in(GroupState.DEAD):
+            return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if not group.supports_protocols(request.protocol_type, request.protocols):
+            return error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        if known:
+            return self._join_known_member(group, request)
+        return self._join_new_member(group, request)
+
+    def _join_new_member(
+        self, group: Group, request: JoinRequest
+    ) -> JoinResult | asyncio.Future[JoinResult]:
+        member_id = f"{request.client_id}-{uuid.uuid4()}"
+        if request.group_instance_id is not None:
+            existing = group.static_member_id(request.group_instance_id)
+            if existing is not None:
+                return self._rejoin_static_member(group, request, existing, member_id)
+        elif request.require_known_member_id:
+            pending = group.pending_members[member_id] = Deadline()
+            pending.start(
+                request.session_timeout_ms, lambda: self._expire_pending(group, member_id)
+            )
+            return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id)
+        return self._add_member_and_rebalance(group, request, member_id)
+
+    def _join_known_member(
+        self, group: Group, request: JoinRequest
+    ) -> JoinResult | asyncio.Future[JoinResult]:
+        member_id = request.member_id
+        if member_id in group.pending_members:
+            return self._add_member_and_rebalance(group, request, member_id)
+        if group.is_static_member_fenced(request.group_instance_id, member_id):
+            return JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id)
+        member = group.members.get(member_id)
+        if member is None or group.is_in(GroupState.EMPTY):
+            return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
+        if group.is_in(GroupState.COMPLETING_REBALANCE) and member.matches(request.protocols):
+            return group.join_result(member)
+        if (
+            group.is_in(GroupState.STABLE)
+            and not group.is_leader(member_id)
+            and member.matches(request.protocols)
+        ):
+            return group.join_result(member)
+        return self._update_member_and_rebalance(group, member, request)
+
+    def _add_member_and_rebalance(
+        self, group: Group, request: JoinRequest, member_id: str
+    ) -> asyncio.Future[JoinResult]:
+        member = Member(
+            member_id=member_id,
+            group_instance_id=request.group_instance_id,
+            client_id=request.client_id,
+            client_host=request.client_host,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            session_timeout_ms=request.session_timeout_ms,
+            protocol_type=request.protocol_type,
+            protocols=request.protocols,
+            is_new=True,
+        )
+        waiter = self._await_join(member)
+        if group.is_in(GroupState.PREPARING_REBALANCE) and group.generation_id == 0:
+            group.new_member_added = True
+        group.add(member)
+        member.session.start(
+            NEW_MEMBER_JOIN_TIMEOUT_MS, lambda: self._expire_session(group, member)
+        )
+        self._maybe_prepare_rebalance(group)
+        self._maybe_complete_join(group)
+        return waiter
+
+    def _update_member_and_rebalance(
+        self, group: Group, member: Member, request: JoinRequest
+    ) -> asyncio.Future[JoinResult]:
+        member.protocols = request.protocols
+        member.rebalance_timeout_ms = request.rebalance_timeout_ms
+        member.session_timeout_ms = request.session_timeout_ms
+        member.complete_join(JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
+        waiter = self._await_join(member)
+        self._maybe_prepare_rebalance(group)
+        self._maybe_complete_join(group)
+        return waiter
+
+    def _rejoin_static_member(
+        self, group: Group, request: JoinRequest, old_member_id: str, new_member_id: str
+    ) -> JoinResult | asyncio.Future[JoinResult]:
+        """A static member came back under a new member id; the old id is fenced."""
+        old = group.members[old_member_id]
+        old.complete_join(JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_member_id))
+        old.complete_sync(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
+        unchanged = old.matches(request.protocols)
+        member = group.replace_static_member(old_member_id, new_member_id)
+        member.client_id = request.client_id
+        member.client_host = request.client_host
+        member.session_timeout_ms = request.session_timeout_ms
+        member.rebalance_timeout_ms = request.rebalance_timeout_ms
+        member.protocols = request.protocols
+        if group.is_in(GroupState.STABLE) and unchanged:
+            self._arm_session(group, member)
+            self._store_group(group)
+            result = group.join_result(member)
+            if group.is_leader(new_member_id):
+                result.members = group.joined_members()
+                result.skip_assignment = True
+            return result
+        waiter = self._await_join(member)
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group)
+        else:
+            self._maybe_prepare_rebalance(group)
+        self._maybe_complete_join(group)
+        return waiter
+
+    @staticmethod
+    def _await_join(member: Member) -> asyncio.Future[JoinResult]:
+        waiter: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
+        member.join_waiter = waiter
+        return waiter
+
+    # ---- rebalance ------------------------------------------------------------------------
+
+    def _maybe_prepare_rebalance(self, group: Group) -> None:
+        if group.can_rebalance:
+            self._prepare_rebalance(group)
+
+    def _prepare_rebalance(self, group: Group) -> None:
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            self._reset_assignments(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        group.sync_deadline.cancel()
+        group.pending_sync.clear()
+        was_empty = group.is_in(GroupState.EMPTY)
+        group.transition(GroupState.PREPARING_REBALANCE, now_ms())
+        if was_empty:
+            delay = self.initial_rebalance_delay_ms
+            group.initial_delay_remaining_ms = max(group.rebalance_timeout_ms() - delay, 0)
+            group.join_deadline.start(delay, lambda: self._initial_delay_expired(group, delay))
+        else:
+            group.initial_delay_remaining_ms = None
+            group.join_deadline.start(
+                group.rebalance_timeout_ms(), lambda: self._complete_join(group)
+            )
+
+    def _initial_delay_expired(self, group: Group, delay_ms: int) -> None:
+        """Kafka's InitialDelayedJoin: wait again while new members keep arriving."""
+        remaining = group.initial_delay_remaining_ms or 0
+        if group.new_member_added and remaining > 0:
+            group.new_member_added = False
+            next_delay = min(delay_ms, remaining)
+            group.initial_delay_remaining_ms = max(remaining - delay_ms, 0)
+            group.join_deadline.start(
+                next_delay, lambda: self._initial_delay_expired(group, next_delay)
+            )
+            return
+        group.initial_delay_remaining_ms = None
+        self._complete_join(group)
+
+    def _maybe_complete_join(self, group: Group) -> None:
+        if (
+            group.is_in(GroupState.PREPARING_REBALANCE)
+            and group.initial_delay_remaining_ms is None
+            and group.all_members_joined()
+        ):
+            group.join_deadline.cancel()
+            self._complete_join(group)
+
+    def _complete_join(self, group: Group) -> None:
+        if not group.is_in(GroupState.PREPARING_REBALANCE):
+            return
+        group.join_deadline.cancel()
+        for member in list(group.members.values()):
+            if not member.awaiting_join and member.group_instance_id is None:
+                self._remove_member(group, member, rebalance=False)
+        if not group.maybe_elect_joined_leader() and group.members:
+            # Only static members that have not rejoined are left: wait for them (or their
+            # sessions) as Kafka does.
+            group.join_deadline.start(
+                group.rebalance_timeout_ms(), lambda: self._complete_join(group)
+            )
+            return
+        group.generation_id += 1
+        if not group.members:
+            group.protocol_name = None
+            group.transition(GroupState.EMPTY, now_ms())
+            self._store_group(group)
+            return
+        group.protocol_name = group.select_protocol()
+        group.transition(GroupState.COMPLETING_REBALANCE, now_ms())
+        for member in group.members.values():
+            member.complete_join(group.join_result(member))
+            member.is_new = False
+            self._arm_session(group, member)
+            group.pending_sync.add(member.member_id)
+        generation = group.generation_id
+        group.sync_deadline.start(
+            group.rebalance_timeout_ms(), lambda: self._expire_sync(group, generation)
+        )
+
+    def _expire_sync(self, group: Group, generation: int) -> None:
+        """Members that did not send SyncGroup within the rebalance timeout are removed."""
+        if generation != group.generation_id or not group.pending_sync:
+            return
+        if not group.is_in(GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
+            return
+        for member_id in list(group.pending_sync):
+            member = group.members.get(member_id)
+            if member is not None:
+                self._remove_member(group, member, rebalance=False)
+        self._prepare_rebalance(group)
+
+    def _reset_assignments(self, group: Group, error: ErrorCode) -> None:
+        for member in group.members.values():
+            member.assignment = b""
+            member.complete_sync(SyncResult(error))
+
+    # ---- sessions --------------------------------------------------------------------------
+
+    def _arm_session(self, group: Group, member: Member) -> None:
+        member.session.start(member.session_timeout_ms, lambda: self._expire_session(group, member))
+
+    def _expire_session(self, group: Group, member: Member) -> None:
+        if group.members.get(member.member_id) is not member:
+            return
+        if member.awaiting_sync or (member.awaiting_join and not member.is_new):
+            return  # kept alive until the join/sync completes (and re-arms the session)
+        log.info("group %s: member %s session expired", group.group_id, member.member_id)
+        self._remove_member(group, member)
+
+    def _expire_pending(self, group: Group, member_id: str) -> None:
+        if group.remove_pending(member_id):
+            self._maybe_complete_join(group)
+
+    def _remove_member(self, group: Group, member: Member, *, rebalance: bool = True) -> None:
+        member.complete_join(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
+        member.complete_sync(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        group.remove(member.member_id)
+        if not rebalance:
+            return
+        if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group)
+        elif group.is_in(GroupState.PREPARING_REBALANCE):
+            self._maybe_complete_join(group)
+
+    def _member_error(
+        self, group: Group | None, member_id: str, instance_id: str | None, generation: int
+    ) -> ErrorCode | None:
+        """Kafka's checks before SyncGroup and Heartbeat, in its order."""
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group.is_static_member_fenced(instance_id, member_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        return None
+
+    # ---- SyncGroup, Heartbeat, LeaveGroup ----------------------------------------------------
+
+    async def sync_group(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> SyncResult:
+        result = self._sync(
+            group_id, member_id, instance_id, generation, protocol_type, protocol_name, assignments
+        )
+        if isinstance(result, SyncResult):
+            return result
+        return await result
+
+    def _sync(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> SyncResult | asyncio.Future[SyncResult]:
+        group = self.groups.get(group_id)
+        error = self._member_error(group, member_id, instance_id, generation)
+        if error is not None:
+            return SyncResult(error)
+        assert group is not None
+        if (protocol_type is not None and protocol_type != group.protocol_type) or (
+            protocol_name is not None and protocol_name != group.protocol_name
+        ):
+            return SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        member = group.members[member_id]
+        if group.is_in(GroupState.EMPTY):
+            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
+        group.pending_sync.discard(member_id)
+        if group.is_in(GroupState.STABLE):
+            self._arm_session(group, member)
+            return self._sync_result(group, member)
+        waiter: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
+        member.complete_sync(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        member.sync_waiter = waiter
+        if group.is_leader(member_id):
+            self._complete_sync(group, assignments)
+        return waiter
+
+    def _complete_sync(self, group: Group, assignments: dict[str, bytes]) -> None:
+        for member in group.members.values():
+            member.assignment = assignments.get(member.member_id, b"")
+        error = self._store_group(group)
+        if error != ErrorCode.NO_ERROR:
+            self._reset_assignments(group, error)
+            self._maybe_prepare_rebalance(group)
+            return
+        group.transition(GroupState.STABLE, now_ms())
+        for member in group.members.values():
+            if member.awaiting_sync:
+                member.complete_sync(self._sync_result(group, member))
+            self._arm_session(group, member)
+
+    @staticmethod
+    def _sync_result(group: Group, member: Member) -> SyncResult:
+        return SyncResult(
+            ErrorCode.NO_ERROR, group.protocol_type, group.protocol_name, member.assignment
+        )
+
+    def heartbeat(
+        self, group_id: str, member_id: str, instance_id: str | None, generation: int
+    ) -> ErrorCode:
+        group = self.groups.get(group_id)
+        error = self._member_error(group, member_id, instance_id, generation)
+        if error is not None:
+            return error
+        assert group is not None
+        if group.is_in(GroupState.EMPTY):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        self._arm_session(group, group.members[member_id])
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NO_ERROR
+
+    def leave_group(
+        self, group_id: str, leaving: list[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        """The group-level error and one error per (member id, instance id) leaving."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.NO_ERROR, [ErrorCode.UNKNOWN_MEMBER_ID for _ in leaving]
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        return ErrorCode.NO_ERROR, [self._leave(group, m, i) for m, i in leaving]
+
+    def _leave(self, group: Group, member_id: str, instance_id: str | None) -> ErrorCode:
+        if instance_id is not None:
+            static_id = group.static_member_id(instance_id)
+            if static_id is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if member_id and static_id != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+            member_id = static_id
+        elif group.remove_pending(member_id):
+            self._maybe_complete_join(group)
+            return ErrorCode.NO_ERROR
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        log.info("group %s: member %s left", group.group_id, member_id)
+        self._remove_member(group, member)
+        return ErrorCode.NO_ERROR
+
+    # ---- offsets ---------------------------------------------------------------------------
+
+    def commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        commits: list[OffsetCommit],
+        retention_ms: int = -1,
+    ) -> ErrorCode | list[ErrorCode]:
+        """A group-level error for every partition, or one error per commit."""
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation >= 0:
+                return ErrorCode.ILLEGAL_GENERATION
+            group = self.groups[group_id] = Group(group_id)
+        error = self._commit_error(group, member_id, instance_id, generation)
+        if error is not None:
+            return error
+        member = group.members.get(member_id)
+        if member is not None:
+            self._arm_session(group, member)
+        return self._store_offsets(group, commits, retention_ms)
+
+    @staticmethod
+    def _commit_error(
+        group: Group, member_id: str, instance_id: str | None, generation: int
+    ) -> ErrorCode | None:
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group.is_static_member_fenced(instance_id, member_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if generation < 0 and group.is_in(GroupState.EMPTY):
+            return None
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        if member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        return None
+
+    def _store_offsets(
+        self, group: Group, commits: list[OffsetCommit], retention_ms: int
+    ) -> list[ErrorCode]:
+        timestamp = now_ms()
+        expire = timestamp + retention_ms if retention_ms >= 0 else -1
+        errors: list[ErrorCode] = []
+        accepted: dict[tuple[str, int], OffsetValue] = {}
+        for commit in commits:
+            error = self._offset_error(commit)
+            errors.append(error)
+            if error == ErrorCode.NO_ERROR:
+                accepted[(commit.topic, commit.partition)] = OffsetValue(
+                    commit.offset, commit.leader_epoch, commit.metadata or "", timestamp, expire
+                )
+        records: list[StoredRecord] = [
+            (encode_offset_key(OffsetKey(group.group_id, topic, partition)), encode_offset_value(v))
+            for (topic, partition), v in accepted.items()
+        ]
+        stored = self.store.append(group.group_id, records, timestamp)
+        if stored != ErrorCode.NO_ERROR:
+            return [stored if error == ErrorCode.NO_ERROR else error for error in errors]
+        group.offsets.update(accepted)
+        return errors
+
+    def _offset_error(self, commit: OffsetCommit) -> ErrorCode:
+        if commit.metadata is not None and len(commit.metadata) > self.offset_metadata_max_bytes:
+            return ErrorCode.OFFSET_METADATA_TOO_LARGE
+        if self.cluster.partition(commit.topic, commit.partition) is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.NO_ERROR
+
+    def fetch_offsets(
+        self, group_id: str, wanted: list[tuple[str, list[int]]] | None
+    ) -> list[FetchedOffset]:
+        """Committed offsets (-1 when none); `wanted` None means all of the group's."""
+        group = self.groups.get(group_id)
+        offsets = group.offsets if group is not None else {}
+        if wanted is None:
+            keys = sorted(offsets)
+        else:
+            keys = [(topic, partition) for topic, partitions in wanted for partition in partitions]
+        fetched = []
+        for topic, partition in keys:
+            value = offsets.get((topic, partition))
+            if value is None:
+                fetched.append(FetchedOffset(topic, partition, -1, -1, ""))
+            else:
+                fetched.append(
+                    FetchedOffset(
+                        topic, partition, value.offset, value.leader_epoch, value.metadata
+                    )
+                )
+        return fetched
+
+    # ---- admin -----------------------------------------------------------------------------
+
+    def listed_groups(self) -> list[Group]:
+        return [group for group in self.groups.values() if not group.is_in(GroupState.DEAD)]
+
+    def delete_groups(self, group_ids: Iterable[str]) -> list[tuple[str, ErrorCode]]:
+        results = []
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if not group_id:
+                error = ErrorCode.INVALID_GROUP_ID
+            elif group is None or group.is_in(GroupState.DEAD):
+                error = ErrorCode.GROUP_ID_NOT_FOUND
+            elif not group.is_in(GroupState.EMPTY):
+                error = ErrorCode.NON_EMPTY_GROUP
+            else:
+                error = self._delete_group(group)
+            results.append((group_id, error))
+        return results
+
+    def _delete_group(self, group: Group) -> ErrorCode:
+        records = self._offset_tombstones(group, list(group.offsets))
+        records.append((encode_group_key(GroupKey(group.group_id)), None))
+        error = self.store.append(group.group_id, records, now_ms())
+        if error != ErrorCode.NO_ERROR:
+            return error
+        group.transition(GroupState.DEAD, now_ms())
+        del self.groups[group.group_id]
+        return ErrorCode.NO_ERROR
+
+    @staticmethod
+    def _offset_tombstones(group: Group, keys: Iterable[tuple[str, int]]) -> list[StoredRecord]:
+        return [
+            (encode_offset_key(OffsetKey(group.group_id, topic, partition)), None)
+            for topic, partition in keys
+        ]
+
+    def delete_offsets(
+        self, group_id: str, wanted: list[tuple[str, list[int]]]
+    ) -> tuple[ErrorCode, list[tuple[str, int, ErrorCode]]]:
+        """Kafka's OffsetDelete: a group error, or one error per requested partition."""
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, []
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, []
+        subscribed: set[str] | None = set()
+        if not group.is_in(GroupState.EMPTY):
+            if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+                return ErrorCode.NON_EMPTY_GROUP, []
+            subscribed = group.subscribed_topics()
+        results = []
+        deletable = []
+        for topic, partitions in wanted:
+            for partition in partitions:
+                if self.cluster.partition(topic, partition) is None:
+                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                elif subscribed is None or topic in subscribed:
+                    error = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    error = ErrorCode.NO_ERROR
+                    deletable.append((topic, partition))
+                results.append((topic, partition, error))
+        present = [key for key in deletable if key in group.offsets]
+        stored = self.store.append(group_id, self._offset_tombstones(group, present), now_ms())
+        if stored != ErrorCode.NO_ERROR:
+            return stored, []
+        for key in present:
+            del group.offsets[key]
+        return ErrorCode.NO_ERROR, results
+
+    # ---- persistence and expiry ------------------------------------------------------------
+
+    def _store_group(self, group: Group) -> ErrorCode:
+        value = GroupValue(
+            protocol_type=group.protocol_type or "",
+            generation=group.generation_id,
+            protocol=group.protocol_name,
+            leader=group.leader_id if group.members else None,
+            current_state_timestamp=group.state_timestamp_ms,
+            members=[member.stored(group.protocol_name) for member in group.members.values()],
+        )
+        record = (encode_group_key(GroupKey(group.group_id)), encode_group_value(value))
+        return self.store.append(group.group_id, [record], now_ms())
+
+    def _schedule_retention_check(self) -> None:
+        self._retention_check.start(self.retention_check_interval_ms, self._run_retention_check)
+
+    def _run_retention_check(self) -> None:
+        self.expire_offsets(now_ms())
+        self._schedule_retention_check()
+
+    def expire_offsets(self, now: int) -> None:
+        """Kafka's offset expiration (KIP-211), then drop empty groups with no offsets left."""
+        for group in list(self.groups.values()):
+            expired = self._expired_offsets(group, now)
+            records = self._offset_tombstones(group, expired)
+            drop_group = group.is_in(GroupState.EMPTY) and len(expired) == len(group.offsets)
+            if drop_group:
+                records.append((encode_group_key(GroupKey(group.group_id)), None))
+            if self.store.append(group.group_id, records, now) != ErrorCode.NO_ERROR:
+                continue
+            for key in expired:
+                del group.offsets[key]
+            if drop_group:
+                group.transition(GroupState.DEAD, now)
+                del self.groups[group.group_id]
+
+    def _expired_offsets(self, group: Group, now: int) -> list[tuple[str, int]]:
+        if group.is_in(GroupState.EMPTY):
+            base_from_state = group.protocol_type is not None and group.state_timestamp_ms >= 0
+            subscribed: set[str] = set()
+        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE and group.is_in(GroupState.STABLE):
+            base_from_state = False
+            topics = group.subscribed_topics()
+            if topics is None:
+                return []
+            subscribed = topics
+        else:
+            return []
+        expired = []
+        for key, value in group.offsets.items():
+            if key[0] in subscribed:
+                continue
+            if value.expire_timestamp >= 0:
+                if now >= value.expire_timestamp:
+                    expired.append(key)
+                continue
+            base = group.state_timestamp_ms if base_from_state else value.commit_timestamp
+            if now - base >= self.offsets_retention_ms:
+                expired.append(key)
+        return expired

@@ -1,0 +1,128 @@
+"""`__consumer_offsets`: where committed offsets and group metadata are written and reloaded.
+
+The topic is created the first time a group needs it (FindCoordinator, or a write) with
+`offsets.topic.num.partitions` partitions and `cleanup.policy=compact`; a group's records go
+to partition `abs(hash(group)) % partitions`, as in Kafka. Writes are synchronous appends of
+one uncompressed batch, so a commit is in the log before its response is sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from minibroker.cluster.state import Cluster, Partition, Topic, TopicError
+from minibroker.groups.records import (
+    GroupKey,
+    GroupValue,
+    OffsetKey,
+    OffsetValue,
+    RecordFormatError,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+    partition_for,
+)
+from minibroker.protocol.errors import ErrorCode
+from minibroker.records.batch import BatchHeader, split_batches
+from minibroker.records.records import CorruptRecordsError, build_batch, iter_records
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+_READ_CHUNK_BYTES = 1 << 20
+
+StoredRecord = tuple[bytes, bytes | None]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedOffset:
+    key: OffsetKey
+    value: OffsetValue | None
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedGroup:
+    key: GroupKey
+    value: GroupValue | None
+
+
+class OffsetsTopic:
+    def __init__(self, cluster: Cluster, num_partitions: int) -> None:
+        self.cluster = cluster
+        self.num_partitions = num_partitions
+
+    def topic(self) -> Topic | None:
+        return self.cluster.topics.get(OFFSETS_TOPIC)
+
+    def ensure(self) -> Topic:
+        topic = self.topic()
+        if topic is None:
+            topic = self.cluster.create_topic(
+                OFFSETS_TOPIC, self.num_partitions, {"cleanup.policy": "compact"}
+            )
+        return topic
+
+    def partition_of(self, group_id: str) -> Partition:
+        topic = self.ensure()
+        return topic.partitions[partition_for(group_id, len(topic.partitions))]
+
+    def append(self, group_id: str, records: Sequence[StoredRecord], now_ms: int) -> ErrorCode:
+        """Append the records in one batch; the error a commit answers if that fails."""
+        if not records:
+            return ErrorCode.NO_ERROR
+        try:
+            partition = self.partition_of(group_id)
+            batch = build_batch([(key, value, [], now_ms) for key, value in records])
+            partition.log.append(bytearray(batch), partition.leader_epoch, now_ms)
+        except TopicError:
+            log.exception("cannot create %s", OFFSETS_TOPIC)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        except OSError:
+            log.exception("cannot write to %s", OFFSETS_TOPIC)
+            return ErrorCode.NOT_COORDINATOR
+        partition.notify_appended()
+        return ErrorCode.NO_ERROR
+
+    def load(self) -> Iterator[LoadedOffset | LoadedGroup]:
+        """Every offset and group record in log order (tombstones have value None)."""
+        topic = self.topic()
+        if topic is None:
+            return
+        for partition in topic.partitions:
+            for key, value in _partition_records(partition):
+                try:
+                    yield _decode(key, value)
+                except RecordFormatError as exc:
+                    log.warning("skipping a %s record: %s", OFFSETS_TOPIC, exc)
+
+
+def _decode(key: bytes, value: bytes | None) -> LoadedOffset | LoadedGroup:
+    decoded_key = decode_key(key)
+    if isinstance(decoded_key, OffsetKey):
+        return LoadedOffset(decoded_key, None if value is None else decode_offset_value(value))
+    return LoadedGroup(decoded_key, None if value is None else decode_group_value(value))
+
+
+def _partition_records(partition: Partition) -> Iterator[tuple[bytes, bytes | None]]:
+    plog = partition.log
+    offset = plog.log_start_offset
+    while offset < plog.log_end_offset:
+        data = plog.read(offset, _READ_CHUNK_BYTES)
+        batches = split_batches(data)
+        if not batches:
+            return
+        for batch in batches:
+            header = BatchHeader.parse(batch)
+            offset = header.last_offset + 1
+            if header.is_control:
+                continue
+            try:
+                records = list(iter_records(batch))
+            except CorruptRecordsError as exc:
+                log.warning("skipping a corrupt %s batch: %s", OFFSETS_TOPIC, exc.message)
+                continue
+            for record in records:
+                if record.key is not None:
+                    yield record.key, record.value

@@ -1,0 +1,78 @@
+"""JoinGroup (key 11), versions 0-9.
+
+Behaviour: Kafka's classic rebalance (see minibroker/groups/coordinator.py). The answer
+waits until the rebalance completes; the leader gets every member's metadata for the chosen
+protocol, the others an empty member list. Session timeouts outside
+[`group.min.session.timeout.ms`, `group.max.session.timeout.ms`] get INVALID_SESSION_TIMEOUT.
+
+Version notes: v0 has no rebalance timeout (the session timeout is used). v4+ joins with an
+empty member id get MEMBER_ID_REQUIRED and the id to rejoin with (KIP-394), unless the
+member is static (v5+ `group_instance_id`, KIP-345). v7+ carries the protocol type in the
+answer. v9 (KIP-814): a static leader rejoining a stable group gets the members with
+`skip_assignment`; below v9 it gets an empty member list and keeps the current assignment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.groups.coordinator import JoinRequest
+from minibroker.groups.group import JoinResult
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.server.context import RequestContext
+
+_Member = struct_type(ApiKey.JoinGroup, "response", "JoinGroupResponseMember")
+MEMBER_ID_REQUIRED_FROM_VERSION = 4
+NULLABLE_PROTOCOL_NAME_FROM_VERSION = 7
+SKIP_ASSIGNMENT_FROM_VERSION = 9
+
+
+def _response(ctx: RequestContext, result: JoinResult) -> Any:
+    members = result.members
+    if result.skip_assignment and ctx.api_version < SKIP_ASSIGNMENT_FROM_VERSION:
+        members = []
+    protocol_name = result.protocol_name
+    if protocol_name is None and ctx.api_version < NULLABLE_PROTOCOL_NAME_FROM_VERSION:
+        protocol_name = ""
+    return new_response(
+        ApiKey.JoinGroup,
+        ctx.api_version,
+        throttle_time_ms=0,
+        error_code=result.error,
+        generation_id=result.generation_id,
+        protocol_type=result.protocol_type,
+        protocol_name=protocol_name,
+        leader=result.leader,
+        skip_assignment=result.skip_assignment,
+        member_id=result.member_id,
+        members=[
+            _Member(
+                member_id=member.member_id,
+                group_instance_id=member.group_instance_id,
+                metadata=member.metadata,
+            )
+            for member in members
+        ],
+    )
+
+
+@handles(ApiKey.JoinGroup, 0, 9)
+async def handle_join_group(ctx: RequestContext, request: Any) -> Any:
+    rebalance_timeout = request.rebalance_timeout_ms
+    if rebalance_timeout < 0:
+        rebalance_timeout = request.session_timeout_ms
+    join = JoinRequest(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        group_instance_id=request.group_instance_id,
+        client_id=ctx.header.client_id,
+        client_host="",
+        session_timeout_ms=request.session_timeout_ms,
+        rebalance_timeout_ms=rebalance_timeout,
+        protocol_type=request.protocol_type,
+        protocols=[(protocol.name, bytes(protocol.metadata)) for protocol in request.protocols],
+        require_known_member_id=ctx.api_version >= MEMBER_ID_REQUIRED_FROM_VERSION,
+    )
+    return _response(ctx, await ctx.broker.groups.join_group(join))

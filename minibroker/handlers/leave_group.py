@@ -1,0 +1,45 @@
+"""LeaveGroup (key 13), versions 0-5.
+
+Behaviour: the members leave at once and the group rebalances (or completes a pending
+join). Unknown members get UNKNOWN_MEMBER_ID; a static member named by its instance id with
+another member id gets FENCED_INSTANCE_ID; a dead group COORDINATOR_NOT_AVAILABLE.
+
+Version notes: v0-2 name one member and answer its error at the top level; v3+ (KIP-345)
+take a batch of members (by member id and/or instance id) and answer one error per member;
+v5 adds a reason, which is only logged by Kafka and ignored here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+
+_Member = struct_type(ApiKey.LeaveGroup, "response", "MemberResponse")
+BATCHED_FROM_VERSION = 3
+
+
+@handles(ApiKey.LeaveGroup, 0, 5)
+async def handle_leave_group(ctx: RequestContext, request: Any) -> Any:
+    batched = ctx.api_version >= BATCHED_FROM_VERSION
+    if batched:
+        leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+    else:
+        leaving = [(request.member_id, None)]
+    error, member_errors = ctx.broker.groups.leave_group(request.group_id, leaving)
+    if not batched and error == ErrorCode.NO_ERROR:
+        error = member_errors[0]
+    return new_response(
+        ApiKey.LeaveGroup,
+        ctx.api_version,
+        throttle_time_ms=0,
+        error_code=error,
+        members=[
+            _Member(member_id=member_id, group_instance_id=instance_id, error_code=member_error)
+            for (member_id, instance_id), member_error in zip(leaving, member_errors, strict=False)
+        ],
+    )
