@@ -1,0 +1,99 @@
+"""The JSON job protocol, as the Python client programs speak it (see README.md).
+
+Imported by the client programs, which run as scripts under whichever interpreter has their
+client installed (kafka-python 2 lives in its own venv), so this module uses only the
+standard library.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Job = dict[str, Any]
+Result = dict[str, Any]
+Handler = Callable[[Job], Result]
+
+DEFAULT_TIMEOUT_MS = 30_000
+
+
+def read_job() -> Job:
+    text = sys.argv[1] if len(sys.argv) > 1 else sys.stdin.read()
+    job: Job = json.loads(text)
+    return job
+
+
+def b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def unb64(text: str | None) -> bytes | None:
+    return None if text is None else base64.b64decode(text)
+
+
+def headers_out(headers: Any) -> list[list[str | None]]:
+    """Client headers (name, bytes|None) pairs as the protocol's [name, b64|null] pairs."""
+    return [
+        [name if isinstance(name, str) else name.decode(), b64(value)]
+        for name, value in headers or []
+    ]
+
+
+def headers_in(record: Mapping[str, Any]) -> list[tuple[str, bytes | None]]:
+    return [(name, unb64(value)) for name, value in record.get("headers") or []]
+
+
+class Deadline:
+    """Milliseconds left of a job's `timeout_ms`."""
+
+    def __init__(self, job: Job) -> None:
+        self.end = time.monotonic() + job.get("timeout_ms", DEFAULT_TIMEOUT_MS) / 1000
+
+    def remaining_ms(self) -> int:
+        return max(0, int((self.end - time.monotonic()) * 1000))
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self.end
+
+
+def failure(exc: BaseException, error_name: str | None) -> Result:
+    return {
+        "ok": False,
+        "error": f"{type(exc).__name__}: {exc}",
+        "error_name": error_name,
+        "traceback": traceback.format_exc(),
+    }
+
+
+def serve(
+    handlers: Mapping[str, Handler], error_name: Callable[[BaseException], str | None]
+) -> None:
+    """Run the job from argv/stdin and print its one-line JSON result on the real stdout.
+
+    Anything the client prints goes to stderr, so stdout carries only the result.
+    """
+    result_stream = sys.stdout
+    sys.stdout = sys.stderr
+    job = read_job()
+    handler = handlers.get(job["op"])
+    result: Result
+    if handler is None:
+        result = {
+            "ok": False,
+            "error": f"unsupported op {job['op']!r}",
+            "error_name": "UNSUPPORTED_OP",
+        }
+    else:
+        try:
+            result = handler(job)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # asyncio's CancelledError is not an Exception
+            result = failure(exc, error_name(exc))
+    result_stream.write(json.dumps(result) + "\n")
+    result_stream.flush()

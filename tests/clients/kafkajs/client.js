@@ -1,0 +1,208 @@
+// kafkajs job program: node client.js '<job json>' (or the job on stdin); see ../README.md.
+// Modules come from NODE_PATH (the install cache) or ./node_modules.
+'use strict'
+
+const { Kafka, CompressionTypes, CompressionCodecs, Partitioners, logLevel } = require('kafkajs')
+const SnappyCodec = require('kafkajs-snappy')
+const lz4 = require('lz4js')
+const zstd = require('@bokuweb/zstd-wasm')
+
+// kafkajs ships only gzip; the others are plugins. lz4js and zstd-wasm are pure JS/wasm, so
+// nothing is compiled at install time (the npm codec plugins need node-gyp builds).
+CompressionCodecs[CompressionTypes.Snappy] = SnappyCodec
+CompressionCodecs[CompressionTypes.LZ4] = () => ({
+  compress: async encoder => Buffer.from(lz4.compress(encoder.buffer)),
+  decompress: async buffer => Buffer.from(lz4.decompress(buffer)),
+})
+CompressionCodecs[CompressionTypes.ZSTD] = () => ({
+  compress: async encoder => Buffer.from(zstd.compress(encoder.buffer, 3)),
+  decompress: async buffer => Buffer.from(zstd.decompress(buffer)),
+})
+
+const COMPRESSION = {
+  none: CompressionTypes.None,
+  gzip: CompressionTypes.GZIP,
+  snappy: CompressionTypes.Snappy,
+  lz4: CompressionTypes.LZ4,
+  zstd: CompressionTypes.ZSTD,
+}
+const ACKS = { all: -1, 1: 1, 0: 0 }
+const TIMESTAMP_TYPES = { 0: 'CreateTime', 1: 'LogAppendTime' }
+const DEFAULT_TIMEOUT_MS = 30000
+
+const b64 = data => (data === null || data === undefined ? null : Buffer.from(data).toString('base64'))
+const unb64 = text => (text === null || text === undefined ? null : Buffer.from(text, 'base64'))
+
+// stdout carries only the result line; kafkajs and anything else log to stderr.
+const resultStream = process.stdout
+console.log = console.error
+const stderrLogger = () => ({ namespace, level, log }) =>
+  process.stderr.write(`${namespace} ${level} ${JSON.stringify(log)}\n`)
+
+function kafkaFor(job) {
+  return new Kafka({
+    clientId: 'minibroker-kafkajs',
+    brokers: [job.bootstrap],
+    logLevel: logLevel.WARN,
+    logCreator: stderrLogger,
+    ...(job.config || {}),
+  })
+}
+
+// kafkajs takes headers as an object: repeated names become arrays, in order per name.
+function headersIn(pairs) {
+  const headers = {}
+  for (const [name, value] of pairs || []) {
+    const data = unb64(value)
+    headers[name] = name in headers ? [].concat(headers[name], [data]) : data
+  }
+  return headers
+}
+
+function headersOut(headers) {
+  return Object.entries(headers || {}).flatMap(([name, value]) =>
+    (Array.isArray(value) ? value : [value]).map(v => [name, b64(v)])
+  )
+}
+
+async function produce(job) {
+  const chosen = new Map()
+  // The default partitioner, remembering where each record went: kafkajs acknowledges one
+  // base offset per partition, and each record's offset follows from its rank there.
+  const recordingPartitioner = () => {
+    const partitioner = Partitioners.DefaultPartitioner()
+    return args => {
+      const partition = partitioner(args)
+      chosen.set(args.message.index, partition)
+      return partition
+    }
+  }
+  const producer = kafkaFor(job).producer({
+    idempotent: job.idempotent === true,
+    createPartitioner: recordingPartitioner,
+  })
+  await producer.connect()
+  try {
+    const messages = job.records.map((record, index) => ({
+      index,
+      key: unb64(record.key),
+      value: unb64(record.value),
+      headers: headersIn(record.headers),
+      partition: record.partition === null ? undefined : record.partition,
+      timestamp: String(record.timestamp ?? Date.now()),
+    }))
+    const acks = await producer.send({
+      topic: job.topic,
+      messages,
+      acks: ACKS[job.acks ?? 'all'],
+      compression: COMPRESSION[job.compression ?? 'none'],
+      timeout: job.timeout_ms ?? DEFAULT_TIMEOUT_MS,
+    })
+    const byPartition = new Map(acks.map(ack => [ack.partition, ack]))
+    const ranks = new Map()
+    const results = messages.map(message => {
+      const partition = message.partition ?? chosen.get(message.index)
+      const rank = ranks.get(partition) ?? 0
+      ranks.set(partition, rank + 1)
+      const ack = byPartition.get(partition)
+      const logAppendTime = ack ? Number(ack.logAppendTime) : -1
+      return {
+        partition,
+        offset: ack ? Number(ack.baseOffset) + rank : -1,
+        timestamp: logAppendTime !== -1 ? logAppendTime : Number(message.timestamp),
+      }
+    })
+    return { ok: true, results }
+  } finally {
+    await producer.disconnect()
+  }
+}
+
+async function topicPartitions(job) {
+  const admin = kafkaFor(job).admin()
+  await admin.connect()
+  try {
+    return (await admin.fetchTopicOffsets(job.topic)).map(({ partition }) => partition)
+  } finally {
+    await admin.disconnect()
+  }
+}
+
+// kafkajs has no assign(): it always consumes as a group member, so a job without a group
+// uses a fresh group id and never commits.
+async function consume(job) {
+  const group = job.group ?? `minibroker-kafkajs-${process.pid}-${Date.now()}`
+  const consumer = kafkaFor(job).consumer({
+    groupId: group,
+    readUncommitted: (job.isolation ?? 'read_uncommitted') === 'read_uncommitted',
+    maxWaitTimeInMs: 500,
+  })
+  const records = []
+  await consumer.connect()
+  try {
+    await consumer.subscribe({ topics: [job.topic], fromBeginning: (job.from ?? 'earliest') !== 'latest' })
+    let finished
+    const done = new Promise(resolve => (finished = resolve))
+    const timer = setTimeout(finished, job.timeout_ms ?? DEFAULT_TIMEOUT_MS)
+    await consumer.run({
+      autoCommit: job.group !== null && job.group !== undefined,
+      eachMessage: async ({ partition, message }) => {
+        if (records.length >= job.count) return
+        if (job.partitions && !job.partitions.includes(partition)) return
+        records.push({
+          partition,
+          offset: Number(message.offset),
+          key: b64(message.key),
+          value: b64(message.value),
+          headers: headersOut(message.headers),
+          timestamp: Number(message.timestamp),
+          timestamp_type: TIMESTAMP_TYPES[message.batchContext.timestampType] ?? null,
+        })
+        if (records.length >= job.count) finished()
+      },
+    })
+    if (typeof job.from === 'number') {
+      for (const partition of await topicPartitions(job)) {
+        consumer.seek({ topic: job.topic, partition, offset: String(job.from) })
+      }
+    }
+    await done
+    clearTimeout(timer)
+  } finally {
+    await consumer.disconnect()
+  }
+  return { ok: true, records, timed_out: records.length < job.count }
+}
+
+const OPS = { produce, consume }
+
+function errorResult(error) {
+  return {
+    ok: false,
+    error: `${error.name}: ${error.message}`,
+    error_name: error.type ?? null,
+    traceback: error.stack,
+  }
+}
+
+async function readJob() {
+  if (process.argv.length > 2) return JSON.parse(process.argv[2])
+  const chunks = []
+  for await (const chunk of process.stdin) chunks.push(chunk)
+  return JSON.parse(Buffer.concat(chunks).toString('utf8'))
+}
+
+async function main() {
+  const job = await readJob()
+  await zstd.init()
+  const op = OPS[job.op]
+  let result
+  try {
+    result = op ? await op(job) : { ok: false, error: `unsupported op '${job.op}'`, error_name: 'UNSUPPORTED_OP' }
+  } catch (error) {
+    result = errorResult(error)
+  }
+  resultStream.write(JSON.stringify(result) + '\n', () => process.exit(0))
+}
+
+main()

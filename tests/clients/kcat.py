@@ -1,0 +1,178 @@
+"""kcat job program: drives the kcat CLI (Debian's build, on Debian's librdkafka).
+
+Usage: python kcat.py --kcat /usr/bin/kcat '<job json>'  (or the job on stdin); see README.md.
+
+What the CLI allows, and so what this program can do:
+- produce: one kcat run per group of consecutive records that share a partition and headers
+  (`-p` and `-H` apply to a whole run); records without a partition go one per run, because
+  kcat's delivery reports (`-vvv`: "delivered to partition P (offset O)") do not say which
+  record they are for. Keys and values are split by random delimiters (`-K`, `-D`); `-Z`
+  sends empty keys and values as null, so an empty non-null key or value cannot be sent.
+  kcat cannot set record timestamps and does not print the acknowledged timestamp (-1).
+- consume: `-J` output; JSON strings carry the raw bytes (undecodable ones pass through),
+  which surrogateescape turns back into bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+from itertools import groupby
+from typing import Any
+
+import jobio
+from jobio import Deadline, Job, Result, b64, unb64
+
+KCAT = "kcat"
+DELIVERED = re.compile(rb"Message delivered to partition (-?\d+) \(offset (-?\d+)\)")
+TIMESTAMP_TYPES = {"create": "CreateTime", "logappend": "LogAppendTime"}
+
+
+class KcatFailed(Exception):
+    pass
+
+
+def error_name(exc: BaseException) -> str | None:
+    return None
+
+
+def properties(job: Job, extra: dict[str, Any]) -> list[str]:
+    config = {**extra, **(job.get("config") or {})}
+    return [arg for key, value in config.items() for arg in ("-X", f"{key}={value}")]
+
+
+def producer_properties(job: Job, deadline: Deadline) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "acks": job.get("acks", "all"),
+        "compression.codec": job.get("compression", "none"),
+        "message.timeout.ms": max(1, deadline.remaining_ms()),
+    }
+    if job.get("idempotent") is not None:
+        config["enable.idempotence"] = str(job["idempotent"]).lower()
+    return config
+
+
+def delimiter(records: list[dict[str, Any]]) -> bytes:
+    """A random delimiter that occurs in none of the records' keys or values."""
+    data = [unb64(r.get(field)) or b"" for r in records for field in ("key", "value")]
+    while True:
+        candidate = secrets.token_hex(8).encode()
+        if not any(candidate in d for d in data):
+            return candidate
+
+
+def produce_run(
+    job: Job, records: list[dict[str, Any]], deadline: Deadline
+) -> list[dict[str, Any]]:
+    key_delimiter, message_delimiter = delimiter(records), delimiter(records)
+    if any(record.get("timestamp") is not None for record in records):
+        raise KcatFailed("kcat cannot set record timestamps")
+    argv = [KCAT, "-P", "-b", job["bootstrap"], "-t", job["topic"], "-Z", "-vvv"]
+    argv += ["-K", key_delimiter.decode(), "-D", message_delimiter.decode()]
+    if records[0].get("partition") is not None:
+        argv += ["-p", str(records[0]["partition"])]
+    for name, value in records[0].get("headers") or []:
+        argv += ["-H", name if value is None else f"{name}={unb64(value).decode()}"]  # type: ignore[union-attr]
+    argv += properties(job, producer_properties(job, deadline))
+    payload = message_delimiter.join(
+        (unb64(r.get("key")) or b"") + key_delimiter + (unb64(r.get("value")) or b"")
+        for r in records
+    )
+    done = subprocess.run(
+        argv,
+        input=payload,
+        capture_output=True,
+        timeout=deadline.remaining_ms() / 1000,
+        check=False,
+    )
+    sys.stderr.buffer.write(done.stderr)
+    delivered = DELIVERED.findall(done.stderr)
+    if done.returncode != 0 or len(delivered) != len(records):
+        raise KcatFailed(
+            f"kcat exited with {done.returncode}: {done.stderr.decode(errors='replace')}"
+        )
+    return [{"partition": int(p), "offset": int(o), "timestamp": -1} for p, o in delivered]
+
+
+def run_key(indexed: tuple[int, dict[str, Any]]) -> Any:
+    """Records that may share one kcat run get equal keys."""
+    index, record = indexed
+    if record.get("partition") is None:
+        return ("alone", index)
+    return (record["partition"], json.dumps(record.get("headers") or []))
+
+
+def produce(job: Job) -> Result:
+    deadline = Deadline(job)
+    results: list[dict[str, Any]] = []
+    for _, run in groupby(enumerate(job["records"]), key=run_key):
+        results += produce_run(job, [record for _, record in run], deadline)
+    return {"ok": True, "results": results}
+
+
+def raw(text: str | None) -> bytes | None:
+    return None if text is None else text.encode("utf-8", "surrogateescape")
+
+
+def record_out(envelope: dict[str, Any]) -> dict[str, Any]:
+    flat_headers = envelope.get("headers") or []
+    headers = [
+        [flat_headers[i], b64(raw(flat_headers[i + 1]))] for i in range(0, len(flat_headers), 2)
+    ]
+    return {
+        "partition": envelope["partition"],
+        "offset": envelope["offset"],
+        "key": b64(raw(envelope.get("key"))),
+        "value": b64(raw(envelope.get("payload"))),
+        "headers": headers,
+        "timestamp": envelope["ts"],
+        "timestamp_type": TIMESTAMP_TYPES.get(envelope["tstype"]),
+    }
+
+
+def start_offset(start: Any) -> str:
+    return {"earliest": "beginning", "latest": "end"}.get(start, str(start))
+
+
+def consume(job: Job) -> Result:
+    deadline = Deadline(job)
+    group = job.get("group")
+    config = {"isolation.level": job.get("isolation", "read_uncommitted")}
+    argv = [KCAT, "-b", job["bootstrap"], "-J", "-u", "-q", "-c", str(job["count"])]
+    if group is None:
+        argv += ["-C", "-t", job["topic"], "-o", start_offset(job.get("from", "earliest"))]
+        if job.get("partitions"):
+            if len(job["partitions"]) != 1:
+                raise KcatFailed("kcat consumes one partition or all of them")
+            argv += ["-p", str(job["partitions"][0])]
+    else:
+        config["auto.offset.reset"] = "latest" if job.get("from") == "latest" else "earliest"
+        argv += ["-G", group, job["topic"]]
+    argv += properties(job, config)
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        stdout, stderr = process.communicate(timeout=deadline.remaining_ms() / 1000)
+    except subprocess.TimeoutExpired:
+        process.terminate()  # a clean stop: kcat -G leaves its group and commits
+        stdout, stderr = process.communicate()
+    else:
+        if process.returncode != 0:
+            raise KcatFailed(
+                f"kcat exited with {process.returncode}: {stderr.decode(errors='replace')}"
+            )
+    sys.stderr.buffer.write(stderr)
+    lines = stdout.decode("utf-8", "surrogateescape").splitlines()
+    records = [record_out(json.loads(line)) for line in lines if line.strip()]
+    return {"ok": True, "records": records, "timed_out": len(records) < job["count"]}
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--kcat"]:
+        KCAT = sys.argv[2]
+        del sys.argv[1:3]
+    os.environ.setdefault("KCAT_CONFIG", os.devnull)
+    jobio.serve({"produce": produce, "consume": consume}, error_name)
