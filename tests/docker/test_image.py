@@ -1,0 +1,210 @@
+"""docker/Dockerfile and docker/docker-compose*.yml on a real Docker engine.
+
+The image is built on a local Debian stand-in for the official Python base, run with host
+networking on free 127.0.0.1 ports, used by confluent-kafka (librdkafka), stopped with
+`docker stop` and restarted on the same volume; the compose files are validated and the
+host-network variant is brought up with both listeners in use. Start-up figures are printed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.docker import engine
+from tests.docker.conftest import Containers, Startup, free_port, wait_healthy
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+DOCKER_DIR = engine.REPO / "docker"
+COMPOSE_FILE = DOCKER_DIR / "docker-compose.yml"
+HOST_NETWORK_COMPOSE_FILE = DOCKER_DIR / "docker-compose.host-network.yml"
+CLIENT_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10  # Docker's default: SIGTERM, then SIGKILL after this many seconds
+OFFSET_BEGINNING = -2
+
+
+@pytest.fixture
+def report(capsys: pytest.CaptureFixture[str]) -> Iterator[list[str]]:
+    """Lines printed after the test, even when output is captured."""
+    lines: list[str] = []
+    yield lines
+    with capsys.disabled():
+        for line in lines:
+            print(f"\n[docker] {line}")
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for value in values:
+        producer.produce(topic, value, key=value, partition=0)
+    assert producer.flush(CLIENT_TIMEOUT_S) == 0
+
+
+def consume(bootstrap: str, topic: str, count: int) -> list[tuple[int, bytes]]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "docker-e2e", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    records: list[tuple[int, bytes]] = []
+    deadline = time.monotonic() + CLIENT_TIMEOUT_S
+    try:
+        while len(records) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            assert message.error() is None, message.error()
+            offset, value = message.offset(), message.value()
+            assert offset is not None and value is not None
+            records.append((offset, value))
+    finally:
+        consumer.close()
+    return records
+
+
+def advertised_brokers(bootstrap: str) -> set[tuple[str, int]]:
+    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=CLIENT_TIMEOUT_S)
+    return {(str(broker.host), broker.port) for broker in metadata.brokers.values()}
+
+
+def startup_line(what: str, startup: Startup) -> str:
+    return (
+        f"{what}: broker answering after {startup.answering:.2f}s, "
+        f"Docker reports healthy after {startup.healthy:.2f}s "
+        f"(container process start to answering: {startup.process_to_answering:.2f}s)"
+    )
+
+
+def test_image_metadata(image: str, report: list[str]) -> None:
+    config = engine.container_config(image)
+    assert config["User"] == "minibroker"
+    assert config["Entrypoint"] == ["minibroker", "serve"]
+    assert "/var/lib/minibroker" in config["Volumes"]
+    assert config["Healthcheck"]["Test"] == ["CMD", "minibroker", "healthcheck"]
+    assert "9092/tcp" in config["ExposedPorts"]
+    report.append(f"image {image}: {engine.image_size_bytes(image) / 1e6:.0f} MB")
+
+
+def test_produce_stop_and_restart_on_the_same_volume(
+    containers: Containers, report: list[str]
+) -> None:
+    port = free_port()
+    bootstrap = f"127.0.0.1:{port}"
+    volume = containers.new_volume()
+    first, startup = containers.run(volume, port)
+    report.append(startup_line("docker run", startup))
+    assert advertised_brokers(bootstrap) == {("127.0.0.1", port)}
+
+    values = [b"record-%d" % i for i in range(20)]
+    produce(bootstrap, "docker-e2e", values)
+    assert consume(bootstrap, "docker-e2e", len(values)) == list(enumerate(values))
+
+    stop_started = time.monotonic()
+    engine.docker("stop", "--time", str(STOP_TIMEOUT_S), first, timeout=60)
+    report.append(f"docker stop: exited after {time.monotonic() - stop_started:.2f}s")
+    state = engine.container_state(first)
+    assert state["ExitCode"] == 0, engine.logs(first)  # 137 would mean SIGKILL
+    assert "minibroker.cli: stopping" in engine.logs(first)
+
+    _, startup = containers.run(volume, port)
+    report.append(startup_line("docker run on the existing volume", startup))
+    assert consume(bootstrap, "docker-e2e", len(values)) == list(enumerate(values))
+    produce(bootstrap, "docker-e2e", [b"after-restart"])
+    assert consume(bootstrap, "docker-e2e", len(values) + 1)[-1] == (20, b"after-restart")
+
+
+def test_compose_file_is_valid(docker_engine: None) -> None:
+    assert compose_config(COMPOSE_FILE, "--services") == "minibroker"
+    assert compose_config(COMPOSE_FILE, "--volumes") == "minibroker-data"
+    rendered = compose_config(COMPOSE_FILE)
+    assert "MINIBROKER_ADVERTISED_LISTENERS: PLAINTEXT://minibroker:29092," in rendered
+    assert "PLAINTEXT_HOST://localhost:9092" in rendered
+    assert "- minibroker-data:/var/lib/minibroker" in rendered
+
+
+def test_commented_client_service_is_valid(docker_engine: None, tmp_path: Path) -> None:
+    uncommented = re.sub(r"(?m)^  # (?=app:|  )", "  ", COMPOSE_FILE.read_text())
+    (tmp_path / "docker").mkdir()
+    example = tmp_path / "docker" / "docker-compose.yml"
+    example.write_text(uncommented)
+    assert compose_config(example, "--services").split() == ["minibroker", "app"]
+    assert "condition: service_healthy" in compose_config(example)
+
+
+def test_host_network_variant_differs_only_in_network_and_addresses(
+    docker_engine: None,
+) -> None:
+    main = _without_network_settings(compose_config(COMPOSE_FILE))
+    variant = _without_network_settings(compose_config(HOST_NETWORK_COMPOSE_FILE))
+    assert variant == main
+
+
+def test_host_network_compose_brings_up_both_listeners(image: str, report: list[str]) -> None:
+    host_port, internal_port = free_port(), free_port()
+    project = f"minibrokere2e{uuid.uuid4().hex[:8]}"
+    env = {
+        "MINIBROKER_IMAGE": image,
+        "MINIBROKER_PORT": str(host_port),
+        "MINIBROKER_INTERNAL_PORT": str(internal_port),
+    }
+    compose = [engine.COMPOSE, "-p", project, "-f", str(HOST_NETWORK_COMPOSE_FILE)]
+    try:
+        started = time.monotonic()
+        engine.run([*compose, "up", "--detach", "--no-build"], env=env, timeout=300)
+        container = engine.run([*compose, "ps", "-q"], env=env).stdout.decode().strip()
+        report.append(
+            startup_line("docker-compose up", wait_healthy(container, host_port, started))
+        )
+
+        host_bootstrap = f"127.0.0.1:{host_port}"
+        internal_bootstrap = f"127.0.0.1:{internal_port}"
+        assert advertised_brokers(host_bootstrap) == {("127.0.0.1", host_port)}
+        assert advertised_brokers(internal_bootstrap) == {("127.0.0.1", internal_port)}
+        values = [b"compose-%d" % i for i in range(5)]
+        produce(host_bootstrap, "compose-e2e", values)
+        assert consume(internal_bootstrap, "compose-e2e", len(values)) == list(enumerate(values))
+    finally:
+        engine.run([*compose, "down", "--volumes", "--timeout", "10"], env=env, check=False)
+
+
+def compose_config(file: Path, *args: str) -> str:
+    """`docker-compose config` with every variable of the file at its default."""
+    environ = {key: value for key, value in os.environ.items() if not key.startswith("MINIBROKER_")}
+    done = subprocess.run(
+        [engine.COMPOSE, "-f", str(file), "config", *args],
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def _without_network_settings(rendered: str) -> list[str]:
+    """`docker-compose config` output (keys sorted) minus what the variant changes."""
+    kept: list[str] = []
+    in_ports = False
+    for line in rendered.splitlines():
+        if line == "    ports:":
+            in_ports = True
+            continue
+        if in_ports and line.startswith("    - "):
+            continue
+        if in_ports and line.startswith("      "):
+            continue
+        in_ports = False
+        key = line.strip().split(":")[0]
+        if key in ("network_mode", "MINIBROKER_LISTENERS", "MINIBROKER_ADVERTISED_LISTENERS"):
+            continue
+        kept.append(line)
+    return kept
