@@ -86,7 +86,7 @@ def startup_line(what: str, startup: Startup) -> str:
 
 def test_image_metadata(image: str, report: list[str]) -> None:
     config = engine.container_config(image)
-    assert config["User"] == "minibroker"
+    assert config["User"] == "1000:1000"  # numeric, so runAsNonRoot can verify it
     assert config["Entrypoint"] == ["minibroker", "serve"]
     assert "/var/lib/minibroker" in config["Volumes"]
     assert config["Healthcheck"]["Test"] == ["CMD", "minibroker", "healthcheck"]
