@@ -52,7 +52,7 @@ class Deadline:
     """Milliseconds left of a job's `timeout_ms`."""
 
     def __init__(self, job: Job) -> None:
-        self.end = time.monotonic() + job.get("timeout_ms", DEFAULT_TIMEOUT_MS) / 1000
+        self.end: float = time.monotonic() + job.get("timeout_ms", DEFAULT_TIMEOUT_MS) / 1000
 
     def remaining_ms(self) -> int:
         return max(0, int((self.end - time.monotonic()) * 1000))

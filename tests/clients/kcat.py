@@ -15,6 +15,7 @@ What the CLI allows, and so what this program can do:
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -76,7 +77,7 @@ def produce_run(
     if records[0].get("partition") is not None:
         argv += ["-p", str(records[0]["partition"])]
     for name, value in records[0].get("headers") or []:
-        argv += ["-H", name if value is None else f"{name}={unb64(value).decode()}"]  # type: ignore[union-attr]
+        argv += ["-H", name if value is None else f"{name}={base64.b64decode(value).decode()}"]
     argv += properties(job, producer_properties(job, deadline))
     payload = message_delimiter.join(
         (unb64(r.get("key")) or b"") + key_delimiter + (unb64(r.get("value")) or b"")

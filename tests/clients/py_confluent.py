@@ -57,12 +57,13 @@ def produce(job: Job) -> Result:
         return lambda error, message: delivered.__setitem__(index, message)
 
     for index, record in enumerate(job["records"]):
+        headers: list[tuple[str, str | bytes | None]] = [*headers_in(record)]
         optional = {k: record[k] for k in ("partition", "timestamp") if record.get(k) is not None}
         producer.produce(
             job["topic"],
             key=unb64(record.get("key")),
             value=unb64(record.get("value")),
-            headers=headers_in(record),
+            headers=headers,
             on_delivery=on_delivery(index),
             **optional,
         )
@@ -72,8 +73,9 @@ def produce(job: Job) -> Result:
     results = []
     for index in range(len(job["records"])):
         message = delivered[index]
-        if message.error() is not None:
-            raise DeliveryFailed(message.error())
+        error = message.error()
+        if error is not None:
+            raise DeliveryFailed(error)
         timestamp = message.timestamp()[1]
         results.append(
             {"partition": message.partition(), "offset": message.offset(), "timestamp": timestamp}

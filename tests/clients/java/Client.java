@@ -1,0 +1,534 @@
+// Java kafka-clients job program (compiled against 4.3.0 and 3.9.0; uses only APIs both have).
+// java -cp classes:lib/* Client '<job json>'  (or the job on stdin); see ../README.md.
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
+import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
+import org.apache.kafka.clients.admin.NewPartitions;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.record.TimestampType;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+public final class Client {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final long DEFAULT_TIMEOUT_MS = 30_000;
+
+  public static void main(String[] args) throws Exception {
+    // stdout carries only the result line; the clients' own logging goes to stderr.
+    PrintStream resultStream = System.out;
+    System.setOut(System.err);
+    String text =
+        args.length > 0 ? args[0] : new String(System.in.readAllBytes(), StandardCharsets.UTF_8);
+    JsonNode job = JSON.readTree(text);
+    ObjectNode result;
+    try {
+      result = run(job);
+    } catch (Exception e) {
+      result = failure(e);
+    }
+    resultStream.println(JSON.writeValueAsString(result));
+    resultStream.flush();
+    System.exit(0); // don't wait for the clients' background threads
+  }
+
+  private static ObjectNode run(JsonNode job) throws Exception {
+    switch (job.get("op").asText()) {
+      case "produce":
+        return produce(job);
+      case "consume":
+        return consume(job);
+      case "metadata":
+        return metadata(job);
+      case "create_topics":
+        return createTopics(job);
+      case "delete_topics":
+        return deleteTopics(job);
+      case "create_partitions":
+        return createPartitions(job);
+      case "describe_configs":
+        return describeConfigs(job);
+      case "alter_configs":
+        return alterConfigs(job);
+      case "list_offsets":
+        return listOffsets(job);
+      case "delete_records":
+        return deleteRecords(job);
+      default:
+        ObjectNode unsupported = JSON.createObjectNode().put("ok", false);
+        unsupported.put("error", "unsupported op '" + job.get("op").asText() + "'");
+        return unsupported.put("error_name", "UNSUPPORTED_OP");
+    }
+  }
+
+  // --- the protocol's pieces ---
+
+  private static long timeoutMs(JsonNode job) {
+    return job.path("timeout_ms").asLong(DEFAULT_TIMEOUT_MS);
+  }
+
+  private static byte[] bytes(JsonNode node) {
+    return node == null || node.isNull() ? null : Base64.getDecoder().decode(node.asText());
+  }
+
+  private static String b64(byte[] data) {
+    return data == null ? null : Base64.getEncoder().encodeToString(data);
+  }
+
+  private static Integer optionalInt(JsonNode node) {
+    return node == null || node.isNull() ? null : node.asInt();
+  }
+
+  private static Properties properties(JsonNode job) {
+    Properties props = new Properties();
+    props.put("bootstrap.servers", job.get("bootstrap").asText());
+    return props;
+  }
+
+  private static void addConfig(Properties props, JsonNode job) {
+    job.path("config").fields().forEachRemaining(e -> props.put(e.getKey(), e.getValue().asText()));
+  }
+
+  private static Throwable cause(Throwable e) {
+    return e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+  }
+
+  private static ObjectNode failure(Exception e) {
+    Throwable cause = cause(e);
+    StringWriter trace = new StringWriter();
+    cause.printStackTrace(new PrintWriter(trace));
+    ObjectNode result = JSON.createObjectNode().put("ok", false);
+    result.put("error", cause.getClass().getName() + ": " + cause.getMessage());
+    result.put("error_name", Errors.forException(cause).name());
+    return result.put("traceback", trace.toString());
+  }
+
+  /** An item's outcome: `error` and `error_name` are null when its future succeeded. */
+  private static <T> T outcome(ObjectNode item, KafkaFuture<T> future) throws InterruptedException {
+    try {
+      T value = future.get();
+      item.putNull("error");
+      item.putNull("error_name");
+      return value;
+    } catch (ExecutionException e) {
+      Throwable cause = cause(e);
+      item.put("error", cause.getClass().getName() + ": " + cause.getMessage());
+      item.put("error_name", Errors.forException(cause).name());
+      return null;
+    }
+  }
+
+  // --- produce and consume ---
+
+  private static ObjectNode produce(JsonNode job) throws Exception {
+    Properties props = properties(job);
+    props.put("key.serializer", ByteArraySerializer.class.getName());
+    props.put("value.serializer", ByteArraySerializer.class.getName());
+    props.put("acks", job.path("acks").asText("all"));
+    props.put("compression.type", job.path("compression").asText("none"));
+    long requestTimeoutMs = Math.min(timeoutMs(job), 30_000);
+    props.put("request.timeout.ms", String.valueOf(requestTimeoutMs));
+    props.put("linger.ms", "5");
+    // Kafka requires delivery.timeout.ms >= linger.ms + request.timeout.ms.
+    props.put("delivery.timeout.ms", String.valueOf(Math.max(timeoutMs(job), requestTimeoutMs + 5)));
+    if (job.hasNonNull("idempotent")) {
+      props.put("enable.idempotence", job.get("idempotent").asText());
+    }
+    addConfig(props, job);
+    String topic = job.get("topic").asText();
+    List<Future<RecordMetadata>> futures = new ArrayList<>();
+    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
+      for (JsonNode record : job.get("records")) {
+        List<Header> headers = new ArrayList<>();
+        for (JsonNode header : record.path("headers")) {
+          headers.add(new RecordHeader(header.get(0).asText(), bytes(header.get(1))));
+        }
+        Long timestamp = record.hasNonNull("timestamp") ? record.get("timestamp").asLong() : null;
+        futures.add(
+            producer.send(
+                new ProducerRecord<>(
+                    topic,
+                    optionalInt(record.get("partition")),
+                    timestamp,
+                    bytes(record.get("key")),
+                    bytes(record.get("value")),
+                    headers)));
+      }
+      producer.flush();
+      ArrayNode results = JSON.createArrayNode();
+      for (Future<RecordMetadata> future : futures) {
+        RecordMetadata sent = future.get(timeoutMs(job), TimeUnit.MILLISECONDS);
+        results
+            .addObject()
+            .put("partition", sent.partition())
+            .put("offset", sent.offset())
+            .put("timestamp", sent.timestamp());
+      }
+      ObjectNode result = JSON.createObjectNode().put("ok", true);
+      result.set("results", results);
+      return result;
+    }
+  }
+
+  private static ObjectNode recordOut(ConsumerRecord<byte[], byte[]> record) {
+    ObjectNode out = JSON.createObjectNode();
+    out.put("partition", record.partition()).put("offset", record.offset());
+    out.put("key", b64(record.key())).put("value", b64(record.value()));
+    ArrayNode headers = out.putArray("headers");
+    for (Header header : record.headers()) {
+      headers.addArray().add(header.key()).add(b64(header.value()));
+    }
+    out.put("timestamp", record.timestamp());
+    if (record.timestampType() == TimestampType.NO_TIMESTAMP_TYPE) {
+      out.putNull("timestamp_type");
+    } else {
+      out.put("timestamp_type", record.timestampType().name);
+    }
+    return out;
+  }
+
+  private static List<TopicPartition> assignPartitions(
+      KafkaConsumer<byte[], byte[]> consumer, JsonNode job) {
+    String topic = job.get("topic").asText();
+    List<TopicPartition> partitions = new ArrayList<>();
+    if (job.hasNonNull("partitions")) {
+      job.get("partitions").forEach(p -> partitions.add(new TopicPartition(topic, p.asInt())));
+    } else {
+      for (PartitionInfo info : consumer.partitionsFor(topic, Duration.ofMillis(timeoutMs(job)))) {
+        partitions.add(new TopicPartition(topic, info.partition()));
+      }
+    }
+    consumer.assign(partitions);
+    String start = job.path("from").asText("earliest");
+    if (start.equals("earliest")) {
+      consumer.seekToBeginning(partitions);
+    } else if (start.equals("latest")) {
+      consumer.seekToEnd(partitions);
+    } else {
+      partitions.forEach(p -> consumer.seek(p, Long.parseLong(start)));
+    }
+    return partitions;
+  }
+
+  private static ObjectNode consume(JsonNode job) {
+    Properties props = properties(job);
+    props.put("key.deserializer", ByteArrayDeserializer.class.getName());
+    props.put("value.deserializer", ByteArrayDeserializer.class.getName());
+    props.put("enable.auto.commit", "false");
+    props.put("auto.offset.reset", job.path("from").asText().equals("latest") ? "latest" : "earliest");
+    props.put("isolation.level", job.path("isolation").asText("read_uncommitted"));
+    boolean grouped = job.hasNonNull("group");
+    if (grouped) {
+      props.put("group.id", job.get("group").asText());
+    }
+    addConfig(props, job);
+    int count = job.get("count").asInt();
+    long deadline = System.currentTimeMillis() + timeoutMs(job);
+    ArrayNode records = JSON.createArrayNode();
+    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
+      if (grouped) {
+        consumer.subscribe(List.of(job.get("topic").asText()));
+      } else {
+        assignPartitions(consumer, job);
+      }
+      while (records.size() < count && System.currentTimeMillis() < deadline) {
+        long wait = Math.max(0, Math.min(500, deadline - System.currentTimeMillis()));
+        for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(wait))) {
+          if (records.size() < count) {
+            records.add(recordOut(record));
+          }
+        }
+      }
+      if (grouped && records.size() > 0) {
+        consumer.commitSync();
+      }
+    }
+    ObjectNode result = JSON.createObjectNode().put("ok", true);
+    result.set("records", records);
+    return result.put("timed_out", records.size() < count);
+  }
+
+  // --- admin ---
+
+  private static Admin admin(JsonNode job) {
+    Properties props = properties(job);
+    props.put("default.api.timeout.ms", String.valueOf(timeoutMs(job)));
+    props.put("request.timeout.ms", String.valueOf(Math.min(timeoutMs(job), 30_000)));
+    addConfig(props, job);
+    return Admin.create(props);
+  }
+
+  private static ObjectNode itemsResult(String field, ArrayNode items) {
+    ObjectNode result = JSON.createObjectNode().put("ok", true);
+    result.set(field, items);
+    return result;
+  }
+
+  private static ObjectNode metadata(JsonNode job) throws Exception {
+    try (Admin admin = admin(job)) {
+      ObjectNode result = JSON.createObjectNode().put("ok", true);
+      result.put("cluster_id", admin.describeCluster().clusterId().get());
+      Node controller = admin.describeCluster().controller().get();
+      result.put("controller", controller == null ? -1 : controller.id());
+      ArrayNode brokers = result.putArray("brokers");
+      for (Node node : admin.describeCluster().nodes().get()) {
+        brokers.addObject().put("id", node.id()).put("host", node.host()).put("port", node.port());
+      }
+      List<String> names = new ArrayList<>();
+      if (job.hasNonNull("topics")) {
+        job.get("topics").forEach(t -> names.add(t.asText()));
+      } else {
+        names.addAll(admin.listTopics().names().get());
+      }
+      ArrayNode topics = result.putArray("topics");
+      Map<String, KafkaFuture<TopicDescription>> described =
+          admin.describeTopics(names).topicNameValues();
+      for (String name : names) {
+        ObjectNode topic = topics.addObject().put("name", name);
+        TopicDescription description = outcome(topic, described.get(name));
+        ArrayNode partitions = topic.putArray("partitions");
+        if (description != null) {
+          for (TopicPartitionInfo info : description.partitions()) {
+            int leader = info.leader() == null ? -1 : info.leader().id();
+            partitions.addObject().put("partition", info.partition()).put("leader", leader);
+          }
+        }
+      }
+      return result;
+    }
+  }
+
+  private static ObjectNode createTopics(JsonNode job) throws Exception {
+    List<NewTopic> topics = new ArrayList<>();
+    for (JsonNode spec : job.get("topics")) {
+      Integer partitions = optionalInt(spec.get("partitions"));
+      Integer replication = optionalInt(spec.get("replication_factor"));
+      NewTopic topic =
+          new NewTopic(
+              spec.get("name").asText(),
+              java.util.Optional.ofNullable(partitions),
+              java.util.Optional.ofNullable(replication == null ? null : replication.shortValue()));
+      Map<String, String> configs = new HashMap<>();
+      spec.path("configs").fields().forEachRemaining(e -> configs.put(e.getKey(), e.getValue().asText()));
+      topics.add(topic.configs(configs));
+    }
+    try (Admin admin = admin(job)) {
+      Map<String, KafkaFuture<Void>> futures = admin.createTopics(topics).values();
+      ArrayNode items = JSON.createArrayNode();
+      for (NewTopic topic : topics) {
+        outcome(items.addObject().put("name", topic.name()), futures.get(topic.name()));
+      }
+      return itemsResult("topics", items);
+    }
+  }
+
+  private static ObjectNode deleteTopics(JsonNode job) throws Exception {
+    List<String> names = new ArrayList<>();
+    job.get("topics").forEach(t -> names.add(t.asText()));
+    try (Admin admin = admin(job)) {
+      Map<String, KafkaFuture<Void>> futures = admin.deleteTopics(names).topicNameValues();
+      ArrayNode items = JSON.createArrayNode();
+      for (String name : names) {
+        outcome(items.addObject().put("name", name), futures.get(name));
+      }
+      return itemsResult("topics", items);
+    }
+  }
+
+  private static ObjectNode createPartitions(JsonNode job) throws Exception {
+    Map<String, NewPartitions> counts = new HashMap<>();
+    for (JsonNode spec : job.get("topics")) {
+      counts.put(spec.get("name").asText(), NewPartitions.increaseTo(spec.get("count").asInt()));
+    }
+    try (Admin admin = admin(job)) {
+      Map<String, KafkaFuture<Void>> futures = admin.createPartitions(counts).values();
+      ArrayNode items = JSON.createArrayNode();
+      for (JsonNode spec : job.get("topics")) {
+        String name = spec.get("name").asText();
+        outcome(items.addObject().put("name", name), futures.get(name));
+      }
+      return itemsResult("topics", items);
+    }
+  }
+
+  private static ConfigResource resource(JsonNode spec) {
+    ConfigResource.Type type =
+        spec.get("type").asText().equals("broker")
+            ? ConfigResource.Type.BROKER
+            : ConfigResource.Type.TOPIC;
+    return new ConfigResource(type, spec.get("name").asText());
+  }
+
+  private static ObjectNode resourceItem(ArrayNode items, JsonNode spec) {
+    return items.addObject().put("type", spec.get("type").asText()).put("name", spec.get("name").asText());
+  }
+
+  private static ObjectNode describeConfigs(JsonNode job) throws Exception {
+    List<ConfigResource> resources = new ArrayList<>();
+    job.get("resources").forEach(spec -> resources.add(resource(spec)));
+    try (Admin admin = admin(job)) {
+      Map<ConfigResource, KafkaFuture<Config>> futures = admin.describeConfigs(resources).values();
+      ArrayNode items = JSON.createArrayNode();
+      for (JsonNode spec : job.get("resources")) {
+        ObjectNode item = resourceItem(items, spec);
+        Config config = outcome(item, futures.get(resource(spec)));
+        ObjectNode entries = item.putObject("configs");
+        if (config != null) {
+          for (ConfigEntry entry : config.entries()) {
+            entries
+                .putObject(entry.name())
+                .put("value", entry.value())
+                .put("source", entry.source().name())
+                .put("read_only", entry.isReadOnly())
+                .put("sensitive", entry.isSensitive());
+          }
+        }
+      }
+      return itemsResult("resources", items);
+    }
+  }
+
+  private static ObjectNode alterConfigs(JsonNode job) throws Exception {
+    Map<ConfigResource, Collection<AlterConfigOp>> changes = new HashMap<>();
+    for (JsonNode spec : job.get("resources")) {
+      List<AlterConfigOp> ops = new ArrayList<>();
+      spec.path("set")
+          .fields()
+          .forEachRemaining(
+              e ->
+                  ops.add(
+                      new AlterConfigOp(
+                          new ConfigEntry(e.getKey(), e.getValue().asText()),
+                          AlterConfigOp.OpType.SET)));
+      spec.path("delete")
+          .forEach(
+              name ->
+                  ops.add(
+                      new AlterConfigOp(
+                          new ConfigEntry(name.asText(), null), AlterConfigOp.OpType.DELETE)));
+      changes.put(resource(spec), ops);
+    }
+    try (Admin admin = admin(job)) {
+      Map<ConfigResource, KafkaFuture<Void>> futures = admin.incrementalAlterConfigs(changes).values();
+      ArrayNode items = JSON.createArrayNode();
+      for (JsonNode spec : job.get("resources")) {
+        outcome(resourceItem(items, spec), futures.get(resource(spec)));
+      }
+      return itemsResult("resources", items);
+    }
+  }
+
+  private static OffsetSpec offsetSpec(JsonNode spec) {
+    if (spec.isNumber()) {
+      return OffsetSpec.forTimestamp(spec.asLong());
+    }
+    switch (spec.asText()) {
+      case "earliest":
+        return OffsetSpec.earliest();
+      case "latest":
+        return OffsetSpec.latest();
+      case "max_timestamp":
+        return OffsetSpec.maxTimestamp();
+      default:
+        throw new IllegalArgumentException("unknown offset spec " + spec);
+    }
+  }
+
+  private static List<TopicPartition> jobPartitions(Admin admin, JsonNode job) throws Exception {
+    String topic = job.get("topic").asText();
+    List<TopicPartition> partitions = new ArrayList<>();
+    if (job.hasNonNull("partitions")) {
+      job.get("partitions").forEach(p -> partitions.add(new TopicPartition(topic, p.asInt())));
+    } else {
+      TopicDescription description =
+          admin.describeTopics(List.of(topic)).topicNameValues().get(topic).get();
+      description.partitions().forEach(p -> partitions.add(new TopicPartition(topic, p.partition())));
+    }
+    return partitions;
+  }
+
+  private static ObjectNode listOffsets(JsonNode job) throws Exception {
+    IsolationLevel isolation =
+        job.path("isolation").asText("read_uncommitted").equals("read_committed")
+            ? IsolationLevel.READ_COMMITTED
+            : IsolationLevel.READ_UNCOMMITTED;
+    try (Admin admin = admin(job)) {
+      Map<TopicPartition, OffsetSpec> specs = new HashMap<>();
+      List<TopicPartition> partitions = jobPartitions(admin, job);
+      partitions.forEach(p -> specs.put(p, offsetSpec(job.get("spec"))));
+      Map<TopicPartition, KafkaFuture<ListOffsetsResultInfo>> futures = new HashMap<>();
+      var listed = admin.listOffsets(specs, new ListOffsetsOptions(isolation));
+      partitions.forEach(p -> futures.put(p, listed.partitionResult(p)));
+      ArrayNode items = JSON.createArrayNode();
+      for (TopicPartition partition : partitions) {
+        ObjectNode item = items.addObject().put("partition", partition.partition());
+        ListOffsetsResultInfo info = outcome(item, futures.get(partition));
+        item.put("offset", info == null ? -1 : info.offset());
+        item.put("timestamp", info == null ? -1 : info.timestamp());
+      }
+      return itemsResult("offsets", items);
+    }
+  }
+
+  private static ObjectNode deleteRecords(JsonNode job) throws Exception {
+    String topic = job.get("topic").asText();
+    Map<TopicPartition, RecordsToDelete> deletions = new HashMap<>();
+    job.get("offsets")
+        .fields()
+        .forEachRemaining(
+            e ->
+                deletions.put(
+                    new TopicPartition(topic, Integer.parseInt(e.getKey())),
+                    RecordsToDelete.beforeOffset(e.getValue().asLong())));
+    try (Admin admin = admin(job)) {
+      var futures = admin.deleteRecords(deletions).lowWatermarks();
+      ArrayNode items = JSON.createArrayNode();
+      for (TopicPartition partition : deletions.keySet()) {
+        ObjectNode item = items.addObject().put("partition", partition.partition());
+        var deleted = outcome(item, futures.get(partition));
+        item.put("low_watermark", deleted == null ? -1 : deleted.lowWatermark());
+      }
+      return itemsResult("partitions", items);
+    }
+  }
+}

@@ -1,0 +1,179 @@
+"""Run one job with one real Kafka client: `run_client("java-4.3", job)` -> result dict.
+
+The job protocol is in README.md. Each client's program runs as a subprocess (installed on
+first use, see install.py) with the job on stdin and prints one JSON result line; this module
+returns that result, `ok` true or false. A client that crashes, hangs past `timeout_s` or
+prints no result raises ClientRunError carrying its stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from . import install
+
+CLIENTS = [
+    "java-4.3",
+    "java-3.9",
+    "kafka-python-3",
+    "kafka-python-2",
+    "aiokafka",
+    "confluent-kafka",
+    "kcat",
+    "kafkajs",
+]
+
+INSTALLERS: dict[str, Callable[[], install.ClientCommand]] = {
+    "java-4.3": install.install_java_4_3,
+    "java-3.9": install.install_java_3_9,
+    "kafka-python-3": install.install_kafka_python_3,
+    "kafka-python-2": install.install_kafka_python_2,
+    "aiokafka": install.install_aiokafka,
+    "confluent-kafka": install.install_confluent_kafka,
+    "kcat": install.install_kcat,
+    "kafkajs": install.install_kafkajs,
+}
+
+ALL_CODECS = frozenset({"none", "gzip", "snappy", "lz4", "zstd"})
+PRODUCE_CONSUME = frozenset({"produce", "consume"})
+ADMIN_OPS = frozenset(
+    {
+        "metadata",
+        "create_topics",
+        "delete_topics",
+        "create_partitions",
+        "describe_configs",
+        "alter_configs",
+        "list_offsets",
+        "delete_records",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a client's program can express; a job outside these gets the client's own error."""
+
+    ops: frozenset[str]
+    codecs: frozenset[str] = ALL_CODECS
+    null_header_values: bool = True
+    # A record with neither key nor value (kafka-python refuses to send one).
+    null_key_and_value: bool = True
+    # Headers come back in the order sent, also when names repeat non-adjacently.
+    header_order: bool = True
+    record_timestamps: bool = True  # the job may set each record's timestamp
+    ack_timestamps: bool = True  # produce results carry the acknowledged timestamp
+    consume_without_group: bool = True  # consumes by assignment, no group APIs needed
+
+
+CAPABILITIES: dict[str, Capabilities] = {
+    "java-4.3": Capabilities(PRODUCE_CONSUME | ADMIN_OPS),
+    "java-3.9": Capabilities(PRODUCE_CONSUME | ADMIN_OPS),
+    "kafka-python-3": Capabilities(
+        PRODUCE_CONSUME, null_header_values=False, null_key_and_value=False
+    ),
+    "kafka-python-2": Capabilities(
+        PRODUCE_CONSUME, null_header_values=False, null_key_and_value=False
+    ),
+    "aiokafka": Capabilities(PRODUCE_CONSUME),
+    "confluent-kafka": Capabilities(PRODUCE_CONSUME),
+    "kcat": Capabilities(PRODUCE_CONSUME, record_timestamps=False, ack_timestamps=False),
+    "kafkajs": Capabilities(
+        PRODUCE_CONSUME,
+        null_header_values=False,
+        header_order=False,
+        consume_without_group=False,
+    ),
+}
+
+# Room for JVM start-up and connection set-up on top of the job's own timeout_ms.
+START_UP_ALLOWANCE_S = 30.0
+
+
+class ClientRunError(RuntimeError):
+    """The client program crashed, timed out or printed no result (not a Kafka error)."""
+
+
+class ClientFailed(AssertionError):
+    """run_ok: the client reported a failure (`ok` false) for a job expected to succeed."""
+
+
+_commands: dict[str, install.ClientCommand] = {}
+_commands_lock = threading.Lock()
+
+
+def installed(name: str) -> install.ClientCommand:
+    """Install `name` on first use in this process; raises install.InstallError."""
+    if name not in INSTALLERS:
+        raise KeyError(f"unknown client {name!r}; known: {', '.join(CLIENTS)}")
+    with _commands_lock:
+        known = _commands.get(name)
+    if known is None:
+        known = INSTALLERS[name]()  # install.py's file locks serialise concurrent installs
+        with _commands_lock:
+            _commands[name] = known
+    return known
+
+
+def install_all(names: Iterable[str] = CLIENTS) -> dict[str, install.ClientCommand]:
+    """Install several clients at once (downloads overlap); raises the first failure."""
+    names = list(names)
+    with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+        return dict(zip(names, pool.map(installed, names), strict=True))
+
+
+def run_client(name: str, job: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+    """Run `job` with client `name`; return its result (`ok` true or false).
+
+    `timeout_s` bounds the whole subprocess; by default the job's `timeout_ms` plus start-up.
+    """
+    command = installed(name)
+    if timeout_s is None:
+        timeout_s = job.get("timeout_ms", 30_000) / 1000 + START_UP_ALLOWANCE_S
+    try:
+        done = subprocess.run(
+            command.argv,
+            input=json.dumps(job),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env={**os.environ, **command.env},
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        stderr = (
+            exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr
+        )
+        raise ClientRunError(
+            f"{name} {job.get('op')}: no result within {timeout_s:.0f} s; stderr:\n{stderr or ''}"
+        ) from exc
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    try:
+        result: dict[str, Any] = json.loads(lines[-1])
+    except (IndexError, ValueError) as exc:
+        raise ClientRunError(
+            f"{name} {job.get('op')}: exit code {done.returncode}, no JSON result\n"
+            f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+        ) from exc
+    if not result.get("ok"):
+        result["client"] = name
+        result["stderr"] = done.stderr[-20_000:]
+    return result
+
+
+def run_ok(name: str, job: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+    """run_client, raising ClientFailed (with the client's error and stderr) unless ok."""
+    result = run_client(name, job, timeout_s)
+    if not result.get("ok"):
+        raise ClientFailed(
+            f"{name} {job.get('op')} failed: {result.get('error')}\n"
+            f"{result.get('traceback', '')}\nstderr:\n{result.get('stderr', '')}"
+        )
+    return result

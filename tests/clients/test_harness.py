@@ -1,0 +1,186 @@
+"""Self-test of the real-client harness against librdkafka's in-process mock cluster.
+
+Every client produces and consumes with every codec it supports; what it reads back must be
+what it wrote, and what confluent-kafka reads back too (so that no program's encoding of the
+job protocol is symmetric nonsense). The mock cluster stands in for a broker only here.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import confluent_kafka
+import pytest
+
+from .mock_proxy import MockClusterProxy
+from .runner import CAPABILITIES, CLIENTS, Capabilities, install_all, run_client, run_ok
+
+pytestmark = pytest.mark.clients
+
+# These open with ApiVersions v4, whose answer from the mock cluster they cannot use (see
+# mock_proxy.py); they reach the mock through the proxy that repairs it.
+NEED_PROXY = {"java-4.3", "java-3.9", "kafka-python-3"}
+MOCK_PARTITIONS = 4  # the mock cluster's default for auto-created topics
+JOB_TIMEOUT_MS = 20_000
+CREATE_TIME = 1_600_000_000_123
+
+
+@dataclass
+class MockCluster:
+    owner: confluent_kafka.Producer  # the cluster lives as long as this producer
+    direct: str
+    proxied: str
+
+    def bootstrap(self, client: str) -> str:
+        return self.proxied if client in NEED_PROXY else self.direct
+
+    def create_topic(self, name: str) -> None:
+        """The mock creates topics on a metadata request from librdkafka."""
+        topic = self.owner.list_topics(name, timeout=10).topics[name]
+        assert topic.error is None, topic.error
+        assert len(topic.partitions) == MOCK_PARTITIONS
+
+
+@pytest.fixture(scope="module")
+def mock_cluster() -> Iterator[MockCluster]:
+    owner = confluent_kafka.Producer({"test.mock.num.brokers": 1})
+    broker = next(iter(owner.list_topics(timeout=10).brokers.values()))
+    proxy = MockClusterProxy((broker.host, broker.port))
+    yield MockCluster(owner, f"{broker.host}:{broker.port}", proxy.bootstrap)
+    proxy.close()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def clients_installed() -> None:
+    install_all()
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def sample_records(caps: Capabilities) -> list[dict[str, Any]]:
+    headers: list[list[str | None]] = [
+        ["trace", b64(b"abc")],
+        ["empty", b64(b"")],
+        ["trace", b64(b"def")],
+    ]
+    if caps.null_header_values:
+        headers.append(["null", None])
+    records: list[dict[str, Any]] = [
+        {
+            "key": b64(b"key-1"),
+            "value": b64(b"\x00\xffbinary\n"),
+            "headers": headers,
+            "partition": 0,
+        },
+        {"key": None, "value": b64(b"no key"), "headers": [], "partition": 1},
+        {"key": b64(b"tombstone"), "value": None, "headers": [], "partition": 1},
+        {"key": b64(b"big"), "value": b64(b"compressible " * 500), "headers": [], "partition": 2},
+        {
+            "key": b64(b"partitioned by the client"),
+            "value": b64(b"v"),
+            "headers": [],
+            "partition": None,
+        },
+    ]
+    if caps.record_timestamps:
+        records[1]["timestamp"] = CREATE_TIME
+    return records
+
+
+def comparable(record: dict[str, Any], caps: Capabilities) -> tuple[Any, ...]:
+    headers = [tuple(h) for h in record["headers"]]
+    return (record["key"], record["value"], headers if caps.header_order else sorted(headers))
+
+
+def topic_name(*parts: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9._-]", "-", "harness-" + "-".join(parts))
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+@pytest.mark.parametrize("client", CLIENTS)
+def test_produce_then_consume(mock_cluster: MockCluster, client: str, codec: str) -> None:
+    caps = CAPABILITIES[client]
+    assert codec in caps.codecs, f"{client} does not support {codec}"
+    topic = topic_name(client, codec)
+    mock_cluster.create_topic(topic)
+    records = sample_records(caps)
+    common = {"bootstrap": mock_cluster.bootstrap(client), "topic": topic}
+    produced = run_ok(
+        client,
+        {
+            **common,
+            "op": "produce",
+            "records": records,
+            "compression": codec,
+            "acks": "all",
+            "idempotent": None,
+            "timeout_ms": JOB_TIMEOUT_MS,
+        },
+    )["results"]
+
+    assert len(produced) == len(records)
+    for record, ack in zip(records, produced, strict=True):
+        if record["partition"] is not None:
+            assert ack["partition"] == record["partition"]
+        assert 0 <= ack["partition"] < MOCK_PARTITIONS
+        assert isinstance(ack["timestamp"], int)
+        if not caps.ack_timestamps:
+            assert ack["timestamp"] == -1
+    assert len({(a["partition"], a["offset"]) for a in produced}) == len(records)
+
+    consume = {
+        **common,
+        "op": "consume",
+        "count": len(records),
+        "from": "earliest",
+        "timeout_ms": JOB_TIMEOUT_MS,
+        "group": None,
+        "isolation": "read_uncommitted",
+    }
+    for reader in dict.fromkeys([client, "confluent-kafka"]):
+        reader_job = {**consume, "bootstrap": mock_cluster.bootstrap(reader)}
+        result = run_ok(reader, reader_job)
+        assert not result["timed_out"], f"{reader} read {len(result['records'])} records"
+        by_position = {(r["partition"], r["offset"]): r for r in result["records"]}
+        assert len(by_position) == len(records)
+        for record, ack in zip(records, produced, strict=True):
+            got = by_position[(ack["partition"], ack["offset"])]
+            assert comparable(got, caps) == comparable(record, caps), reader
+            if record.get("timestamp") is not None:
+                assert (got["timestamp"], got["timestamp_type"]) == (CREATE_TIME, "CreateTime")
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_unknown_op_is_reported_not_crashed(client: str) -> None:
+    result = run_client(client, {"op": "no_such_op", "bootstrap": "127.0.0.1:1"})
+    assert result["ok"] is False
+    assert result["error_name"] == "UNSUPPORTED_OP"
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+@pytest.mark.parametrize("client", ["confluent-kafka", "kcat", "java-4.3"])
+def test_client_error_comes_back_in_the_result(client: str) -> None:
+    job = {
+        "op": "produce",
+        "bootstrap": f"127.0.0.1:{closed_port()}",
+        "topic": "nowhere",
+        "records": [{"key": None, "value": b64(b"v"), "headers": [], "partition": 0}],
+        "timeout_ms": 2_000,
+        "config": {"max.block.ms": "2000"} if client.startswith("java") else {},
+    }
+    result = run_client(client, job)
+    assert result["ok"] is False
+    assert result["error"]
