@@ -104,13 +104,25 @@ def run_kafka_python(
 async def run_aiokafka(
     bootstrap: str, group: str, topic: str, session_ms: int, assignor: str, instance: str | None
 ) -> None:
-    from aiokafka import AIOKafkaConsumer
+    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
     from aiokafka.coordinator.assignors.range import RangePartitionAssignor
     from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
+    # aiokafka rebalances in the background, so a rebalance can happen while a batch from
+    # getmany() is being processed: positions are reset to the committed offsets and the
+    # rest of the batch would be delivered again. Drop the rest of a batch once a rebalance
+    # has happened since getmany() returned it (as a careful aiokafka application does).
+    class Rebalances(ConsumerRebalanceListener):  # type: ignore[misc]
+        count = 0
+
+        async def on_partitions_revoked(self, revoked: Any) -> None:
+            Rebalances.count += 1
+
+        async def on_partitions_assigned(self, assigned: Any) -> None:
+            Rebalances.count += 1
+
     assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
     consumer = AIOKafkaConsumer(
-        topic,
         bootstrap_servers=bootstrap,
         group_id=group,
         auto_offset_reset="earliest",
@@ -121,16 +133,20 @@ async def run_aiokafka(
         metadata_max_age_ms=500,
         group_instance_id=instance,
     )
+    consumer.subscribe([topic], listener=Rebalances())
     await consumer.start()
     assigned: set[int] = set()
     while not stopping:
         batches = await consumer.getmany(timeout_ms=50)
+        seen = Rebalances.count
         now_assigned = {tp.partition for tp in consumer.assignment()}
         if now_assigned != assigned:
             assigned = now_assigned
             emit("assigned", sorted(assigned))
         for tp, records in batches.items():
             for record in records:
+                if Rebalances.count != seen:
+                    break
                 await consumer.commit({tp: record.offset + 1})
                 assert record.value is not None
                 emit(tp.partition, record.offset, record.value.decode())

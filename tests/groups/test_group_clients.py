@@ -51,7 +51,8 @@ def processes() -> Iterator[list[ConsumerProcess]]:
 def assert_exactly_once(consumed: Consumed, count: int) -> None:
     with consumed.changed:
         positions = [(p, o) for _, p, o, _ in consumed.records]
-    assert len(positions) == len(set(positions)), "a record was consumed twice"
+        twice = [r for r in consumed.records if positions.count((r[1], r[2])) > 1]
+    assert not twice, f"consumed twice: {twice}"
     assert sorted(int(v) for v in consumed.values()) == list(range(count))
 
 
