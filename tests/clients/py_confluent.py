@@ -5,6 +5,7 @@ Usage: python py_confluent.py '<job json>'  (or the job on stdin); see README.md
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jobio
@@ -14,11 +15,24 @@ from confluent_kafka import (
     TIMESTAMP_CREATE_TIME,
     TIMESTAMP_LOG_APPEND_TIME,
     Consumer,
+    IsolationLevel,
     KafkaError,
     KafkaException,
     Message,
     Producer,
     TopicPartition,
+)
+
+# confluent_kafka.admin re-exports these without marking them as exported.
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
 )
 from jobio import Deadline, Job, Result, b64, headers_in, headers_out, unb64
 
@@ -150,5 +164,210 @@ def consume(job: Job) -> Result:
     return {"ok": True, "records": records, "timed_out": len(records) < job["count"]}
 
 
+# --- admin ---
+
+
+def admin_for(job: Job) -> AdminClient:
+    config = {"bootstrap.servers": job["bootstrap"], "allow.auto.create.topics": False}
+    return AdminClient({**config, **(job.get("config") or {})})
+
+
+def request_timeout(job: Job) -> float:
+    return float(job.get("timeout_ms", jobio.DEFAULT_TIMEOUT_MS)) / 1000
+
+
+def outcome(item: dict[str, Any], future: Any) -> Any:
+    """Fill the item's error fields from its future; return the future's value or None."""
+    try:
+        value = future.result()
+    except KafkaException as exc:
+        error: KafkaError = exc.args[0]
+        item.update(error=error.str(), error_name=error.name())
+        return None
+    item.update(error=None, error_name=None)
+    return value
+
+
+def metadata(job: Job) -> Result:
+    names = job.get("topics")
+    admin = admin_for(job)
+    cluster = admin.list_topics(timeout=request_timeout(job))
+    if names:  # asking for named topics, one at a time, shows their errors
+        topics = [
+            admin.list_topics(name, timeout=request_timeout(job)).topics[name] for name in names
+        ]
+    else:
+        topics = list(cluster.topics.values())
+    return {
+        "ok": True,
+        "cluster_id": cluster.cluster_id,
+        "controller": cluster.controller_id,
+        "brokers": [{"id": b.id, "host": b.host, "port": b.port} for b in cluster.brokers.values()],
+        "topics": [
+            {
+                "name": t.topic,
+                "error": None if t.error is None else t.error.str(),
+                "error_name": None if t.error is None else t.error.name(),
+                "partitions": [
+                    {"partition": p.id, "leader": p.leader} for p in t.partitions.values()
+                ],
+            }
+            for t in topics
+        ],
+    }
+
+
+def named_items(names: list[str], futures: dict[str, Any]) -> list[dict[str, Any]]:
+    items = []
+    for name in names:
+        item: dict[str, Any] = {"name": name}
+        outcome(item, futures[name])
+        items.append(item)
+    return items
+
+
+def create_topics(job: Job) -> Result:
+    new_topics = [
+        NewTopic(
+            spec["name"],
+            num_partitions=spec.get("partitions") or -1,
+            replication_factor=spec.get("replication_factor") or -1,
+            config=spec.get("configs") or {},
+        )
+        for spec in job["topics"]
+    ]
+    admin = admin_for(job)  # alive until its futures resolve
+    futures = admin.create_topics(new_topics, request_timeout=request_timeout(job))
+    return {"ok": True, "topics": named_items([t.topic for t in new_topics], futures)}
+
+
+def delete_topics(job: Job) -> Result:
+    admin = admin_for(job)  # alive until its futures resolve
+    futures = admin.delete_topics(job["topics"], request_timeout=request_timeout(job))
+    return {"ok": True, "topics": named_items(job["topics"], futures)}
+
+
+def create_partitions(job: Job) -> Result:
+    new = [NewPartitions(spec["name"], spec["count"]) for spec in job["topics"]]
+    admin = admin_for(job)  # alive until its futures resolve
+    futures = admin.create_partitions(new, request_timeout=request_timeout(job))
+    return {"ok": True, "topics": named_items([spec["name"] for spec in job["topics"]], futures)}
+
+
+RESOURCE_TYPES = {"topic": ResourceType.TOPIC, "broker": ResourceType.BROKER}
+
+
+def describe_configs(job: Job) -> Result:
+    resources = [ConfigResource(RESOURCE_TYPES[r["type"]], r["name"]) for r in job["resources"]]
+    admin = admin_for(job)  # alive until its futures resolve
+    futures = admin.describe_configs(resources, request_timeout=request_timeout(job))
+    items = []
+    for spec, resource in zip(job["resources"], resources, strict=True):
+        item: dict[str, Any] = {"type": spec["type"], "name": spec["name"]}
+        entries = outcome(item, futures[resource]) or {}
+        item["configs"] = {
+            name: {
+                "value": entry.value,
+                "source": entry.source.name,
+                "read_only": entry.is_read_only,
+                "sensitive": entry.is_sensitive,
+            }
+            for name, entry in entries.items()
+        }
+        items.append(item)
+    return {"ok": True, "resources": items}
+
+
+def alter_configs(job: Job) -> Result:
+    resources = []
+    for spec in job["resources"]:
+        changes = [
+            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+            for name, value in (spec.get("set") or {}).items()
+        ] + [
+            ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE)
+            for name in spec.get("delete") or []
+        ]
+        resources.append(
+            ConfigResource(RESOURCE_TYPES[spec["type"]], spec["name"], incremental_configs=changes)
+        )
+    admin = admin_for(job)  # alive until its futures resolve
+    futures = admin.incremental_alter_configs(resources, request_timeout=request_timeout(job))
+    items = []
+    for spec, resource in zip(job["resources"], resources, strict=True):
+        item: dict[str, Any] = {"type": spec["type"], "name": spec["name"]}
+        outcome(item, futures[resource])
+        items.append(item)
+    return {"ok": True, "resources": items}
+
+
+NAMED_OFFSET_SPECS: dict[str, Callable[[], Any]] = {
+    "earliest": OffsetSpec.earliest,
+    "latest": OffsetSpec.latest,
+    "max_timestamp": OffsetSpec.max_timestamp,
+}
+OFFSET_FOR_TIMESTAMP: Callable[[int], Any] = OffsetSpec.for_timestamp
+
+
+def offset_spec(spec: Any) -> Any:
+    return NAMED_OFFSET_SPECS[spec]() if isinstance(spec, str) else OFFSET_FOR_TIMESTAMP(int(spec))
+
+
+def job_partitions(admin: AdminClient, job: Job) -> list[int]:
+    if job.get("partitions"):
+        return list(job["partitions"])
+    topic = admin.list_topics(job["topic"], timeout=request_timeout(job)).topics[job["topic"]]
+    if topic.error is not None:
+        raise KafkaException(topic.error)
+    return sorted(topic.partitions)
+
+
+def list_offsets(job: Job) -> Result:
+    admin = admin_for(job)
+    isolation = IsolationLevel[job.get("isolation", "read_uncommitted").upper()]
+    partitions = [TopicPartition(job["topic"], p) for p in job_partitions(admin, job)]
+    futures = admin.list_offsets(
+        {tp: offset_spec(job["spec"]) for tp in partitions},
+        isolation_level=isolation,
+        request_timeout=request_timeout(job),
+    )
+    offsets = []
+    for tp in partitions:
+        item: dict[str, Any] = {"partition": tp.partition}
+        info = outcome(item, futures[tp])
+        item["offset"] = -1 if info is None else info.offset
+        item["timestamp"] = -1 if info is None else info.timestamp
+        offsets.append(item)
+    return {"ok": True, "offsets": offsets}
+
+
+def delete_records(job: Job) -> Result:
+    partitions = [
+        TopicPartition(job["topic"], int(p), int(offset)) for p, offset in job["offsets"].items()
+    ]
+    admin = admin_for(job)  # alive until its futures resolve
+    futures = admin.delete_records(partitions, request_timeout=request_timeout(job))
+    items = []
+    for tp in partitions:
+        item: dict[str, Any] = {"partition": tp.partition}
+        deleted = outcome(item, futures[tp])
+        item["low_watermark"] = -1 if deleted is None else deleted.low_watermark
+        items.append(item)
+    return {"ok": True, "partitions": items}
+
+
+OPS = {
+    "produce": produce,
+    "consume": consume,
+    "metadata": metadata,
+    "create_topics": create_topics,
+    "delete_topics": delete_topics,
+    "create_partitions": create_partitions,
+    "describe_configs": describe_configs,
+    "alter_configs": alter_configs,
+    "list_offsets": list_offsets,
+    "delete_records": delete_records,
+}
+
 if __name__ == "__main__":
-    jobio.serve({"produce": produce, "consume": consume}, error_name)
+    jobio.serve(OPS, error_name)

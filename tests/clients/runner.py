@@ -83,7 +83,7 @@ CAPABILITIES: dict[str, Capabilities] = {
         PRODUCE_CONSUME, null_header_values=False, null_key_and_value=False
     ),
     "aiokafka": Capabilities(PRODUCE_CONSUME),
-    "confluent-kafka": Capabilities(PRODUCE_CONSUME),
+    "confluent-kafka": Capabilities(PRODUCE_CONSUME | ADMIN_OPS),
     "kcat": Capabilities(PRODUCE_CONSUME, record_timestamps=False, ack_timestamps=False),
     "kafkajs": Capabilities(
         PRODUCE_CONSUME,

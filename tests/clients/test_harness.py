@@ -184,3 +184,44 @@ def test_client_error_comes_back_in_the_result(client: str) -> None:
     result = run_client(client, job)
     assert result["ok"] is False
     assert result["error"]
+
+
+ADMIN_CLIENTS = [name for name in CLIENTS if "list_offsets" in CAPABILITIES[name].ops]
+
+
+@pytest.mark.parametrize("client", ADMIN_CLIENTS)
+def test_admin_metadata_and_offsets(mock_cluster: MockCluster, client: str) -> None:
+    topic = topic_name(client, "admin")
+    mock_cluster.create_topic(topic)
+    bootstrap = mock_cluster.bootstrap(client)
+    common = {"bootstrap": bootstrap, "timeout_ms": JOB_TIMEOUT_MS}
+    record: dict[str, Any] = {"key": None, "value": b64(b"v"), "headers": [], "partition": 0}
+    run_ok(client, {**common, "op": "produce", "topic": topic, "records": [record, record]})
+
+    described = run_ok(client, {**common, "op": "metadata", "topics": [topic]})
+    assert [b["port"] for b in described["brokers"]] == [int(bootstrap.split(":")[1])]
+    (topic_info,) = described["topics"]
+    assert topic_info["error"] is None
+    assert sorted(p["partition"] for p in topic_info["partitions"]) == list(range(MOCK_PARTITIONS))
+
+    for spec, expected in [("earliest", 0), ("latest", 2)]:
+        job = {**common, "op": "list_offsets", "topic": topic, "partitions": [0], "spec": spec}
+        (offset,) = run_ok(client, job)["offsets"]
+        assert (offset["partition"], offset["offset"], offset["error"]) == (0, expected, None)
+
+
+@pytest.mark.parametrize("client", ADMIN_CLIENTS)
+def test_admin_errors_come_back_per_item(mock_cluster: MockCluster, client: str) -> None:
+    """The mock cluster has no DeleteRecords: the refusal is the item's error, not a crash."""
+    topic = topic_name(client, "admin-errors")
+    mock_cluster.create_topic(topic)
+    job = {
+        "op": "delete_records",
+        "bootstrap": mock_cluster.bootstrap(client),
+        "topic": topic,
+        "offsets": {"0": 0},
+        "timeout_ms": JOB_TIMEOUT_MS,
+    }
+    (item,) = run_ok(client, job)["partitions"]
+    assert item["partition"] == 0
+    assert item["error"] and item["error_name"]
