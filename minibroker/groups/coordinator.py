@@ -202,14 +202,14 @@ class GroupCoordinator:
             return error(ErrorCode.INVALID_SESSION_TIMEOUT)
         known = bool(request.member_id)
         group = self.groups.get(request.group_id)
-        if group is None:
-            if known:
-                return error(ErrorCode.UNKNOWN_MEMBER_ID)
-            group = self.groups[request.group_id] = Group(request.group_id)
-        if group.is_in(GroupState.DEAD):
+        if group is None and known:
+            return error(ErrorCode.UNKNOWN_MEMBER_ID)
+        checked = group or Group(request.group_id)
+        if checked.is_in(GroupState.DEAD):
             return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if not group.supports_protocols(request.protocol_type, request.protocols):
+        if not checked.supports_protocols(request.protocol_type, request.protocols):
             return error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        group = self.groups.setdefault(request.group_id, checked)
         if known:
             return self._join_known_member(group, request)
         return self._join_new_member(group, request)

@@ -165,6 +165,7 @@ def test_join_errors(client: WireClient) -> None:
     assert join(client, "g", session_ms=1_800_001).error_code == ErrorCode.INVALID_SESSION_TIMEOUT
     assert join(client, "g", "unknown-member").error_code == ErrorCode.UNKNOWN_MEMBER_ID
     assert join(client, "g", protocols=[]).error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert client.call(ApiKey.ListGroups, 0).groups == []
     member = join_two_step(client, "g")
     other = join(client, "g", protocols=[("roundrobin", b"")], version=3)
     assert other.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
