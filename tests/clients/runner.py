@@ -86,7 +86,7 @@ CAPABILITIES: dict[str, Capabilities] = {
     "confluent-kafka": Capabilities(PRODUCE_CONSUME | ADMIN_OPS),
     "kcat": Capabilities(PRODUCE_CONSUME, record_timestamps=False, ack_timestamps=False),
     "kafkajs": Capabilities(
-        PRODUCE_CONSUME,
+        PRODUCE_CONSUME | ADMIN_OPS,
         null_header_values=False,
         header_order=False,
         consume_without_group=False,

@@ -2,7 +2,15 @@
 // Modules come from NODE_PATH (the install cache) or ./node_modules.
 'use strict'
 
-const { Kafka, CompressionTypes, CompressionCodecs, Partitioners, logLevel } = require('kafkajs')
+const {
+  Kafka,
+  CompressionTypes,
+  CompressionCodecs,
+  ConfigResourceTypes,
+  ConfigSource,
+  Partitioners,
+  logLevel,
+} = require('kafkajs')
 const SnappyCodec = require('kafkajs-snappy')
 const lz4 = require('lz4js')
 const zstd = require('@bokuweb/zstd-wasm')
@@ -174,7 +182,217 @@ async function consume(job) {
   return { ok: true, records, timed_out: records.length < job.count }
 }
 
-const OPS = { produce, consume }
+// --- admin: one request per item, so each item gets its own error ---
+
+async function withAdmin(job, work) {
+  const admin = kafkaFor(job).admin()
+  await admin.connect()
+  try {
+    return await work(admin)
+  } finally {
+    await admin.disconnect()
+  }
+}
+
+async function itemOutcome(item, work) {
+  try {
+    const value = await work()
+    Object.assign(item, { error: null, error_name: null })
+    return value
+  } catch (error) {
+    const cause = error.errors && error.errors.length ? error.errors[0] : error
+    Object.assign(item, { error: `${cause.name}: ${cause.message}`, error_name: cause.type ?? null })
+    return null
+  }
+}
+
+const metadata = job =>
+  withAdmin(job, async admin => {
+    const cluster = await admin.describeCluster()
+    const names = job.topics ?? (await admin.listTopics())
+    const topics = []
+    for (const name of names) {
+      const topic = { name }
+      const found = await itemOutcome(topic, () => admin.fetchTopicMetadata({ topics: [name] }))
+      topic.partitions = found
+        ? found.topics[0].partitions.map(p => ({ partition: p.partitionId, leader: p.leader }))
+        : []
+      topics.push(topic)
+    }
+    return {
+      ok: true,
+      cluster_id: cluster.clusterId,
+      controller: cluster.controller,
+      brokers: cluster.brokers.map(b => ({ id: b.nodeId, host: b.host, port: b.port })),
+      topics,
+    }
+  })
+
+// kafkajs answers TOPIC_ALREADY_EXISTS with `false` instead of an error.
+const createTopics = job =>
+  withAdmin(job, async admin => {
+    const topics = []
+    for (const spec of job.topics) {
+      const item = { name: spec.name }
+      const created = await itemOutcome(item, () =>
+        admin.createTopics({
+          topics: [
+            {
+              topic: spec.name,
+              numPartitions: spec.partitions ?? -1,
+              replicationFactor: spec.replication_factor ?? -1,
+              configEntries: Object.entries(spec.configs ?? {}).map(([name, value]) => ({ name, value })),
+            },
+          ],
+          timeout: job.timeout_ms ?? DEFAULT_TIMEOUT_MS,
+        })
+      )
+      if (created === false) {
+        Object.assign(item, { error: 'createTopics returned false', error_name: 'TOPIC_ALREADY_EXISTS' })
+      }
+      topics.push(item)
+    }
+    return { ok: true, topics }
+  })
+
+const deleteTopics = job =>
+  withAdmin(job, async admin => {
+    const topics = []
+    for (const name of job.topics) {
+      const item = { name }
+      await itemOutcome(item, () => admin.deleteTopics({ topics: [name], timeout: job.timeout_ms }))
+      topics.push(item)
+    }
+    return { ok: true, topics }
+  })
+
+const createPartitions = job =>
+  withAdmin(job, async admin => {
+    const topics = []
+    for (const spec of job.topics) {
+      const item = { name: spec.name }
+      await itemOutcome(item, () =>
+        admin.createPartitions({ topicPartitions: [{ topic: spec.name, count: spec.count }] })
+      )
+      topics.push(item)
+    }
+    return { ok: true, topics }
+  })
+
+const RESOURCE_TYPES = { topic: ConfigResourceTypes.TOPIC, broker: ConfigResourceTypes.BROKER }
+// Kafka's names for DescribeConfigs' config_source codes (kafkajs calls 1 TOPIC_CONFIG).
+const CONFIG_SOURCES = {
+  [ConfigSource.UNKNOWN]: 'UNKNOWN',
+  [ConfigSource.TOPIC_CONFIG]: 'DYNAMIC_TOPIC_CONFIG',
+  [ConfigSource.DYNAMIC_BROKER_CONFIG]: 'DYNAMIC_BROKER_CONFIG',
+  [ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]: 'DYNAMIC_DEFAULT_BROKER_CONFIG',
+  [ConfigSource.STATIC_BROKER_CONFIG]: 'STATIC_BROKER_CONFIG',
+  [ConfigSource.DEFAULT_CONFIG]: 'DEFAULT_CONFIG',
+  [ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG]: 'DYNAMIC_BROKER_LOGGER_CONFIG',
+}
+
+const describeConfigs = job =>
+  withAdmin(job, async admin => {
+    const resources = []
+    for (const spec of job.resources) {
+      const item = { type: spec.type, name: spec.name }
+      const described = await itemOutcome(item, () =>
+        admin.describeConfigs({
+          resources: [{ type: RESOURCE_TYPES[spec.type], name: spec.name }],
+          includeSynonyms: false,
+        })
+      )
+      const entries = described ? described.resources[0].configEntries : []
+      item.configs = Object.fromEntries(
+        entries.map(e => [
+          e.configName,
+          {
+            value: e.configValue,
+            source: CONFIG_SOURCES[e.configSource] ?? null,
+            read_only: e.readOnly,
+            sensitive: e.isSensitive,
+          },
+        ])
+      )
+      resources.push(item)
+    }
+    return { ok: true, resources }
+  })
+
+// kafkajs has only the legacy AlterConfigs: it replaces the resource's dynamic configs with
+// `set`, and cannot express `delete`.
+const alterConfigs = job =>
+  withAdmin(job, async admin => {
+    const resources = []
+    for (const spec of job.resources) {
+      const item = { type: spec.type, name: spec.name }
+      await itemOutcome(item, async () => {
+        if ((spec.delete ?? []).length) throw new Error('kafkajs has no IncrementalAlterConfigs (delete)')
+        return admin.alterConfigs({
+          resources: [
+            {
+              type: RESOURCE_TYPES[spec.type],
+              name: spec.name,
+              configEntries: Object.entries(spec.set ?? {}).map(([name, value]) => ({ name, value })),
+            },
+          ],
+        })
+      })
+      resources.push(item)
+    }
+    return { ok: true, resources }
+  })
+
+// earliest/latest come from fetchTopicOffsets (low/high), timestamps from
+// fetchTopicOffsetsByTimestamp; kafkajs has no max_timestamp and no isolation choice here.
+const listOffsets = job =>
+  withAdmin(job, async admin => {
+    let found
+    if (job.spec === 'earliest' || job.spec === 'latest') {
+      const side = job.spec === 'earliest' ? 'low' : 'high'
+      found = (await admin.fetchTopicOffsets(job.topic)).map(p => ({ partition: p.partition, offset: p[side] }))
+    } else if (typeof job.spec === 'number') {
+      found = await admin.fetchTopicOffsetsByTimestamp(job.topic, job.spec)
+    } else {
+      throw new Error(`kafkajs cannot list offsets for ${JSON.stringify(job.spec)}`)
+    }
+    const offsets = found
+      .filter(p => !job.partitions || job.partitions.includes(p.partition))
+      .sort((a, b) => a.partition - b.partition)
+      .map(p => ({ partition: p.partition, offset: Number(p.offset), timestamp: -1, error: null, error_name: null }))
+    return { ok: true, offsets }
+  })
+
+// deleteTopicRecords needs the topic's metadata loaded first, and does not return the new
+// low watermarks; they are read back afterwards.
+const deleteRecords = job =>
+  withAdmin(job, async admin => {
+    await admin.fetchTopicMetadata({ topics: [job.topic] })
+    const partitions = []
+    for (const [partition, offset] of Object.entries(job.offsets)) {
+      const item = { partition: Number(partition) }
+      await itemOutcome(item, () =>
+        admin.deleteTopicRecords({ topic: job.topic, partitions: [{ partition: Number(partition), offset: String(offset) }] })
+      )
+      partitions.push(item)
+    }
+    const low = new Map((await admin.fetchTopicOffsets(job.topic)).map(p => [p.partition, Number(p.low)]))
+    for (const item of partitions) item.low_watermark = item.error ? -1 : low.get(item.partition) ?? -1
+    return { ok: true, partitions }
+  })
+
+const OPS = {
+  produce,
+  consume,
+  metadata,
+  create_topics: createTopics,
+  delete_topics: deleteTopics,
+  create_partitions: createPartitions,
+  describe_configs: describeConfigs,
+  alter_configs: alterConfigs,
+  list_offsets: listOffsets,
+  delete_records: deleteRecords,
+}
 
 function errorResult(error) {
   return {
