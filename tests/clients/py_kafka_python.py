@@ -129,5 +129,258 @@ def consume(job: Job) -> Result:
     return {"ok": True, "records": records, "timed_out": len(records) < job["count"]}
 
 
+# --- admin (kafka-python 3's KafkaAdminClient; 2.x's differs and is not used) ---
+
+
+def admin_for(job: Job) -> Any:
+    from kafka.admin import KafkaAdminClient
+
+    timeout_ms = min(job.get("timeout_ms", jobio.DEFAULT_TIMEOUT_MS), 30_000)
+    config = {"bootstrap_servers": job["bootstrap"], "request_timeout_ms": timeout_ms}
+    return KafkaAdminClient(**{**config, **extra_config(job)})
+
+
+def error_fields(code: int) -> dict[str, str | None]:
+    from kafka.errors import for_code
+
+    if code == 0:
+        return {"error": None, "error_name": None}
+    error_type = for_code(code)
+    return {
+        "error": f"{error_type.__name__}: {error_type.description}",
+        "error_name": error_type.message,
+    }
+
+
+def exception_fields(exc: Exception) -> dict[str, str | None]:
+    return {"error": f"{type(exc).__name__}: {exc}", "error_name": error_name(exc)}
+
+
+def metadata(job: Job) -> Result:
+    admin = admin_for(job)
+    try:
+        cluster = admin.describe_cluster()
+        topics = admin.describe_topics(job.get("topics"))
+    finally:
+        admin.close()
+    return {
+        "ok": True,
+        "cluster_id": cluster["cluster_id"],
+        "controller": cluster["controller_id"],
+        "brokers": [
+            {"id": b["broker_id"], "host": b["host"], "port": b["port"]} for b in cluster["brokers"]
+        ],
+        "topics": [
+            {
+                "name": t["name"],
+                **error_fields(t["error_code"]),
+                "partitions": [
+                    {"partition": p["partition_index"], "leader": p["leader_id"]}
+                    for p in t["partitions"]
+                ],
+            }
+            for t in topics
+        ],
+    }
+
+
+def per_name(names: list[str], call: Any) -> list[dict[str, Any]]:
+    """One admin call per name, so that each name gets its own error."""
+    items = []
+    for name in names:
+        item: dict[str, Any] = {"name": name}
+        try:
+            response = call(name)
+            (answer,) = response["topics"] if "topics" in response else response["results"]
+            item.update(error_fields(answer["error_code"]))
+        except KafkaError as exc:
+            item.update(exception_fields(exc))
+        items.append(item)
+    return items
+
+
+def create_topics(job: Job) -> Result:
+    specs = {spec["name"]: spec for spec in job["topics"]}
+    admin = admin_for(job)
+
+    def create(name: str) -> Any:
+        spec = specs[name]
+        options = {
+            "num_partitions": spec.get("partitions") or -1,
+            "replication_factor": spec.get("replication_factor") or -1,
+            "configs": spec.get("configs") or {},
+        }
+        return admin.create_topics({name: options}, raise_errors=False)
+
+    try:
+        return {"ok": True, "topics": per_name(list(specs), create)}
+    finally:
+        admin.close()
+
+
+def delete_topics(job: Job) -> Result:
+    admin = admin_for(job)
+    try:
+        items = per_name(
+            job["topics"], lambda name: admin.delete_topics([name], raise_errors=False)
+        )
+    finally:
+        admin.close()
+    return {"ok": True, "topics": items}
+
+
+def create_partitions(job: Job) -> Result:
+    counts = {spec["name"]: spec["count"] for spec in job["topics"]}
+    admin = admin_for(job)
+    try:
+        items = per_name(
+            list(counts),
+            lambda name: admin.create_partitions({name: counts[name]}, raise_errors=False),
+        )
+    finally:
+        admin.close()
+    return {"ok": True, "topics": items}
+
+
+def config_resource(spec: dict[str, Any], configs: Any = None) -> Any:
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    return ConfigResource(ConfigResourceType[spec["type"].upper()], spec["name"], configs)
+
+
+def describe_configs(job: Job) -> Result:
+    admin = admin_for(job)
+    items = []
+    try:
+        for spec in job["resources"]:
+            item: dict[str, Any] = {"type": spec["type"], "name": spec["name"], "configs": {}}
+            try:
+                described = admin.describe_configs([config_resource(spec)], config_filter="all")
+                entries = described.get(spec["type"], {}).get(spec["name"], {})
+                item.update(error=None, error_name=None)
+                item["configs"] = {
+                    name: {
+                        "value": entry["value"],
+                        "source": entry["config_source"],
+                        "read_only": entry["read_only"],
+                        "sensitive": entry["is_sensitive"],
+                    }
+                    for name, entry in entries.items()
+                }
+            except KafkaError as exc:
+                item.update(exception_fields(exc))
+            items.append(item)
+    finally:
+        admin.close()
+    return {"ok": True, "resources": items}
+
+
+def alter_configs(job: Job) -> Result:
+    from kafka.admin import AlterConfigOp
+
+    admin = admin_for(job)
+    items = []
+    try:
+        for spec in job["resources"]:
+            changes: dict[str, Any] = {
+                k: (AlterConfigOp.SET, v) for k, v in spec.get("set", {}).items()
+            }
+            changes.update({k: (AlterConfigOp.DELETE, None) for k in spec.get("delete", [])})
+            item: dict[str, Any] = {"type": spec["type"], "name": spec["name"]}
+            try:
+                result = admin.alter_configs(
+                    [config_resource(spec, changes)], raise_on_unknown=False, incremental=True
+                )
+                outcome = str(result.get(spec["type"], {}).get(spec["name"]))
+                item.update(alter_outcome_fields(outcome))
+            except KafkaError as exc:
+                item.update(exception_fields(exc))
+            items.append(item)
+    finally:
+        admin.close()
+    return {"ok": True, "resources": items}
+
+
+def alter_outcome_fields(outcome: str) -> dict[str, str | None]:
+    """alter_configs answers 'OK' or the text of an error instance ('ErrorClass: ...')."""
+    import kafka.errors
+
+    if outcome == "OK":
+        return {"error": None, "error_name": None}
+    error_type = getattr(kafka.errors, outcome.split(":", 1)[0], None)
+    return {"error": outcome, "error_name": getattr(error_type, "message", None)}
+
+
+def offset_spec(spec: Any) -> Any:
+    from kafka.admin import OffsetSpec
+
+    named = {"earliest": OffsetSpec.EARLIEST, "latest": OffsetSpec.LATEST}
+    named["max_timestamp"] = OffsetSpec.MAX_TIMESTAMP
+    return named[spec] if isinstance(spec, str) else int(spec)
+
+
+def job_partitions(admin: Any, job: Job) -> list[int]:
+    if job.get("partitions"):
+        return list(job["partitions"])
+    (topic,) = admin.describe_topics([job["topic"]])
+    return sorted(p["partition_index"] for p in topic["partitions"])
+
+
+def list_offsets(job: Job) -> Result:
+    from kafka.protocol.consumer.offsets import IsolationLevel
+
+    isolation = IsolationLevel[job.get("isolation", "read_uncommitted").upper()]
+    admin = admin_for(job)
+    offsets = []
+    try:
+        for partition in job_partitions(admin, job):
+            item: dict[str, Any] = {"partition": partition, "offset": -1, "timestamp": -1}
+            tp = TopicPartition(job["topic"], partition)
+            try:
+                found = admin.list_partition_offsets(
+                    {tp: offset_spec(job["spec"])}, isolation_level=isolation
+                )[tp]
+                item.update(
+                    offset=found.offset, timestamp=found.timestamp, error=None, error_name=None
+                )
+            except KafkaError as exc:
+                item.update(exception_fields(exc))
+            offsets.append(item)
+    finally:
+        admin.close()
+    return {"ok": True, "offsets": offsets}
+
+
+def delete_records(job: Job) -> Result:
+    admin = admin_for(job)
+    items = []
+    try:
+        for partition, offset in job["offsets"].items():
+            item: dict[str, Any] = {"partition": int(partition), "low_watermark": -1}
+            tp = TopicPartition(job["topic"], int(partition))
+            try:
+                deleted = admin.delete_records({tp: int(offset)})[tp]
+                item.update(low_watermark=deleted["low_watermark"], error=None, error_name=None)
+            except KafkaError as exc:
+                item.update(exception_fields(exc))
+            items.append(item)
+    finally:
+        admin.close()
+    return {"ok": True, "partitions": items}
+
+
+OPS = {
+    "produce": produce,
+    "consume": consume,
+    "metadata": metadata,
+    "create_topics": create_topics,
+    "delete_topics": delete_topics,
+    "create_partitions": create_partitions,
+    "describe_configs": describe_configs,
+    "alter_configs": alter_configs,
+    "list_offsets": list_offsets,
+    "delete_records": delete_records,
+}
+
 if __name__ == "__main__":
-    jobio.serve({"produce": produce, "consume": consume}, error_name)
+    jobio.serve(OPS, error_name)

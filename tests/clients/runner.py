@@ -77,7 +77,7 @@ CAPABILITIES: dict[str, Capabilities] = {
     "java-4.3": Capabilities(PRODUCE_CONSUME | ADMIN_OPS),
     "java-3.9": Capabilities(PRODUCE_CONSUME | ADMIN_OPS),
     "kafka-python-3": Capabilities(
-        PRODUCE_CONSUME, null_header_values=False, null_key_and_value=False
+        PRODUCE_CONSUME | ADMIN_OPS, null_header_values=False, null_key_and_value=False
     ),
     "kafka-python-2": Capabilities(
         PRODUCE_CONSUME, null_header_values=False, null_key_and_value=False
