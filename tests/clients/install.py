@@ -109,15 +109,20 @@ def run_installer(argv: Sequence[str | Path], **kwargs: object) -> str:
 
 
 def fresh_folder(final: Path) -> Path:
-    """A new empty folder next to `final`, to be renamed onto it once complete."""
-    if final.exists():
-        shutil.rmtree(final)
+    """A new empty folder next to `final`, to be renamed onto it once complete.
+
+    Called with the lock held, so leftovers of an interrupted install can go.
+    """
+    for leftover in [final, *final.parent.glob(f".{final.name}-*")]:
+        if leftover.exists():
+            shutil.rmtree(leftover)
     final.parent.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
 
 
 def finish(staging: Path, final: Path) -> None:
     (staging / ".done").touch()
+    staging.chmod(0o755)  # mkdtemp makes it private to this user
     staging.rename(final)
 
 
