@@ -119,6 +119,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("group.max.session.timeout.ms", INT, "1800000"),
         _broker("offsets.topic.num.partitions", INT, "50"),
         _broker("offsets.retention.minutes", INT, "10080"),
+        _broker("offsets.retention.check.interval.ms", L, "600000"),
+        _broker("offset.metadata.max.bytes", INT, "4096"),
         _broker(
             "minibroker.fsync.on.ack",
             B,

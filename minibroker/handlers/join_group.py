@@ -68,7 +68,7 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> Any:
         member_id=request.member_id,
         group_instance_id=request.group_instance_id,
         client_id=ctx.header.client_id,
-        client_host="",
+        client_host=ctx.client_host,
         session_timeout_ms=request.session_timeout_ms,
         rebalance_timeout_ms=rebalance_timeout,
         protocol_type=request.protocol_type,

@@ -18,6 +18,8 @@ class RequestContext:
     broker: Broker
     header: RequestHeader
     listener: Listener
+    client_host: str = ""
+    """The peer's address as Kafka shows it in DescribeGroups ("/127.0.0.1")."""
 
     @property
     def api_version(self) -> int:

@@ -53,7 +53,9 @@ def _error_frame(api_key: int, api_version: int, correlation_id: int) -> bytearr
     return encode_response(api_key, api_version, correlation_id, body)
 
 
-async def dispatch(broker: Broker, frame: bytes, listener: Listener) -> bytearray | None:
+async def dispatch(
+    broker: Broker, frame: bytes, listener: Listener, client_host: str = ""
+) -> bytearray | None:
     """The response frame, None when the request expects none (acks=0 Produce).
 
     Raises MalformedRequest when the connection must be closed.
@@ -69,7 +71,7 @@ async def dispatch(broker: Broker, frame: bytes, listener: Listener) -> bytearra
         raise MalformedRequest(f"{ApiKey.name_of(api_key)} v{api_version} is not enabled")
     header, body_pos = decode_header(view)
     request: Any = decode_body(api_key, api_version, view, body_pos)
-    context = RequestContext(broker, header, listener)
+    context = RequestContext(broker, header, listener, client_host)
     try:
         response = await spec.handler(context, request)
     except MalformedRequest:
