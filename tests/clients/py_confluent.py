@@ -29,6 +29,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    ConfigSource,
     NewPartitions,
     NewTopic,
     OffsetSpec,
@@ -268,7 +269,7 @@ def describe_configs(job: Job) -> Result:
         item["configs"] = {
             name: {
                 "value": entry.value,
-                "source": entry.source.name,
+                "source": ConfigSource(entry.source).name,
                 "read_only": entry.is_read_only,
                 "sensitive": entry.is_sensitive,
             }

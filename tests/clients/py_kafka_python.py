@@ -184,6 +184,14 @@ def metadata(job: Job) -> Result:
     }
 
 
+def answer_error_codes(response: Any) -> list[int]:
+    """kafka-python's admin returns dicts for some calls and response objects for others
+    (create_partitions)."""
+    if isinstance(response, dict):
+        return [answer["error_code"] for answer in response["topics"]]
+    return [answer.error_code for answer in response.results]
+
+
 def per_name(names: list[str], call: Any) -> list[dict[str, Any]]:
     """One admin call per name, so that each name gets its own error."""
     items = []
@@ -191,8 +199,8 @@ def per_name(names: list[str], call: Any) -> list[dict[str, Any]]:
         item: dict[str, Any] = {"name": name}
         try:
             response = call(name)
-            (answer,) = response["topics"] if "topics" in response else response["results"]
-            item.update(error_fields(answer["error_code"]))
+            (error_code,) = answer_error_codes(response)
+            item.update(error_fields(error_code))
         except KafkaError as exc:
             item.update(exception_fields(exc))
         items.append(item)
