@@ -14,19 +14,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from minibroker.records.records import iter_records
-
-from .batch import (
+from minibroker.records.batch import (
+    ATTR_DELETE_HORIZON,
     HEADER_SIZE,
     LOG_OVERHEAD,
+    TIMESTAMP_LOG_APPEND_TIME,
     BatchHeader,
     compute_crc,
-    header_is_plausible,
-    parse_header,
 )
+from minibroker.records.records import iter_records
+
+from .batch import header_is_plausible, parse_header
 from .index import OFFSET_ENTRY, TIME_ENTRY
 
 _INT32_MAX = 2147483647
+_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 _CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
 _CONTROL_KEY = struct.Struct(">hh")
 _END_TXN_VALUE = struct.Struct(">hi")
@@ -77,7 +79,7 @@ def _iter_batches(file: BinaryIO) -> Iterator[tuple[int, BatchHeader, bytes]]:
         if len(head) < HEADER_SIZE:
             return
         header = parse_header(head)
-        if header.length < HEADER_SIZE - LOG_OVERHEAD:
+        if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
             return
         batch = head + file.read(header.size - HEADER_SIZE)
         if len(batch) < header.size:
@@ -96,22 +98,31 @@ def _java_bool(value: bool) -> str:
     return "true" if value else "false"
 
 
+def _timestamp_type(header: BatchHeader) -> str:
+    return "LogAppendTime" if header.timestamp_type == TIMESTAMP_LOG_APPEND_TIME else "CreateTime"
+
+
+def _codec(header: BatchHeader) -> str:
+    codec = header.compression
+    return _CODECS[codec] if codec < len(_CODECS) else f"unknown({codec})"
+
+
 def _batch_line(position: int, header: BatchHeader, batch: bytes) -> str:
     delete_horizon = (
         f"OptionalLong[{header.base_timestamp}]"
-        if header.has_delete_horizon
+        if header.attributes & ATTR_DELETE_HORIZON
         else "OptionalLong.empty"
     )
     return (
         f"baseOffset: {header.base_offset} lastOffset: {header.last_offset} "
-        f"count: {header.record_count} baseSequence: {header.base_sequence} "
+        f"count: {header.records_count} baseSequence: {header.base_sequence} "
         f"lastSequence: {_last_sequence(header)} producerId: {header.producer_id} "
         f"producerEpoch: {header.producer_epoch} "
         f"partitionLeaderEpoch: {header.partition_leader_epoch} "
         f"isTransactional: {_java_bool(header.is_transactional)} "
         f"isControl: {_java_bool(header.is_control)} deleteHorizonMs: {delete_horizon} "
-        f"position: {position} {header.timestamp_type}: {header.max_timestamp} "
-        f"size: {header.size} magic: {header.magic} compresscodec: {header.compression} "
+        f"position: {position} {_timestamp_type(header)}: {header.max_timestamp} "
+        f"size: {header.size} magic: {header.magic} compresscodec: {_codec(header)} "
         f"crc: {header.crc} isvalid: {_java_bool(compute_crc(batch) == header.crc)}"
     )
 
@@ -131,7 +142,7 @@ def _record_lines(header: BatchHeader, batch: bytes, print_data: bool) -> Iterat
         value_size = -1 if record.value is None else len(record.value)
         header_keys = ",".join(key for key, _value in record.headers)
         line = (
-            f"| offset: {record.offset} {header.timestamp_type}: {record.timestamp} "
+            f"| offset: {record.offset} {_timestamp_type(header)}: {record.timestamp} "
             f"keySize: {key_size} valueSize: {value_size} "
             f"sequence: {sequence} headerKeys: [{header_keys}]"
         )

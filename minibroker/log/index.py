@@ -16,7 +16,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from .batch import NO_TIMESTAMP
+from minibroker.records.batch import NO_TIMESTAMP
+
 from .blob import Blob
 
 OFFSET_ENTRY = struct.Struct(">ii")

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from minibroker.records.batch import HEADER_SIZE, LOG_OVERHEAD, NO_TIMESTAMP, BatchHeader
+
 from .batch import (
-    HEADER_SIZE,
-    LOG_OVERHEAD,
-    NO_TIMESTAMP,
-    BatchHeader,
     batch_is_valid,
     header_is_plausible,
+    offset_after,
     offset_and_size,
     parse_header,
 )
@@ -121,7 +120,7 @@ class LogSegment:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += header.size
-        self._next_offset = header.next_offset
+        self._next_offset = offset_after(header)
 
     def on_become_inactive(self) -> None:
         """Index the largest timestamp, as Kafka does when a segment is rolled or closed."""
@@ -222,7 +221,7 @@ class LogSegment:
             if header.max_timestamp > self.max_timestamp:
                 self.max_timestamp = header.max_timestamp
                 self.offset_of_max_timestamp = header.last_offset
-            next_offset = header.next_offset
+            next_offset = offset_after(header)
         self._next_offset = next_offset
 
     def check_indexes(self) -> None:
