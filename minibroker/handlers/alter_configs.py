@@ -12,6 +12,7 @@ Version notes: v1 only changes throttling; v2 is the flexible encoding.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from minibroker.cluster.alter_configs import ConfigOp, OpType, alter_results
@@ -20,32 +21,33 @@ from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
 from minibroker.server.context import RequestContext
 
-_Response = struct_type(ApiKey.AlterConfigs, "response", "AlterConfigsResourceResponse")
 
-
-@handles(ApiKey.AlterConfigs, 0, 2)
-async def handle_alter_configs(ctx: RequestContext, request: Any) -> Any:
+def answer_config_changes(
+    ctx: RequestContext,
+    request: Any,
+    api_key: ApiKey,
+    op_of: Callable[[Any], ConfigOp],
+    incremental: bool,
+) -> Any:
+    """Apply (or, with validate_only, check) each resource's changes; one answer each."""
     resources = [
-        (
-            resource.resource_type,
-            resource.resource_name,
-            [ConfigOp(c.name, OpType.SET, c.value) for c in resource.configs],
-        )
+        (resource.resource_type, resource.resource_name, [op_of(c) for c in resource.configs])
         for resource in request.resources
     ]
     results = alter_results(
         ctx.broker.cluster,
         ctx.broker.node_id,
         resources,
-        incremental=False,
+        incremental=incremental,
         validate_only=request.validate_only,
     )
+    response_type = struct_type(api_key, "response", "AlterConfigsResourceResponse")
     return new_response(
-        ApiKey.AlterConfigs,
+        api_key,
         ctx.api_version,
         throttle_time_ms=0,
         responses=[
-            _Response(
+            response_type(
                 error_code=error,
                 error_message=message,
                 resource_type=resource.resource_type,
@@ -53,4 +55,15 @@ async def handle_alter_configs(ctx: RequestContext, request: Any) -> Any:
             )
             for resource, (error, message) in zip(request.resources, results, strict=True)
         ],
+    )
+
+
+@handles(ApiKey.AlterConfigs, 0, 2)
+async def handle_alter_configs(ctx: RequestContext, request: Any) -> Any:
+    return answer_config_changes(
+        ctx,
+        request,
+        ApiKey.AlterConfigs,
+        lambda config: ConfigOp(config.name, OpType.SET, config.value),
+        incremental=False,
     )

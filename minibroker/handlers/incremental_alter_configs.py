@@ -15,43 +15,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from minibroker.cluster.alter_configs import ConfigOp, alter_results
+from minibroker.cluster.alter_configs import ConfigOp
+from minibroker.handlers.alter_configs import answer_config_changes
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
-from minibroker.protocol.codec import new_response, struct_type
 from minibroker.server.context import RequestContext
-
-_Response = struct_type(ApiKey.IncrementalAlterConfigs, "response", "AlterConfigsResourceResponse")
 
 
 @handles(ApiKey.IncrementalAlterConfigs, 0, 1)
 async def handle_incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
-    resources = [
-        (
-            resource.resource_type,
-            resource.resource_name,
-            [ConfigOp(c.name, c.config_operation, c.value) for c in resource.configs],
-        )
-        for resource in request.resources
-    ]
-    results = alter_results(
-        ctx.broker.cluster,
-        ctx.broker.node_id,
-        resources,
-        incremental=True,
-        validate_only=request.validate_only,
-    )
-    return new_response(
+    return answer_config_changes(
+        ctx,
+        request,
         ApiKey.IncrementalAlterConfigs,
-        ctx.api_version,
-        throttle_time_ms=0,
-        responses=[
-            _Response(
-                error_code=error,
-                error_message=message,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
-            for resource, (error, message) in zip(request.resources, results, strict=True)
-        ],
+        lambda config: ConfigOp(config.name, config.config_operation, config.value),
+        incremental=True,
     )
