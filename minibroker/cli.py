@@ -77,5 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, OSError) as exc:
         print(f"minibroker: {exc}", file=sys.stderr)
         return 2
-    asyncio.run(_serve(config, args.in_memory))
+    try:
+        asyncio.run(_serve(config, args.in_memory))
+    except ConfigError as exc:  # e.g. a TLS keystore that cannot be read
+        print(f"minibroker: {exc}", file=sys.stderr)
+        return 2
     return 0

@@ -61,6 +61,10 @@ def _broker(name: str, type_: ConfigType, default: str | None, doc: str = "") ->
     return ConfigDef(name, type_, default, doc)
 
 
+def _secret(name: str, doc: str = "") -> ConfigDef:
+    return ConfigDef(name, ConfigType.PASSWORD, None, doc, sensitive=True)
+
+
 B, S, INT, L, LI = (
     ConfigType.BOOLEAN,
     ConfigType.STRING,
@@ -77,7 +81,11 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("cluster.id", S, None, "Cluster id; generated and kept in meta.properties."),
         _broker("listeners", LI, "PLAINTEXT://127.0.0.1:9092"),
         _broker("advertised.listeners", LI, None),
-        _broker("listener.security.protocol.map", LI, "PLAINTEXT:PLAINTEXT"),
+        _broker(
+            "listener.security.protocol.map",
+            LI,
+            "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        ),
         _broker("log.dirs", S, None),
         _broker("log.dir", S, "/tmp/kafka-logs"),
         _broker("num.partitions", INT, "1"),
@@ -121,6 +129,24 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("offsets.retention.minutes", INT, "10080"),
         _broker("offsets.retention.check.interval.ms", L, "600000"),
         _broker("offset.metadata.max.bytes", INT, "4096"),
+        _broker("ssl.keystore.type", S, "JKS", "minibroker reads PEM keystores only."),
+        _broker("ssl.keystore.location", S, None),
+        _secret("ssl.keystore.password"),
+        _secret("ssl.keystore.certificate.chain"),
+        _secret("ssl.keystore.key"),
+        _secret("ssl.key.password"),
+        _broker("ssl.truststore.type", S, "JKS", "minibroker reads PEM truststores only."),
+        _broker("ssl.truststore.location", S, None),
+        _secret("ssl.truststore.password"),
+        _secret("ssl.truststore.certificates"),
+        _broker("ssl.client.auth", S, "none"),
+        _broker("ssl.enabled.protocols", LI, "TLSv1.2,TLSv1.3"),
+        _broker(
+            "sasl.enabled.mechanisms",
+            LI,
+            "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            "minibroker's default (Kafka's is GSSAPI, which minibroker does not serve).",
+        ),
         _broker(
             "minibroker.fsync.on.ack",
             B,
@@ -240,6 +266,9 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
             raise ConfigError(f"Invalid value {value} for configuration {name}")
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
 @dataclass(frozen=True)
 class Listener:
     name: str
@@ -305,6 +334,27 @@ class BrokerConfig:
             return self.listeners
         return [Listener.parse(item) for item in text.split(",") if item]
 
+    def listener_value(self, listener_name: str, name: str) -> str | None:
+        """`listener.name.<listener>.<name>` if set, else `<name>` (Kafka's per-listener form)."""
+        prefixed = f"listener.name.{listener_name.lower()}.{name}"
+        if prefixed in self.values:
+            return self.values[prefixed]
+        return self.raw(name)
+
+    def security_protocol(self, listener_name: str) -> str:
+        """PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, from `listener.security.protocol.map`."""
+        for item in self.get_str("listener.security.protocol.map").split(","):
+            name, _, protocol = item.strip().partition(":")
+            if name.strip().upper() == listener_name.upper():
+                protocol = protocol.strip().upper()
+                if protocol not in SECURITY_PROTOCOLS:
+                    raise ConfigError(f"Invalid security protocol {protocol} for {name}")
+                return protocol
+        raise ConfigError(
+            f"No security protocol defined for listener {listener_name} "
+            "(listener.security.protocol.map)"
+        )
+
     @property
     def data_dir(self) -> Path | None:
         text = self.raw("log.dirs") or self.raw("log.dir")
@@ -328,12 +378,29 @@ class BrokerConfig:
         return self.topic_default(name)[0]
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """Java .properties essentials: `key=value` or `key: value`, `#`/`!` comments."""
-    result: dict[str, str] = {}
+def _logical_lines(text: str) -> Iterable[str]:
+    """Physical lines joined where one ends in an odd number of backslashes, as Java does."""
+    pending = ""
     for raw in text.splitlines():
         line = raw.strip()
-        if not line or line[0] in "#!":
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending += line[:-1]
+            continue
+        yield (pending + line).strip()
+        pending = ""
+    if pending:
+        yield pending.strip()
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java .properties essentials: `key=value` or `key: value`, `#`/`!` comments, `\\`
+    line continuations (inline PEM values span lines that way)."""
+    result: dict[str, str] = {}
+    for line in _logical_lines(text):
+        if not line:
             continue
         for index, char in enumerate(line):
             if char in "=:":

@@ -21,6 +21,7 @@ from minibroker.config import BrokerConfig, Listener, new_cluster_id
 from minibroker.groups import GroupCoordinator
 from minibroker.log.checkpoints import META_PROPERTIES, read_properties
 from minibroker.log.manager import LogManager
+from minibroker.security.tls import server_context
 from minibroker.server.connection import BrokerConnection
 from minibroker.txn.producers import ProducerStateManager
 
@@ -54,6 +55,9 @@ class Broker:
         self.producers = ProducerStateManager.from_config(config, self.data_dir)
         self.groups = GroupCoordinator(config, self.cluster)
         self.connections: set[BrokerConnection] = set()
+        self.tls_contexts = {
+            item.name: server_context(config, item.name) for item in config.listeners
+        }
         self.bound: list[BoundListener] = []
         self._servers: list[asyncio.Server] = []
         self._timers: list[asyncio.Task[None]] = []
@@ -74,6 +78,7 @@ class Broker:
                 listener.host,
                 listener.port,
                 reuse_address=True,
+                ssl=self.tls_contexts[listener.name],
             )
             host, port = server.sockets[0].getsockname()[:2]
             self.bound.append(BoundListener(listener, host, port))

@@ -1,0 +1,1 @@
+"""TLS contexts, SASL mechanisms (PLAIN, SCRAM) and the credentials they check."""
