@@ -21,6 +21,7 @@ from minibroker.log.config import LogConfig
 from minibroker.log.manager import LogManager
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.validate import ValidationConfig
+from minibroker.txn.ongoing import OngoingTxns
 
 TOPIC_CONFIGS_FILE = "minibroker-topic-configs.json"
 MAX_TOPIC_NAME_LENGTH = 249
@@ -66,6 +67,7 @@ class Partition:
     log: PartitionLog
     leader_epoch: int = 0
     append_listeners: set[AppendListener] = field(default_factory=set)
+    ongoing_txns: OngoingTxns = field(default_factory=OngoingTxns)
 
     @property
     def high_watermark(self) -> int:
@@ -73,7 +75,7 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.high_watermark
+        return self.ongoing_txns.last_stable_offset(self.high_watermark, self.log.log_start_offset)
 
     def leader_epoch_error(self, current_leader_epoch: int) -> ErrorCode | None:
         """Kafka's answer to a request made for `current_leader_epoch` (-1: unchecked)."""

@@ -6,7 +6,11 @@ offset; the first partition with data gets at least one whole batch even past th
 limits (KIP-74), later ones only whole batches within `max_bytes` and their own
 `partition_max_bytes`. When fewer than `min_bytes` are available the request waits up to
 `max_wait_ms`, woken by appends to its partitions (never by polling). read_committed reads
-stop at the last stable offset. Offsets outside [log start, high watermark] get
+(isolation level 1) stop at the last stable offset (a batch boundary, so the stored bytes are
+still served whole) and list the aborted transactions overlapping the returned range, from the
+segments' `.txnindex` (Kafka's `LocalLog.collectAbortedTransactions`): an empty list when there
+are none, null for read_uncommitted. Control batches are served like data; clients skip
+them. Offsets outside [log start, high watermark] get
 OFFSET_OUT_OF_RANGE; a leader epoch newer than ours gets UNKNOWN_LEADER_EPOCH, an older one
 FENCED_LEADER_EPOCH.
 
@@ -29,10 +33,14 @@ from minibroker.log import OffsetOutOfRange
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
 from minibroker.protocol.errors import ErrorCode
+from minibroker.records.batch import BatchHeader
 from minibroker.server.context import RequestContext
 
 _Topic = struct_type(ApiKey.Fetch, "response", "FetchableTopicResponse")
 _Partition = struct_type(ApiKey.Fetch, "response", "FetchableTopicResponse", "PartitionData")
+_AbortedTxn = struct_type(
+    ApiKey.Fetch, "response", "FetchableTopicResponse", "PartitionData", "AbortedTransaction"
+)
 _BATCH_LENGTH = struct.Struct(">i")
 _BATCH_LENGTH_OFFSET = 8
 _BATCH_OVERHEAD = 12
@@ -50,6 +58,21 @@ class PartitionRead:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: bytes = b""
+    fetch_offset: int = 0
+    read_committed: bool = False
+    partition: Partition | None = None
+
+    def aborted_transactions(self) -> list[Any] | None:
+        if not self.read_committed:
+            return None
+        partition = self.partition
+        if partition is None or not self.records:
+            return []
+        upper_bound = offset_after_batches(self.records)
+        return [
+            _AbortedTxn(producer_id=txn.producer_id, first_offset=txn.first_offset)
+            for txn in partition.log.collect_aborted_txns(self.fetch_offset, upper_bound)
+        ]
 
     def entry(self) -> Any:
         return _Partition(
@@ -58,7 +81,7 @@ class PartitionRead:
             high_watermark=self.high_watermark,
             last_stable_offset=self.last_stable_offset,
             log_start_offset=self.log_start_offset,
-            aborted_transactions=None,
+            aborted_transactions=self.aborted_transactions(),
             preferred_read_replica=-1,
             records=self.records,
         )
@@ -76,6 +99,18 @@ def whole_batches_within(data: bytes, limit: int) -> bytes:
     return data[:end]
 
 
+def offset_after_batches(data: bytes) -> int:
+    """The offset after the last whole batch in `data` (header fields only)."""
+    start = 0
+    while True:
+        (length,) = _BATCH_LENGTH.unpack_from(data, start + _BATCH_LENGTH_OFFSET)
+        next_start = start + _BATCH_OVERHEAD + length
+        if next_start >= len(data):
+            break
+        start = next_start
+    return BatchHeader.parse(data, start).last_offset + 1
+
+
 def _read_partition(
     ctx: RequestContext, topic: str, wanted: Any, budget: int, read_committed: bool
 ) -> PartitionRead:
@@ -86,13 +121,13 @@ def _read_partition(
         return result
     log = partition.log
     result.high_watermark = partition.high_watermark
-    result.last_stable_offset = partition.last_stable_offset
+    result.last_stable_offset = last_stable_offset = partition.last_stable_offset
     result.log_start_offset = log.log_start_offset
     epoch_error = partition.leader_epoch_error(wanted.current_leader_epoch)
     if epoch_error is not None:
         result.error = epoch_error
         return result
-    upper = partition.last_stable_offset if read_committed else partition.high_watermark
+    upper = last_stable_offset if read_committed else partition.high_watermark
     if wanted.fetch_offset > partition.high_watermark:
         result.error = ErrorCode.OFFSET_OUT_OF_RANGE
         return result
@@ -103,6 +138,9 @@ def _read_partition(
         result.error = ErrorCode.OFFSET_OUT_OF_RANGE
         return result
     result.records = data
+    result.fetch_offset = wanted.fetch_offset
+    result.read_committed = read_committed
+    result.partition = partition
     return result
 
 

@@ -4,7 +4,9 @@ Behaviour: timestamp -2 (earliest) gives the log start offset, -1 (latest) the h
 watermark (the last stable offset for read_committed), -3 (max timestamp, v7+) the record
 with the largest timestamp, and any other timestamp the first record whose timestamp is at
 or after it — found through `.timeindex`, then inside that batch — or offset -1 with
-timestamp -1 when there is none. The leader epoch is this node's (0). A current leader
+timestamp -1 when there is none. As in Kafka's `ReplicaManager.fetchOffset`, a record found
+at or after the last fetchable offset (the last stable offset for read_committed, else the
+high watermark) is answered as none found. The leader epoch is this node's (0). A current leader
 epoch newer than ours gets UNKNOWN_LEADER_EPOCH, an older one FENCED_LEADER_EPOCH.
 
 Version notes: v0 (old-style offsets) is not served; isolation level is v2+; leader epochs
@@ -58,12 +60,14 @@ def offset_for(partition: Partition, timestamp: int, read_committed: bool) -> tu
     log = partition.log
     if timestamp == EARLIEST:
         return log.log_start_offset, -1
+    last_fetchable = partition.last_stable_offset if read_committed else partition.high_watermark
     if timestamp == LATEST:
-        end = partition.last_stable_offset if read_committed else partition.high_watermark
-        return end, -1
+        return last_fetchable, -1
     if timestamp == MAX_TIMESTAMP:
-        return _max_timestamp(log.batch_with_max_timestamp())
-    return _first_at_or_after(log.batch_for_timestamp(timestamp), timestamp)
+        found = _max_timestamp(log.batch_with_max_timestamp())
+    else:
+        found = _first_at_or_after(log.batch_for_timestamp(timestamp), timestamp)
+    return NOT_FOUND if found[0] >= last_fetchable else found
 
 
 def _partition_entry(ctx: RequestContext, topic: str, wanted: Any, read_committed: bool) -> Any:

@@ -6,6 +6,7 @@ import uuid
 from typing import Protocol
 
 from .config import LogConfig
+from .txnindex import AbortedTxn
 
 
 class OffsetOutOfRange(Exception):
@@ -51,6 +52,16 @@ class PartitionLog(Protocol):
         ...
 
     def batch_with_max_timestamp(self) -> bytes | None: ...
+
+    def append_aborted_txn(
+        self, producer_id: int, first_offset: int, last_offset: int, last_stable_offset: int
+    ) -> None:
+        """Index an aborted transaction whose ABORT marker was just appended (`.txnindex`)."""
+        ...
+
+    def collect_aborted_txns(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start_offset, upper_bound_offset)."""
+        ...
 
     def roll(self, now_ms: int) -> None:
         """Start a new segment at the log end (no-op if the active segment is empty)."""

@@ -29,7 +29,13 @@ class MemoryPartitionLog(SegmentedLog):
 
     def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
         return LogSegment(
-            base_offset, MemoryBlob(), MemoryBlob(), MemoryBlob(), self.config, now_ms=now_ms
+            base_offset,
+            MemoryBlob(),
+            MemoryBlob(),
+            MemoryBlob(),
+            MemoryBlob(),
+            self.config,
+            now_ms=now_ms,
         )
 
     def _segments_changed(self) -> None:

@@ -22,7 +22,8 @@ from .segmented import SegmentedLog, wall_clock_ms
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
-SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+TXN_INDEX_SUFFIX = ".txnindex"
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 _LEFTOVER_SUFFIXES = (".tmp", ".deleted", ".cleaned", ".swap")
 
 logger = logging.getLogger(__name__)
@@ -92,7 +93,8 @@ class FilePartitionLog(SegmentedLog):
     ) -> FilePartitionLog:
         """Open an existing partition directory. After an unclean shutdown every segment from
         the one holding the recovery point is re-checked batch by batch and re-indexed; any
-        segment whose index is missing or inconsistent is re-indexed too."""
+        segment whose index is missing or inconsistent is re-indexed too. Transaction indexes
+        are rebuilt from the first segment re-checked or whose `.txnindex` is missing or torn."""
         now = wall_clock_ms() if now_ms is None else now_ms
         log = cls(directory, topic, partition, topic_id, config, pool, now)
         log._load_segments(now, recovery_point, clean_shutdown)
@@ -118,9 +120,13 @@ class FilePartitionLog(SegmentedLog):
         if not clean_shutdown:
             first_unflushed = self._segment_index_for(recovery_point)
         position = 0
+        first_txn_rebuild: int | None = None
         while position < len(self._segments):
             segment = self._segments[position]
-            if position >= first_unflushed or not self._indexes_are_sound(segment):
+            recover = position >= first_unflushed or not self._indexes_are_sound(segment)
+            if first_txn_rebuild is None and (recover or not self._txn_index_is_sound(segment)):
+                first_txn_rebuild = position
+            if recover:
                 truncated = segment.recover()
                 if truncated:
                     logger.warning(
@@ -132,6 +138,8 @@ class FilePartitionLog(SegmentedLog):
                     )
                     self._delete_segments_after(position)
             position += 1
+        if first_txn_rebuild is not None:
+            self.rebuild_txn_indexes(first_txn_rebuild)
 
     def _scan_directory(self) -> list[int]:
         """Base offsets of the segments present; removes leftovers and orphan index files."""
@@ -145,7 +153,10 @@ class FilePartitionLog(SegmentedLog):
             segment_file_name(base, suffix) for base in base_offsets for suffix in SEGMENT_SUFFIXES
         }
         for name in names:
-            orphan_index = name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and name not in wanted
+            orphan_index = (
+                name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX))
+                and name not in wanted
+            )
             if orphan_index or name.endswith(_LEFTOVER_SUFFIXES):
                 (self.directory / name).unlink(missing_ok=True)
         return base_offsets
@@ -159,6 +170,7 @@ class FilePartitionLog(SegmentedLog):
             FileBlob(
                 self.directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX), self._pool
             ),
+            FileBlob(self.directory / segment_file_name(base_offset, TXN_INDEX_SUFFIX), self._pool),
             self.config,
             now_ms=now_ms,
             last_modified_ms=log_path.stat().st_mtime_ns // 1_000_000,
@@ -179,6 +191,26 @@ class FilePartitionLog(SegmentedLog):
             return False
         return True
 
+    def _txn_index_is_sound(self, segment: LogSegment) -> bool:
+        if not segment.txn_index.blob.exists():
+            logger.warning(
+                "%s: rebuilding missing transaction index of %d",
+                self.directory,
+                segment.base_offset,
+            )
+            return False
+        try:
+            segment.txn_index.check()
+        except CorruptIndexError as error:
+            logger.warning(
+                "%s: rebuilding transaction index of %d: %s",
+                self.directory,
+                segment.base_offset,
+                error,
+            )
+            return False
+        return True
+
     def _delete_segments_after(self, position: int) -> None:
         while len(self._segments) > position + 1:
             self._segments.pop().delete()
@@ -194,8 +226,10 @@ class FilePartitionLog(SegmentedLog):
         ]
         for blob in blobs:
             blob.truncate(0)
-        log, offset_index, time_index = blobs
-        return LogSegment(base_offset, log, offset_index, time_index, self.config, now_ms=now_ms)
+        log, offset_index, time_index, txn_index = blobs
+        return LogSegment(
+            base_offset, log, offset_index, time_index, txn_index, self.config, now_ms=now_ms
+        )
 
     def _segments_changed(self) -> None:
         self._directory_dirty = True

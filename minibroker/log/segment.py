@@ -1,4 +1,5 @@
-"""LogSegment: one `.log` with its `.index` and `.timeindex`, as Kafka's LogSegment keeps them."""
+"""LogSegment: one `.log` with its `.index`, `.timeindex` and `.txnindex`, as Kafka's LogSegment
+keeps them."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from .batch import (
 from .blob import Blob
 from .config import LogConfig
 from .index import OffsetIndex, TimeIndex
+from .txnindex import TransactionIndex
 
 _SCAN_CHUNK = 16384
 _RECOVERY_CHUNK = 1 << 20
@@ -37,6 +39,7 @@ class LogSegment:
         log: Blob,
         offset_index: Blob,
         time_index: Blob,
+        txn_index: Blob,
         config: LogConfig,
         *,
         now_ms: int,
@@ -46,6 +49,7 @@ class LogSegment:
         self.log = log
         self.offset_index = OffsetIndex(offset_index, base_offset, config.segment_index_bytes)
         self.time_index = TimeIndex(time_index, base_offset, config.segment_index_bytes)
+        self.txn_index = TransactionIndex(txn_index, base_offset)
         self.index_interval_bytes = config.index_interval_bytes
         self.created_ms = now_ms
         self.last_modified_ms = now_ms if last_modified_ms is None else last_modified_ms
@@ -206,6 +210,7 @@ class LogSegment:
         self.log.truncate(position)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.bytes_since_last_index_entry = 0
         if position == 0:
             self._rolling_base_timestamp = None
@@ -285,8 +290,10 @@ class LogSegment:
         self.log.flush()
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def delete(self) -> None:
         self.log.delete()
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()

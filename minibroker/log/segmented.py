@@ -16,6 +16,7 @@ from .base import OffsetOutOfRange, RecordBatchTooLarge
 from .batch import parse_header, stamp
 from .config import LogConfig
 from .segment import LogSegment
+from .txnindex import AbortedTxn, AbortedTxnTracker
 
 
 def wall_clock_ms() -> int:
@@ -145,6 +146,40 @@ class SegmentedLog(ABC):
             if best is None or segment.max_timestamp > best.max_timestamp:
                 best = segment
         return None if best is None else best.batch_with_max_timestamp()
+
+    # -- aborted transactions ------------------------------------------------------------------
+
+    def append_aborted_txn(
+        self, producer_id: int, first_offset: int, last_offset: int, last_stable_offset: int
+    ) -> None:
+        self._active.txn_index.append(
+            AbortedTxn(producer_id, first_offset, last_offset, last_stable_offset)
+        )
+
+    def collect_aborted_txns(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """Kafka's `LocalLog.collectAbortedTransactions`: from the segment holding
+        `start_offset`, until an entry's last stable offset reaches `upper_bound_offset`."""
+        found: list[AbortedTxn] = []
+        for segment in self._segments[self._segment_index_for(start_offset) :]:
+            txns, complete = segment.txn_index.collect(start_offset, upper_bound_offset)
+            found += txns
+            if complete:
+                break
+        return found
+
+    def rebuild_txn_indexes(self, first_position: int = 0) -> None:
+        """Recompute the `.txnindex` of every segment from `first_position` on, replaying the
+        batch headers from the oldest segment (a transaction may start segments earlier)."""
+        tracker = AbortedTxnTracker()
+        for position, segment in enumerate(self._segments):
+            aborted = []
+            for batch_position, header in segment.iter_headers(0):
+                batch = segment.read_batch_at(batch_position, header) if header.is_control else None
+                txn = tracker.on_batch(header, batch)
+                if txn is not None:
+                    aborted.append(txn)
+            if position >= first_position:
+                segment.txn_index.reset(aborted)
 
     # -- truncation, deletion, retention -------------------------------------------------------
 

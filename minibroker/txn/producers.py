@@ -19,14 +19,22 @@ Per (partition, producer id) it keeps the current epoch and the metadata of the 
    accepted at any sequence: Kafka dropped UNKNOWN_PRODUCER_ID with KIP-360.
 7. A non-transactional batch while the producer has an open transaction: INVALID_TXN_STATE.
 
-`record_append` runs after the append. State survives restarts: `close()` writes Kafka's
-`<offset>.snapshot` file into each partition directory at the log end offset; `rebuild()` loads
-the newest snapshot whose offset lies in [log start, log end] and replays the batch headers
-after it, or replays the whole log when there is none (after a crash). Retention and
-DeleteRecords keep producer state, as Kafka does; producers whose last batch timestamp is older
-than `producer.id.expiration.ms` (and that have no open transaction) are forgotten, checked every
-`producer.id.expiration.check.interval.ms`. After a log truncation call `reload(partition)`;
-after deleting a topic call `forget(partition)` for each of its partitions.
+`record_append` runs after the append; a producer's first transactional batch on a partition
+opens its transaction there (the partition's `ongoing_txns`, which give the last stable offset).
+COMMIT/ABORT markers (`txn/markers.py`) are checked by `check_end_txn_marker` (an older producer
+epoch: INVALID_PRODUCER_EPOCH; an older coordinator epoch: TRANSACTION_COORDINATOR_FENCED, as
+`ProducerAppendInfo.appendEndTxnMarker`) and recorded by `record_end_txn_marker`, which closes
+the transaction and answers what Kafka's transaction index needs of it.
+
+State survives restarts: `close()` writes Kafka's `<offset>.snapshot` file into each partition
+directory at the log end offset; `rebuild()` loads the newest snapshot whose offset lies in
+[log start, log end] and replays the batch headers after it, or replays the whole log when there
+is none (after a crash); open transactions, and so the last stable offset, come back with it.
+Retention and DeleteRecords keep producer state, as Kafka does; producers whose last batch
+timestamp is older than `producer.id.expiration.ms` (and that have no open transaction) are
+forgotten, checked every `producer.id.expiration.check.interval.ms`. After a log truncation
+call `reload(partition)`; after deleting a topic call `forget(partition)` for each of its
+partitions.
 
 InitProducerId follows `KafkaApis.handleInitProducerIdRequest` and
 `TransactionCoordinator.handleInitProducerId`: a null transactional id always gets a new
@@ -50,6 +58,7 @@ from typing import TYPE_CHECKING, Protocol
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.batch import BatchHeader, Buffer, split_batches
 from minibroker.txn.markers import read_end_txn_marker
+from minibroker.txn.ongoing import OngoingTxns
 from minibroker.txn.producer_ids import ProducerIdGenerator
 from minibroker.txn.snapshot import (
     CorruptSnapshotError,
@@ -133,6 +142,9 @@ class PartitionView(Protocol):
 
     @property
     def log(self) -> PartitionLogView: ...
+
+    @property
+    def ongoing_txns(self) -> OngoingTxns: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +269,18 @@ class AppendCheck:
 
 
 APPEND = AppendCheck()
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction that a marker ended on one partition (Kafka's CompletedTxn), with the last
+    stable offset right after it, as its aborted-transaction index entry records."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+    last_stable_offset: int
 
 
 def check_sequence(
@@ -387,7 +411,7 @@ class ProducerStateManager:
         `timestamp` is the stored batch's max timestamp (the append time for LogAppendTime)."""
         table = self._table(partition)
         if batch.producer_id > NO_PRODUCER_ID:
-            self._apply_data_batch(
+            entry = self._apply_data_batch(
                 table,
                 batch.producer_id,
                 batch.producer_epoch,
@@ -397,7 +421,34 @@ class ProducerStateManager:
                 timestamp,
                 batch.is_transactional,
             )
+            if entry.current_txn_first_offset is not None:
+                partition.ongoing_txns.begin(batch.producer_id, entry.current_txn_first_offset)
         self._maybe_expire()
+
+    def check_end_txn_marker(
+        self,
+        partition: PartitionView,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+    ) -> AppendCheck:
+        """Kafka's checks on a COMMIT/ABORT marker written by the transaction coordinator."""
+        entry = self._table(partition).get(producer_id)
+        if entry is None:
+            return APPEND
+        if producer_epoch < entry.producer_epoch:
+            return AppendCheck(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                f"Epoch of producer {producer_id} is {producer_epoch}, which is smaller than the "
+                f"last seen epoch {entry.producer_epoch}",
+            )
+        if coordinator_epoch < entry.coordinator_epoch:
+            return AppendCheck(
+                ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                f"Invalid coordinator epoch for producerId {producer_id}: {coordinator_epoch} "
+                f"(zombie), {entry.coordinator_epoch} (current)",
+            )
+        return APPEND
 
     def record_end_txn_marker(
         self,
@@ -406,11 +457,29 @@ class ProducerStateManager:
         producer_epoch: int,
         coordinator_epoch: int,
         timestamp: int,
-    ) -> None:
-        """A COMMIT/ABORT marker was written for the producer: its transaction is over."""
+        *,
+        marker_offset: int,
+        commit: bool,
+    ) -> CompletedTxn | None:
+        """A COMMIT/ABORT marker was written at `marker_offset`: the producer's transaction on
+        the partition is over. None if it had written nothing there (Kafka indexes no such
+        transaction)."""
         table = self._table(partition)
         entry = table.setdefault(producer_id, ProducerStateEntry(producer_id))
+        first_offset = entry.current_txn_first_offset
         entry.end_transaction(producer_epoch, coordinator_epoch, timestamp)
+        ongoing = partition.ongoing_txns
+        next_open = ongoing.first_offset_excluding(producer_id)
+        ongoing.complete(producer_id)
+        if first_offset is None:
+            return None
+        return CompletedTxn(
+            producer_id,
+            first_offset,
+            marker_offset,
+            not commit,
+            marker_offset + 1 if next_open is None else next_open,
+        )
 
     def active_producers(self, partition: PartitionView) -> Mapping[int, ProducerStateEntry]:
         return self._table(partition)
@@ -425,7 +494,7 @@ class ProducerStateManager:
         last_offset: int,
         timestamp: int,
         is_transactional: bool,
-    ) -> None:
+    ) -> ProducerStateEntry:
         entry = table.setdefault(producer_id, ProducerStateEntry(producer_id))
         offset_delta = last_offset - base_offset
         last_seq = increment_sequence(base_sequence, offset_delta)
@@ -434,6 +503,7 @@ class ProducerStateManager:
         )
         if is_transactional and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = base_offset
+        return entry
 
     def _table(self, partition: PartitionView) -> ProducerTable:
         table = self._tables.get(partition)
@@ -488,6 +558,13 @@ class ProducerStateManager:
             if loaded is not None:
                 replay_from = loaded
         self._replay(partition.log, table, replay_from)
+        partition.ongoing_txns.reset(
+            {
+                producer_id: entry.current_txn_first_offset
+                for producer_id, entry in table.items()
+                if entry.current_txn_first_offset is not None
+            }
+        )
 
     def forget(self, partition: PartitionView) -> None:
         """Drop a deleted partition's state (its directory is gone; nothing is written)."""

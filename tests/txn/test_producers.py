@@ -20,6 +20,7 @@ from minibroker.records.batch import (
     write_crc,
 )
 from minibroker.records.records import build_control_batch
+from minibroker.txn.ongoing import OngoingTxns
 from minibroker.txn.producer_ids import BLOCK_FILE, PRODUCER_ID_BLOCK_SIZE
 from minibroker.txn.producers import (
     INT32_MAX,
@@ -108,6 +109,7 @@ class Partition:
     topic: str = "events"
     index: int = 0
     log: MemoryLog = field(default_factory=MemoryLog)
+    ongoing_txns: OngoingTxns = field(default_factory=OngoingTxns)
 
 
 class Producer:
@@ -276,7 +278,9 @@ def test_new_epoch_must_start_at_sequence_zero(producer: Producer) -> None:
 def test_non_transactional_write_during_a_transaction(producer: Producer) -> None:
     producer.send(Batch(is_transactional=True))
     assert producer.send(Batch(base_sequence=1)) == ErrorCode.INVALID_TXN_STATE
-    producer.manager.record_end_txn_marker(producer.partition, PID, 0, 0, NOW_MS)
+    producer.manager.record_end_txn_marker(
+        producer.partition, PID, 0, 0, NOW_MS, marker_offset=1, commit=True
+    )
     assert producer.send(Batch(base_sequence=1)) == appended(1)
 
 
