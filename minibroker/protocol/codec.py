@@ -17,7 +17,10 @@ from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
 
+from minibroker.protocol import decoder_limits
 from minibroker.protocol.api_keys import ApiKey
+
+decoder_limits.install()
 
 _KEY_VERSION_CORRELATION = struct.Struct(">hhi")
 _INT16 = struct.Struct(">h")
