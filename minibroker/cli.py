@@ -60,11 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     healthcheck.add_parser(sub)
     dump = sub.add_parser("dump-log", help="print .log/.index/.timeindex files", add_help=False)
     dump.add_argument("rest", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
-    if args.command == "dump-log":
+    arguments = sys.argv[1:] if argv is None else argv
+    if arguments[:1] == ["dump-log"]:
+        # Its options come first, as in kafka-dump-log.sh; REMAINDER would refuse them there.
         from minibroker.log.dump import dump_log_main
 
-        return dump_log_main(args.rest)
+        return dump_log_main(arguments[1:])
+    args = parser.parse_args(arguments)
     if args.command == "healthcheck":
         return healthcheck.main(args)
     logging.basicConfig(
