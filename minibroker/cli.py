@@ -1,4 +1,5 @@
-"""`minibroker serve` runs a broker, `dump-log` prints segments, `healthcheck` probes one."""
+"""`minibroker serve` runs a broker (or, with --nodes N, an in-process cluster of N nodes on
+consecutive ports and node ids), `dump-log` prints segments, `healthcheck` probes one."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 from pathlib import Path
 
 from minibroker import healthcheck
-from minibroker.config import BrokerConfig, ConfigError, load_config, parse_overrides
+from minibroker.config import BrokerConfig, ConfigError, Listener, load_config, parse_overrides
 
 
 def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,7 +25,41 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     serve.add_argument("--advertised", metavar="HOST:PORT", help="address told to clients")
     serve.add_argument("--data-dir", type=Path, help="log.dirs")
     serve.add_argument("--in-memory", action="store_true", help="keep logs in memory only")
+    serve.add_argument(
+        "--nodes",
+        type=_positive,
+        default=1,
+        help="run an in-process cluster of N nodes on consecutive ports and node ids",
+    )
     serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _shifted(listeners: list[Listener], offset: int) -> str:
+    """The listeners with every non-zero port moved up by `offset` (0 stays: any port)."""
+    return ",".join(
+        f"{item.name}://{item.host}:{item.port + offset if item.port else 0}" for item in listeners
+    )
+
+
+def node_configs(config: BrokerConfig, nodes: int) -> list[BrokerConfig]:
+    """One config per node: node ids and listener ports consecutive from the given ones."""
+    configs = [config]
+    for offset in range(1, nodes):
+        values = {
+            "node.id": str(config.node_id + offset),
+            "listeners": _shifted(config.listeners, offset),
+        }
+        if config.raw("advertised.listeners"):
+            values["advertised.listeners"] = _shifted(config.advertised_listeners, offset)
+        configs.append(config.with_values(**values))
+    return configs
 
 
 def serve_config(args: argparse.Namespace) -> BrokerConfig:
@@ -38,19 +73,24 @@ def serve_config(args: argparse.Namespace) -> BrokerConfig:
     return load_config(args.config, settings, os.environ)
 
 
-async def _serve(config: BrokerConfig, in_memory: bool) -> None:
+async def _serve(config: BrokerConfig, in_memory: bool, nodes: int = 1) -> None:
     from minibroker.server.broker import Broker
 
-    broker = Broker(config, in_memory=in_memory)
-    await broker.start()
+    first, *others = node_configs(config, nodes)
+    broker = Broker(first, in_memory=in_memory)
+    brokers = [broker, *(Broker(other, shared_with=broker) for other in others)]
+    for node in brokers:
+        await node.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    print(f"minibroker ready on {broker.bootstrap_servers}", flush=True)
+    addresses = ",".join(node.bootstrap_servers for node in brokers)
+    print(f"minibroker ready on {addresses}", flush=True)
     await stop.wait()
     logging.getLogger(__name__).info("stopping")
-    await broker.stop()
+    for node in reversed(brokers):
+        await node.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"minibroker: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(_serve(config, args.in_memory))
+        asyncio.run(_serve(config, args.in_memory, args.nodes))
     except ConfigError as exc:  # e.g. a TLS keystore that cannot be read
         print(f"minibroker: {exc}", file=sys.stderr)
         return 2

@@ -38,6 +38,8 @@ def _error(
     cluster = ctx.broker.cluster
     if partition is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if (not_leader := ctx.leader_error(partition)) is not None:
+        return not_leader
     found = cluster.topics[topic]
     if found.internal:
         return ErrorCode.INVALID_TOPIC_EXCEPTION

@@ -1,7 +1,8 @@
 """DescribeCluster (key 60), versions 0-1.
 
-Behaviour: this node is the only broker (at the address advertised on the listener the
-request came in on) and, as KRaft brokers answer, the controller id. Cluster authorized
+Behaviour: the brokers are the live nodes (one, unless this is an in-process cluster), at
+the addresses advertised on the listener the request came in on, and, as KRaft brokers
+answer, the controller id is one of them (the lowest). Cluster authorized
 operations, when asked for, are every operation Kafka defines on a cluster (there is no
 authorizer); otherwise INT32_MIN, Kafka's "not requested".
 
@@ -66,7 +67,10 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
             brokers=[],
             authorized_operations=None,
         )
-    host, port = ctx.broker.advertised_endpoint(ctx.listener)
+    brokers = []
+    for node in ctx.broker.nodes.live_brokers():
+        host, port = node.advertised_endpoint(ctx.listener)
+        brokers.append(_Broker(broker_id=node.node_id, host=host, port=port, rack=None))
     operations = set(AclOperation) if request.include_cluster_authorized_operations else None
     return new_response(
         ApiKey.DescribeCluster,
@@ -76,7 +80,7 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
         error_message=None,
         endpoint_type=EndpointType.BROKER,
         cluster_id=ctx.broker.cluster_id,
-        controller_id=ctx.broker.node_id,
-        brokers=[_Broker(broker_id=ctx.broker.node_id, host=host, port=port, rack=None)],
+        controller_id=ctx.broker.nodes.controller_id(),
+        brokers=brokers,
         authorized_operations=operations,
     )

@@ -119,6 +119,9 @@ def _read_partition(
     if partition is None:
         result.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return result
+    if (not_leader := ctx.leader_error(partition)) is not None:
+        result.error = not_leader
+        return result
     log = partition.log
     result.high_watermark = partition.high_watermark
     result.last_stable_offset = last_stable_offset = partition.last_stable_offset

@@ -1,6 +1,8 @@
 """FindCoordinator (key 10), versions 0-6.
 
-Behaviour: this node coordinates every group and every transactional id. A group lookup
+Behaviour: a single broker coordinates every group and every transactional id; in an
+in-process cluster, the node `Nodes.coordinator_for` names (the cluster's coordinator node,
+or the one set for that key). A group lookup
 creates `__consumer_offsets` if it does not exist yet, as Kafka does. Key types other than
 GROUP (0) and TRANSACTION (1) get INVALID_REQUEST.
 
@@ -25,14 +27,15 @@ TRANSACTION_KEY_TYPE = 1
 BATCHED_FROM_VERSION = 4
 
 
-def _lookup(ctx: RequestContext, key_type: int) -> tuple[ErrorCode, int, str, int]:
+def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, int, str, int]:
     """(error, node id, host, port) for one key."""
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return ErrorCode.INVALID_REQUEST, -1, "", -1
     if key_type == GROUP_KEY_TYPE:
         ctx.broker.groups.ensure_offsets_topic()
-    host, port = ctx.broker.advertised_endpoint(ctx.listener)
-    return ErrorCode.NO_ERROR, ctx.broker.node_id, host, port
+    coordinator = ctx.broker.nodes.broker(ctx.broker.nodes.coordinator_for(key_type, key))
+    host, port = coordinator.advertised_endpoint(ctx.listener)
+    return ErrorCode.NO_ERROR, coordinator.node_id, host, port
 
 
 def _message(error: ErrorCode) -> str | None:
@@ -45,7 +48,7 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= BATCHED_FROM_VERSION:
         coordinators = []
         for key in request.coordinator_keys:
-            error, node_id, host, port = _lookup(ctx, key_type)
+            error, node_id, host, port = _lookup(ctx, key_type, key)
             coordinators.append(
                 _Coordinator(
                     key=key,
@@ -59,7 +62,7 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
         return new_response(
             ApiKey.FindCoordinator, ctx.api_version, throttle_time_ms=0, coordinators=coordinators
         )
-    error, node_id, host, port = _lookup(ctx, key_type)
+    error, node_id, host, port = _lookup(ctx, key_type, request.key)
     return new_response(
         ApiKey.FindCoordinator,
         ctx.api_version,

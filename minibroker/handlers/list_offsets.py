@@ -76,7 +76,9 @@ def _partition_entry(ctx: RequestContext, topic: str, wanted: Any, read_committe
     if partition is None:
         error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     else:
-        error = partition.leader_epoch_error(wanted.current_leader_epoch)
+        error = partition.leader_epoch_error(wanted.current_leader_epoch) or ctx.leader_error(
+            partition
+        )
     if wanted.timestamp < MAX_TIMESTAMP and error is None:
         error = ErrorCode.UNSUPPORTED_VERSION
     if error is not None or partition is None:

@@ -1,11 +1,13 @@
 """Metadata (key 3), versions 0-12.
 
-Behaviour: this node is every partition's leader, only replica and only ISR member, and the
-controller. Topic ids are stable, non-zero UUIDs kept in `partition.metadata`. Unknown
-topics are created with `num.partitions` when `auto.create.topics.enable` is true and the
-request allows it (v4+; always allowed before), otherwise UNKNOWN_TOPIC_OR_PARTITION;
-illegal names get INVALID_TOPIC_EXCEPTION. Topics requested by id only (v12) that we don't
-know get UNKNOWN_TOPIC_ID.
+Behaviour: every partition has one replica, its leader; a single broker leads every
+partition and is the controller. In an in-process cluster (minibroker.testing) the brokers
+are the live nodes, each partition's leader is the node `Nodes.leader_of` says (with its
+leader epoch) and the controller is the lowest live node id. Topic ids are stable, non-zero
+UUIDs kept in `partition.metadata`. Unknown topics are created with `num.partitions` when
+`auto.create.topics.enable` is true and the request allows it (v4+; always allowed before),
+otherwise UNKNOWN_TOPIC_OR_PARTITION; illegal names get INVALID_TOPIC_EXCEPTION. Topics
+requested by id only (v12) that we don't know get UNKNOWN_TOPIC_ID.
 
 Version notes: the topic list means "all topics" when it is empty at v0 and when it is null
 at v1+; an empty list at v1+ means none. Authorized operations are not computed
@@ -38,7 +40,8 @@ def _wants_all_topics(ctx: RequestContext, request: Any) -> bool:
     return request.topics is None
 
 
-def _topic_entry(topic: Topic, node_id: int) -> Any:
+def _topic_entry(ctx: RequestContext, topic: Topic) -> Any:
+    leader_of = ctx.broker.nodes.leader_of
     return _Topic(
         error_code=ErrorCode.NO_ERROR,
         name=topic.name,
@@ -48,10 +51,10 @@ def _topic_entry(topic: Topic, node_id: int) -> Any:
             _Partition(
                 error_code=ErrorCode.NO_ERROR,
                 partition_index=partition.index,
-                leader_id=node_id,
+                leader_id=leader_of(partition),
                 leader_epoch=partition.leader_epoch,
-                replica_nodes=[node_id],
-                isr_nodes=[node_id],
+                replica_nodes=[leader_of(partition)],
+                isr_nodes=[leader_of(partition)],
                 offline_replicas=[],
             )
             for partition in topic.partitions
@@ -74,7 +77,7 @@ def _error_entry(name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> Any
 def _find_or_create(ctx: RequestContext, cluster: Cluster, name: str, allow_create: bool) -> Any:
     topic = cluster.topics.get(name)
     if topic is not None:
-        return _topic_entry(topic, ctx.broker.node_id)
+        return _topic_entry(ctx, topic)
     try:
         check_topic_name(name)
     except TopicError as exc:
@@ -86,7 +89,7 @@ def _find_or_create(ctx: RequestContext, cluster: Cluster, name: str, allow_crea
         topic = cluster.create_topic(name, config.get_int("num.partitions"))
     except TopicError as exc:
         return _error_entry(name, _NULL_TOPIC_ID, exc.error_code)
-    return _topic_entry(topic, ctx.broker.node_id)
+    return _topic_entry(ctx, topic)
 
 
 def _requested_topics(ctx: RequestContext, request: Any) -> list[Any]:
@@ -98,7 +101,7 @@ def _requested_topics(ctx: RequestContext, request: Any) -> list[Any]:
         if wanted.name is None and topic_id not in (None, _NULL_TOPIC_ID):
             topic = cluster.topics_by_id.get(topic_id)
             entries.append(
-                _topic_entry(topic, ctx.broker.node_id)
+                _topic_entry(ctx, topic)
                 if topic is not None
                 else _error_entry(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
             )
@@ -108,16 +111,17 @@ def _requested_topics(ctx: RequestContext, request: Any) -> list[Any]:
 
 
 def broker_entries(ctx: RequestContext) -> list[Any]:
-    host, port = ctx.broker.advertised_endpoint(ctx.listener)
-    return [_Broker(node_id=ctx.broker.node_id, host=host, port=port, rack=None)]
+    entries = []
+    for node in ctx.broker.nodes.live_brokers():
+        host, port = node.advertised_endpoint(ctx.listener)
+        entries.append(_Broker(node_id=node.node_id, host=host, port=port, rack=None))
+    return entries
 
 
 @handles(ApiKey.Metadata, 0, 12)
 async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
     if _wants_all_topics(ctx, request):
-        topics = [
-            _topic_entry(topic, ctx.broker.node_id) for topic in ctx.broker.cluster.topics.values()
-        ]
+        topics = [_topic_entry(ctx, topic) for topic in ctx.broker.cluster.topics.values()]
     else:
         topics = _requested_topics(ctx, request)
     return new_response(
@@ -126,7 +130,7 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
         throttle_time_ms=0,
         brokers=broker_entries(ctx),
         cluster_id=ctx.broker.cluster_id,
-        controller_id=ctx.broker.node_id,
+        controller_id=ctx.broker.nodes.controller_id(),
         topics=topics,
         authorized_operations=None,
     )

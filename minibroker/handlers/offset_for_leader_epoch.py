@@ -50,6 +50,7 @@ def _answer(ctx: RequestContext, topic: str, wanted: Any) -> Any:
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if partition is None
         else partition.leader_epoch_error(wanted.current_leader_epoch)
+        or ctx.leader_error(partition)
     )
     if error is not None or partition is None:
         return _Partition(

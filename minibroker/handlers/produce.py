@@ -111,6 +111,8 @@ def produce_to_partition(
     partition = cluster.partition(topic_name, index)
     if topic is None or partition is None:
         return _rejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if (not_leader := ctx.leader_error(partition)) is not None:
+        return _rejected(not_leader)
     now_ms = ctx.now_ms()
     try:
         batches = validate_produce_records(records or b"", cluster.validation_config(topic), now_ms)

@@ -3,6 +3,11 @@
 `Broker.start()` loads the logs, binds every listener (port 0 picks a free one) and starts
 the retention and flush timers; `Broker.stop()` stops accepting, lets in-flight requests
 finish (bounded), flushes and writes the clean-shutdown marker.
+
+An in-process cluster (minibroker.testing) is several `Broker`s, one per node, each with its
+own node id and listeners: the first owns the state and the others share it
+(`Broker(config, shared_with=first)`), so handlers keep using `context.broker.<state>`.
+`stop_listening()` / `start_listening()` take one node down and up again (same ports).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from minibroker.log.checkpoints import META_PROPERTIES, read_properties
 from minibroker.log.manager import LogManager
 from minibroker.security.tls import server_context
 from minibroker.server.connection import BrokerConnection
+from minibroker.server.faults import Faults
+from minibroker.server.nodes import Nodes
 from minibroker.txn.producers import ProducerStateManager
 
 log = logging.getLogger(__name__)
@@ -39,10 +46,23 @@ class BoundListener:
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, *, in_memory: bool = False) -> None:
+    def __init__(
+        self, config: BrokerConfig, *, in_memory: bool = False, shared_with: Broker | None = None
+    ) -> None:
         handlers.load_all()
         self.config = config
         self.node_id = config.node_id
+        self.connections: set[BrokerConnection] = set()
+        self.bound: list[BoundListener] = []
+        self._servers: list[asyncio.Server] = []
+        self._timers: list[asyncio.Task[None]] = []
+        self.tls_contexts = {
+            item.name: server_context(config, item.name) for item in config.listeners
+        }
+        if shared_with is not None:
+            self._share_state(shared_with)
+            return
+        self.owns_state = True
         self.data_dir: Path | None = None if in_memory else config.data_dir
         self.cluster_id = config.raw("cluster.id") or self._stored_cluster_id() or new_cluster_id()
         self.logs = LogManager(
@@ -54,13 +74,20 @@ class Broker:
         self.cluster = Cluster(config, self.logs, self.data_dir)
         self.producers = ProducerStateManager.from_config(config, self.data_dir)
         self.groups = GroupCoordinator(config, self.cluster)
-        self.connections: set[BrokerConnection] = set()
-        self.tls_contexts = {
-            item.name: server_context(config, item.name) for item in config.listeners
-        }
-        self.bound: list[BoundListener] = []
-        self._servers: list[asyncio.Server] = []
-        self._timers: list[asyncio.Task[None]] = []
+        self.nodes = Nodes(self)
+        self.faults = Faults()
+
+    def _share_state(self, owner: Broker) -> None:
+        self.owns_state = False
+        self.data_dir = owner.data_dir
+        self.cluster_id = owner.cluster_id
+        self.logs = owner.logs
+        self.cluster = owner.cluster
+        self.producers = owner.producers
+        self.groups = owner.groups
+        self.nodes = owner.nodes
+        self.faults = owner.faults
+        self.nodes.add(self)
 
     def _stored_cluster_id(self) -> str | None:
         if self.data_dir is None or not (self.data_dir / META_PROPERTIES).exists():
@@ -68,25 +95,34 @@ class Broker:
         return read_properties(self.data_dir / META_PROPERTIES).get("cluster.id")
 
     async def start(self) -> None:
-        self.cluster.load()
-        self.producers.rebuild(self.cluster.partitions())
-        self.groups.start()
+        if self.owns_state:
+            self.cluster.load()
+            self.producers.rebuild(self.cluster.partitions())
+            self.groups.start()
+            loop = asyncio.get_running_loop()
+            self._timers = [
+                loop.create_task(self._every(self._retention_interval(), self._run_retention)),
+                loop.create_task(self._every(FLUSH_CHECK_INTERVAL_SECONDS, self._flush_due)),
+            ]
+        await self.start_listening()
+
+    async def start_listening(self) -> None:
+        """Bind every listener; after `stop_listening()`, on the ports bound before."""
         loop = asyncio.get_running_loop()
+        previous = {bound.listener.name: bound.port for bound in self.bound}
+        self.bound = []
         for listener in self.config.listeners:
             server = await loop.create_server(
                 partial(BrokerConnection, self, listener),
                 listener.host,
-                listener.port,
+                previous.get(listener.name, listener.port),
                 reuse_address=True,
                 ssl=self.tls_contexts[listener.name],
             )
             host, port = server.sockets[0].getsockname()[:2]
             self.bound.append(BoundListener(listener, host, port))
             self._servers.append(server)
-        self._timers = [
-            loop.create_task(self._every(self._retention_interval(), self._run_retention)),
-            loop.create_task(self._every(FLUSH_CHECK_INTERVAL_SECONDS, self._flush_due)),
-        ]
+        self.nodes.node_started(self.node_id)
         log.info("broker %d listening on %s", self.node_id, self.bootstrap_servers)
 
     def _retention_interval(self) -> float:
@@ -124,17 +160,40 @@ class Broker:
             return bound.host, bound.port
         return listener.host, listener.port
 
+    @property
+    def listening(self) -> bool:
+        return bool(self._servers)
+
     async def stop(self) -> None:
         for server in self._servers:
             server.close()
         for timer in self._timers:
             timer.cancel()
-        self.groups.stop()
+        if self.owns_state:
+            self.groups.stop()
         await self._drain_connections(self.connections)
+        await self._close_servers()
+        if self.owns_state:
+            self.producers.close()
+            self.logs.close()
+
+    async def stop_listening(self) -> None:
+        """Take this node down: refuse new connections, drop the open ones at once (as a
+        crashed broker would) and move its partitions to live nodes."""
         for server in self._servers:
+            server.close()
+        self.drop_connections()
+        await self._close_servers()
+
+    def drop_connections(self) -> None:
+        for conn in list(self.connections):
+            conn.abort("connections dropped")
+
+    async def _close_servers(self) -> None:
+        servers, self._servers = self._servers, []
+        for server in servers:
             await server.wait_closed()
-        self.producers.close()
-        self.logs.close()
+        self.nodes.node_stopped(self.node_id)
 
     @staticmethod
     async def _drain_connections(connections: Iterable[BrokerConnection]) -> None:

@@ -65,7 +65,9 @@ class BrokerConnection(asyncio.Protocol):
             self.abort(str(exc))
 
     def _start(self, frame: bytes) -> None:
-        task = asyncio.get_running_loop().create_task(dispatch(self._broker, frame, self._listener))
+        task = asyncio.get_running_loop().create_task(
+            dispatch(self._broker, frame, self._listener, self._client_host)
+        )
         self._in_flight.append(task)
         task.add_done_callback(self._write_ready_responses)
         if len(self._in_flight) >= MAX_IN_FLIGHT_REQUESTS and self._transport is not None:

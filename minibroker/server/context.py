@@ -7,8 +7,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from minibroker.protocol.codec import RequestHeader
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.nodes import GROUP_KEY_TYPE
 
 if TYPE_CHECKING:
+    from minibroker.cluster.state import Partition
     from minibroker.config import Listener
     from minibroker.server.broker import Broker
 
@@ -28,3 +31,12 @@ class RequestContext:
     @staticmethod
     def now_ms() -> int:
         return time.time_ns() // 1_000_000
+
+    def leader_error(self, partition: Partition) -> ErrorCode | None:
+        """NOT_LEADER_OR_FOLLOWER when this node does not lead `partition` (in a cluster)."""
+        return self.broker.nodes.leader_error(partition, self.broker.node_id)
+
+    def coordinator_error(self, key: str, key_type: int = GROUP_KEY_TYPE) -> ErrorCode | None:
+        """NOT_COORDINATOR when this node does not coordinate the group (or transactional
+        id, key type 1) `key` (in a cluster)."""
+        return self.broker.nodes.coordinator_error(key_type, key, self.broker.node_id)

@@ -4,17 +4,22 @@
 - Unknown API keys and versions outside the advertised range: close the connection.
 - A handler bug: logged, answered with UNKNOWN_SERVER_ERROR where the response has a
   top-level error code, otherwise the connection is closed.
+
+Test clusters' faults, hooks and recording (`server/faults.py`) see each decoded request
+before its handler and may answer it instead.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from minibroker.handlers.registry import REGISTRY
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import (
     MalformedRequest,
+    RequestHeader,
     decode_body,
     decode_header,
     encode_response,
@@ -25,6 +30,7 @@ from minibroker.protocol.codec import (
 )
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.context import RequestContext
+from minibroker.server.faults import RecordedRequest
 
 if TYPE_CHECKING:
     from minibroker.config import Listener
@@ -72,8 +78,12 @@ async def dispatch(
     header, body_pos = decode_header(view)
     request: Any = decode_body(api_key, api_version, view, body_pos)
     context = RequestContext(broker, header, listener, client_host)
+    response: Any = None
+    if broker.faults.active:
+        response = await broker.faults.intercept(_recorded(broker, header, client_host, request))
     try:
-        response = await spec.handler(context, request)
+        if response is None:
+            response = await spec.handler(context, request)
     except MalformedRequest:
         raise
     except Exception:
@@ -82,3 +92,18 @@ async def dispatch(
     if response is None:
         return None
     return encode_response(api_key, api_version, correlation_id, response)
+
+
+def _recorded(
+    broker: Broker, header: RequestHeader, client_host: str, request: Any
+) -> RecordedRequest:
+    return RecordedRequest(
+        time=time.time(),
+        node_id=broker.node_id,
+        client_id=header.client_id,
+        client_host=client_host,
+        api_key=ApiKey(header.api_key),
+        api_version=header.api_version,
+        correlation_id=header.correlation_id,
+        body=request,
+    )

@@ -1,0 +1,71 @@
+"""Kafka brokers and clusters in-process, for tests (see README, "Python API and pytest").
+
+```python
+from minibroker.testing import KafkaBroker
+
+with KafkaBroker() as kafka:
+    kafka.create_topic("orders", partitions=3)
+    ...  # any Kafka client, bootstrap_servers=kafka.bootstrap_servers
+```
+
+Names are imported lazily so that the pytest plugin (loaded by every pytest run once
+minibroker is installed) costs nothing until a fixture is used.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from minibroker.protocol.api_keys import ApiKey
+    from minibroker.protocol.errors import ErrorCode
+    from minibroker.records.validate import InvalidRecords
+    from minibroker.server.faults import CLOSE, Call, Hold, RecordedRequest
+    from minibroker.testing.cluster import (
+        AsyncKafkaBroker,
+        AsyncKafkaCluster,
+        KafkaBroker,
+        KafkaCluster,
+        NodeError,
+        StoredRecord,
+    )
+
+_EXPORTS = {
+    "ApiKey": "minibroker.protocol.api_keys",
+    "ErrorCode": "minibroker.protocol.errors",
+    "InvalidRecords": "minibroker.records.validate",
+    "CLOSE": "minibroker.server.faults",
+    "Call": "minibroker.server.faults",
+    "Hold": "minibroker.server.faults",
+    "RecordedRequest": "minibroker.server.faults",
+    "AsyncKafkaBroker": "minibroker.testing.cluster",
+    "AsyncKafkaCluster": "minibroker.testing.cluster",
+    "KafkaBroker": "minibroker.testing.cluster",
+    "KafkaCluster": "minibroker.testing.cluster",
+    "NodeError": "minibroker.testing.cluster",
+    "StoredRecord": "minibroker.testing.cluster",
+}
+
+__all__ = [
+    "CLOSE",
+    "ApiKey",
+    "AsyncKafkaBroker",
+    "AsyncKafkaCluster",
+    "Call",
+    "ErrorCode",
+    "Hold",
+    "InvalidRecords",
+    "KafkaBroker",
+    "KafkaCluster",
+    "NodeError",
+    "RecordedRequest",
+    "StoredRecord",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(module), name)

@@ -1,0 +1,501 @@
+"""Fault and latency injection, request hooks and request recording, for tests.
+
+`dispatch` hands every decoded request to `Faults.intercept` before its handler runs. In
+order: the request is recorded; a pending disconnect closes the connection; latency for its
+node and API is added; holds keep it until released or their condition holds (kfake's
+SleepControl); hooks (`control`, kfake's ControlKey) may answer it, pass, or close the
+connection; pushed errors (librdkafka's push_request_errors) answer it with an error code.
+A broker with nothing configured only pays for the recording, and not even that when
+recording is off.
+
+Methods may be called from any thread: the configuration is guarded by a lock and holds
+wake their waiters through the event loop they wait on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, response_class
+from minibroker.protocol.errors import ErrorCode
+
+
+class CloseConnection(Exception):
+    """Raised to make the connection that sent the request close without an answer."""
+
+
+CLOSE = CloseConnection("closed by a test hook")
+"""Return this from a `control` hook to close the connection instead of answering."""
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as a node received it."""
+
+    time: float
+    node_id: int
+    client_id: str
+    client_host: str
+    api_key: ApiKey
+    api_version: int
+    correlation_id: int
+    body: Any
+
+    @property
+    def api_name(self) -> str:
+        return self.api_key.name
+
+    def partitions(self) -> set[tuple[str, int]]:
+        """The (topic, partition) pairs the request names (Produce, Fetch, ListOffsets...)."""
+        return set(_request_partitions(self.api_key, self.body))
+
+
+@dataclass
+class Call:
+    """What a `control` hook sees: the decoded request and where it came from."""
+
+    request: RecordedRequest
+    body: Any
+
+    @property
+    def node_id(self) -> int:
+        return self.request.node_id
+
+    @property
+    def api_key(self) -> ApiKey:
+        return self.request.api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.request.api_version
+
+    def respond(self, **fields: Any) -> Any:
+        """A response of this request's API and version with these fields."""
+        return new_response(self.api_key, self.api_version, **fields)
+
+    def error(self, error: ErrorCode) -> Any:
+        """This request answered with `error` (every partition it names, or top-level)."""
+        return error_response(self.api_key, self.api_version, self.body, error)
+
+
+HookResult = Any
+Hook = Callable[[Call], HookResult | Awaitable[HookResult]]
+
+
+@dataclass(frozen=True)
+class _Match:
+    api_key: int | None = None
+    node_id: int | None = None
+    topic: str | None = None
+    partition: int | None = None
+
+    def matches(self, request: RecordedRequest) -> bool:
+        if self.api_key is not None and request.api_key != self.api_key:
+            return False
+        if self.node_id is not None and request.node_id != self.node_id:
+            return False
+        if self.topic is None and self.partition is None:
+            return True
+        return any(
+            (self.topic is None or topic == self.topic)
+            and (self.partition is None or partition == self.partition)
+            for topic, partition in request.partitions()
+        )
+
+
+@dataclass
+class _PushedErrors:
+    match: _Match
+    errors: deque[ErrorCode]
+
+
+@dataclass
+class _Control:
+    match: _Match
+    hook: Hook
+    keep: bool
+
+
+@dataclass
+class _Disconnect:
+    match: _Match
+    remaining: int
+
+
+class Hold:
+    """Requests held until `release()` or until `until()` is true (checked on every request
+    any node receives and on `recheck()`). `held` counts the requests waiting now."""
+
+    def __init__(self, match: _Match, until: Callable[[], bool] | None, count: int | None):
+        self._match = match
+        self._until = until
+        self._remaining = count
+        self._released = False
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._lock = threading.Lock()
+        self.total_held = 0
+
+    @property
+    def held(self) -> int:
+        with self._lock:
+            return sum(1 for _, waiter in self._waiters if not waiter.done())
+
+    def release(self) -> None:
+        """Let every held request go on, and stop holding new ones."""
+        with self._lock:
+            self._released = True
+            waiters, self._waiters = self._waiters, []
+        for loop, waiter in waiters:
+            loop.call_soon_threadsafe(_resolve, waiter)
+
+    def recheck(self) -> None:
+        if self._until is not None and self._until():
+            self.release()
+
+    def _claims(self, request: RecordedRequest) -> bool:
+        with self._lock:
+            if self._released or not self._match.matches(request):
+                return False
+            if self._remaining is not None:
+                if self._remaining == 0:
+                    return False
+                self._remaining -= 1
+            return True
+
+    async def _wait(self) -> None:
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            if self._released:
+                return
+            self._waiters.append((loop, waiter))
+            self.total_held += 1
+        await waiter
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+@dataclass
+class Faults:
+    record_requests: bool = False
+    _recorded: list[RecordedRequest] = field(default_factory=list)
+    _errors: list[_PushedErrors] = field(default_factory=list)
+    _latency: dict[tuple[int | None, int | None], float] = field(default_factory=dict)
+    _holds: list[Hold] = field(default_factory=list)
+    _controls: list[_Control] = field(default_factory=list)
+    _disconnects: list[_Disconnect] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def active(self) -> bool:
+        return bool(
+            self.record_requests
+            or self._errors
+            or self._latency
+            or self._holds
+            or self._controls
+            or self._disconnects
+        )
+
+    # ---- configuration -------------------------------------------------------------------
+
+    def push_errors(
+        self,
+        api_key: int,
+        *errors: ErrorCode,
+        topic: str | None = None,
+        partition: int | None = None,
+        node: int | None = None,
+    ) -> None:
+        """The next len(errors) matching requests are answered with these codes, in order.
+
+        With a topic and/or partition, only requests naming it match, and every partition of
+        a matching request gets the error. The request is not handled (nothing is written).
+        """
+        check_error_response(api_key)
+        if (topic is not None or partition is not None) and api_key not in _PARTITIONED:
+            raise ValueError(f"{ApiKey.name_of(api_key)} requests name no partitions")
+        with self._lock:
+            self._errors.append(
+                _PushedErrors(_Match(api_key, node, topic, partition), deque(errors))
+            )
+
+    def set_latency(
+        self, seconds: float, *, node: int | None = None, api_key: int | None = None
+    ) -> None:
+        """Delay every request to `node` (all nodes: None) of `api_key` (all: None) by
+        `seconds` before handling it; the delays of every matching setting add up. 0 clears."""
+        with self._lock:
+            if seconds <= 0:
+                self._latency.pop((node, api_key), None)
+            else:
+                self._latency[(node, api_key)] = seconds
+
+    def hold(
+        self,
+        api_key: int | None = None,
+        *,
+        node: int | None = None,
+        topic: str | None = None,
+        until: Callable[[], bool] | None = None,
+        count: int | None = None,
+    ) -> Hold:
+        """Hold matching requests (at most `count`, None: all) until `Hold.release()` or until
+        `until()` returns true. The condition is checked whenever a node receives a request."""
+        hold = Hold(_Match(api_key, node, topic), until, count)
+        with self._lock:
+            self._holds.append(hold)
+        return hold
+
+    def control(
+        self, api_key: int | None, hook: Hook, *, node: int | None = None, keep: bool = False
+    ) -> None:
+        """Run `hook(call)` on every matching request before its handler.
+
+        The hook returns None to pass the request on (the hook stays), a response object
+        (`call.respond(...)`, `call.error(code)`) to answer with it, or `CLOSE` to close the
+        connection. A hook that answered or closed is removed unless `keep` is true, like
+        kfake's ControlKey/KeepControl. Hooks run on the broker's event loop, oldest first;
+        they may be coroutines.
+        """
+        with self._lock:
+            self._controls.append(_Control(_Match(api_key, node), hook, keep))
+
+    def disconnect_after(
+        self, count: int, *, node: int | None = None, api_key: int | None = None
+    ) -> None:
+        """After `count` more matching requests, the next one closes its connection (once)."""
+        with self._lock:
+            self._disconnects.append(_Disconnect(_Match(api_key, node), count))
+
+    def clear(self) -> None:
+        """Remove every pushed error, latency, hook and disconnect; release every hold."""
+        with self._lock:
+            holds, self._holds = self._holds, []
+            self._errors.clear()
+            self._latency.clear()
+            self._controls.clear()
+            self._disconnects.clear()
+        for hold in holds:
+            hold.release()
+
+    def requests(
+        self,
+        api_key: int | None = None,
+        *,
+        node: int | None = None,
+        client_id: str | None = None,
+        topic: str | None = None,
+    ) -> list[RecordedRequest]:
+        match = _Match(api_key, node, topic)
+        with self._lock:
+            recorded = list(self._recorded)
+        return [
+            request
+            for request in recorded
+            if match.matches(request) and (client_id is None or request.client_id == client_id)
+        ]
+
+    def clear_requests(self) -> None:
+        with self._lock:
+            self._recorded.clear()
+
+    # ---- the request path ----------------------------------------------------------------
+
+    async def intercept(self, request: RecordedRequest) -> Any:
+        """None to handle the request, or the response to send instead of handling it.
+
+        Raises CloseConnection when the connection must close without an answer.
+        """
+        if self.record_requests:
+            with self._lock:
+                self._recorded.append(request)
+        self._recheck_holds()
+        if self._take_disconnect(request):
+            raise CloseConnection(f"disconnect after N requests ({request.api_name})")
+        delay = self._latency_for(request)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        for hold in self._claiming_holds(request):
+            await hold._wait()
+        answer = await self._run_controls(request)
+        if answer is not None:
+            return answer
+        error = self._take_error(request)
+        if error is not None:
+            return error_response(request.api_key, request.api_version, request.body, error)
+        return None
+
+    def _recheck_holds(self) -> None:
+        with self._lock:
+            holds = list(self._holds)
+        for hold in holds:
+            hold.recheck()
+
+    def _take_disconnect(self, request: RecordedRequest) -> bool:
+        with self._lock:
+            for disconnect in self._disconnects:
+                if disconnect.match.matches(request):
+                    if disconnect.remaining == 0:
+                        self._disconnects.remove(disconnect)
+                        return True
+                    disconnect.remaining -= 1
+        return False
+
+    def _latency_for(self, request: RecordedRequest) -> float:
+        with self._lock:
+            settings = list(self._latency.items())
+        return sum(
+            seconds
+            for (node, api_key), seconds in settings
+            if node in (None, request.node_id) and api_key in (None, request.api_key)
+        )
+
+    def _claiming_holds(self, request: RecordedRequest) -> list[Hold]:
+        with self._lock:
+            holds = list(self._holds)
+        return [hold for hold in holds if hold._claims(request)]
+
+    async def _run_controls(self, request: RecordedRequest) -> Any:
+        with self._lock:
+            controls = [c for c in self._controls if c.match.matches(request)]
+        for control in controls:
+            result = control.hook(Call(request, request.body))
+            if inspect.isawaitable(result):
+                result = await result
+            if result is None:
+                continue
+            if not control.keep:
+                with self._lock:
+                    if control in self._controls:
+                        self._controls.remove(control)
+            if result is CLOSE or isinstance(result, CloseConnection):
+                raise CloseConnection("closed by a test hook")
+            return result
+        return None
+
+    def _take_error(self, request: RecordedRequest) -> ErrorCode | None:
+        with self._lock:
+            for pushed in self._errors:
+                if pushed.errors and pushed.match.matches(request):
+                    error = pushed.errors.popleft()
+                    if not pushed.errors:
+                        self._errors.remove(pushed)
+                    return error
+        return None
+
+
+# ---- error responses built from the request ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """Where a partitioned API keeps its topics and partitions, in request and response."""
+
+    request_topics: str
+    request_partitions: str
+    request_index: str
+    response_topics: str
+    response_partitions: str
+    response_index: str
+    response_topic_name: str = "name"
+
+
+_PARTITIONED: dict[int, _Shape] = {
+    ApiKey.Produce: _Shape(
+        "topic_data", "partition_data", "index", "responses", "partition_responses", "index"
+    ),
+    ApiKey.Fetch: _Shape(
+        "topics", "partitions", "partition", "responses", "partitions", "partition_index", "topic"
+    ),
+    ApiKey.ListOffsets: _Shape(
+        "topics", "partitions", "partition_index", "topics", "partitions", "partition_index"
+    ),
+    ApiKey.OffsetCommit: _Shape(
+        "topics", "partitions", "partition_index", "topics", "partitions", "partition_index"
+    ),
+    ApiKey.TxnOffsetCommit: _Shape(
+        "topics", "partitions", "partition_index", "topics", "partitions", "partition_index"
+    ),
+    ApiKey.DeleteRecords: _Shape(
+        "topics", "partitions", "partition_index", "topics", "partitions", "partition_index"
+    ),
+    ApiKey.OffsetForLeaderEpoch: _Shape(
+        "topics", "partitions", "partition", "topics", "partitions", "partition", "topic"
+    ),
+}
+
+
+def _topic_name(topic: Any) -> str:
+    name = getattr(topic, "name", None)
+    return str(name if name is not None else getattr(topic, "topic", ""))
+
+
+def _request_partitions(api_key: int, body: Any) -> Iterable[tuple[str, int]]:
+    shape = _PARTITIONED.get(api_key)
+    if shape is None:
+        return
+    for topic in getattr(body, shape.request_topics, None) or []:
+        for partition in getattr(topic, shape.request_partitions, None) or []:
+            yield _topic_name(topic), getattr(partition, shape.request_index)
+
+
+def _struct_of(message: Any, field_name: str) -> Any:
+    """The class of the items of array field `field_name` of a message class or struct."""
+    for spec in message._json["fields"]:
+        if _snake(spec["name"]) == field_name:
+            return getattr(message, spec["type"].removeprefix("[]"))
+    raise KeyError(field_name)
+
+
+def _snake(name: str) -> str:
+    out = ""
+    for i, char in enumerate(name):
+        if char.isupper() and i > 0 and not name[i - 1].isupper():
+            out += "_"
+        out += char.lower()
+    return out
+
+
+def check_error_response(api_key: int) -> None:
+    if api_key in _PARTITIONED or "error_code" in response_class(api_key).fields:
+        return
+    raise ValueError(
+        f"{ApiKey.name_of(api_key)} responses have no error code to set; "
+        "answer it from a control() hook instead"
+    )
+
+
+def error_response(api_key: int, api_version: int, body: Any, error: ErrorCode) -> Any:
+    """The response to `body` with `error` for every partition it names, else top-level."""
+    shape = _PARTITIONED.get(api_key)
+    if shape is None:
+        return new_response(api_key, api_version, error_code=error)
+    topic_type = _struct_of(response_class(api_key), shape.response_topics)
+    partition_type = _struct_of(topic_type, shape.response_partitions)
+    topics = []
+    for topic in getattr(body, shape.request_topics, None) or []:
+        partitions = [
+            partition_type(
+                **{shape.response_index: getattr(partition, shape.request_index)},
+                error_code=error,
+            )
+            for partition in getattr(topic, shape.request_partitions, None) or []
+        ]
+        topics.append(
+            topic_type(
+                **{shape.response_topic_name: _topic_name(topic)},
+                **{shape.response_partitions: partitions},
+            )
+        )
+    return new_response(api_key, api_version, **{shape.response_topics: topics})

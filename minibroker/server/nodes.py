@@ -1,0 +1,126 @@
+"""The nodes of one in-process cluster: which are up, who leads each partition, who coordinates.
+
+Every node of a cluster is a `Broker` with its own listeners and node id, sharing one state
+(logs, topics, groups, producers) and one `Nodes`. A single broker is a cluster of one.
+Partition leaders are placed round-robin over the live nodes the first time a partition is
+looked at and stay there until moved: `move_leader`, or the leader stopping (its partitions
+go to live nodes). Every change of leader bumps the partition's leader epoch, as Kafka does.
+Groups and transactions are coordinated by one node (`coordinator_id`), or by the node set
+for one key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
+
+from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.cluster.state import Partition
+    from minibroker.server.broker import Broker
+
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+
+
+class NodeError(Exception):
+    """A node id that the cluster does not have, or an operation it cannot do now."""
+
+
+class Nodes:
+    def __init__(self, first: Broker) -> None:
+        self.brokers: dict[int, Broker] = {first.node_id: first}
+        self.live: set[int] = set()
+        self.coordinator_id = first.node_id
+        self._coordinator_of: dict[tuple[int, str], int] = {}
+        self._leaders: WeakKeyDictionary[Partition, int] = WeakKeyDictionary()
+
+    def add(self, broker: Broker) -> None:
+        if broker.node_id in self.brokers:
+            raise NodeError(f"node {broker.node_id} exists already")
+        self.brokers[broker.node_id] = broker
+
+    def broker(self, node_id: int) -> Broker:
+        try:
+            return self.brokers[node_id]
+        except KeyError:
+            raise NodeError(f"no node {node_id} (nodes: {sorted(self.brokers)})") from None
+
+    def live_brokers(self) -> list[Broker]:
+        return [self.brokers[node_id] for node_id in sorted(self.live)]
+
+    def controller_id(self) -> int:
+        return min(self.live or self.brokers)
+
+    # ---- leaders -------------------------------------------------------------------------
+
+    def leader_of(self, partition: Partition) -> int:
+        leader = self._leaders.get(partition)
+        if leader is not None and (leader in self.live or not self.live):
+            return leader
+        live = sorted(self.live) or sorted(self.brokers)
+        chosen = live[partition.index % len(live)]
+        self._set_leader(partition, chosen, bump=leader is not None)
+        return chosen
+
+    def _set_leader(self, partition: Partition, node_id: int, *, bump: bool) -> None:
+        self._leaders[partition] = node_id
+        if bump:
+            partition.leader_epoch += 1
+
+    def move_leader(self, partition: Partition, node_id: int) -> None:
+        self.broker(node_id)
+        if node_id not in self.live:
+            raise NodeError(f"node {node_id} is stopped")
+        if self.leader_of(partition) != node_id:
+            self._set_leader(partition, node_id, bump=True)
+
+    def leader_error(self, partition: Partition, node_id: int) -> ErrorCode | None:
+        """NOT_LEADER_OR_FOLLOWER when `node_id` does not lead `partition`."""
+        if len(self.brokers) == 1 or self.leader_of(partition) == node_id:
+            return None
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    def led_by(self, node_id: int) -> Iterator[Partition]:
+        return (partition for partition, leader in self._leaders.items() if leader == node_id)
+
+    # ---- coordinators --------------------------------------------------------------------
+
+    def coordinator_for(self, key_type: int, key: str) -> int:
+        chosen = self._coordinator_of.get((key_type, key), self.coordinator_id)
+        if chosen in self.live or not self.live:
+            return chosen
+        return min(self.live)
+
+    def set_coordinator(self, node_id: int, key_type: int | None = None, key: str = "") -> None:
+        """The coordinator of every group and transaction, or of one key (`key_type` 0: group,
+        1: transactional id)."""
+        self.broker(node_id)
+        if key_type is None:
+            self.coordinator_id = node_id
+        else:
+            self._coordinator_of[(key_type, key)] = node_id
+
+    def coordinator_error(self, key_type: int, key: str, node_id: int) -> ErrorCode | None:
+        """NOT_COORDINATOR when `node_id` does not coordinate `key`."""
+        if len(self.brokers) == 1 or self.coordinator_for(key_type, key) == node_id:
+            return None
+        return ErrorCode.NOT_COORDINATOR
+
+    # ---- liveness ------------------------------------------------------------------------
+
+    def node_started(self, node_id: int) -> None:
+        self.live.add(node_id)
+
+    def node_stopped(self, node_id: int) -> None:
+        """Its partitions move to live nodes (round-robin), with a new leader epoch each."""
+        owner = next(iter(self.brokers.values()))
+        for partition in owner.cluster.partitions():
+            self.leader_of(partition)  # placed while the node is still live
+        self.live.discard(node_id)
+        if not self.live:
+            return
+        for partition in list(self.led_by(node_id)):
+            self.leader_of(partition)

@@ -1,0 +1,590 @@
+"""In-process brokers and clusters for tests, with fault and latency injection.
+
+`AsyncKafkaCluster` / `AsyncKafkaBroker` run on the caller's event loop (`async with`);
+`KafkaCluster` / `KafkaBroker` run the same thing on a background thread with its own loop
+(`with`), for synchronous clients. Every node of a cluster is a `Broker` with its own
+listener and node id (1..N unless `node.id` is set), all sharing one state. `start()`
+returns once every listener accepts connections: readiness is that, never a sleep.
+
+The helpers (topics, records, offsets, leaders, faults) are the same in both flavours; in
+the threaded one they run on the broker's thread and may be called from any thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self, TypeVar
+
+from minibroker.cluster.state import Partition, TopicError
+from minibroker.config import BrokerConfig
+from minibroker.protocol.errors import ErrorCode
+from minibroker.records.batch import HEADER_SIZE, BatchHeader
+from minibroker.records.records import Header, build_batch, iter_records
+from minibroker.records.validate import validate_produce_records
+from minibroker.server.broker import Broker
+from minibroker.server.faults import Faults, Hold, Hook, RecordedRequest
+from minibroker.server.nodes import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, NodeError
+
+T = TypeVar("T")
+Storage = Literal["disk", "memory"]
+ConfigValue = str | int | float | bool
+READ_CHUNK_BYTES = 1 << 20
+THREAD_CALL_TIMEOUT_S = 60.0
+
+__all__ = [
+    "AsyncKafkaBroker",
+    "AsyncKafkaCluster",
+    "KafkaBroker",
+    "KafkaCluster",
+    "NodeError",
+    "StoredRecord",
+]
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[Header]
+
+
+def _setting(value: ConfigValue) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _bytes(data: str | bytes | None) -> bytes | None:
+    return data.encode() if isinstance(data, str) else data
+
+
+class _Helpers:
+    """Assertion helpers and fault injection over a running cluster's state."""
+
+    def _owner(self) -> Broker:
+        raise NotImplementedError
+
+    def _run(self, action: Callable[[], T]) -> T:
+        raise NotImplementedError
+
+    @property
+    def faults(self) -> Faults:
+        return self._owner().faults
+
+    # ---- topics and records --------------------------------------------------------------
+
+    def create_topic(
+        self, name: str, partitions: int = 1, config: Mapping[str, ConfigValue] | None = None
+    ) -> None:
+        """Create a topic (TopicError with Kafka's error code if Kafka would refuse it)."""
+        configs = {key: _setting(value) for key, value in (config or {}).items()}
+        self._run(lambda: self._owner().cluster.create_topic(name, partitions, configs))
+
+    def topics(self) -> list[str]:
+        return self._run(lambda: sorted(self._owner().cluster.topics))
+
+    def produce(
+        self,
+        topic: str,
+        value: str | bytes | None,
+        *,
+        key: str | bytes | None = None,
+        partition: int = 0,
+        headers: Mapping[str, str | bytes | None] | None = None,
+        timestamp_ms: int | None = None,
+    ) -> int:
+        """Append one record, validated as a Produce would be (`InvalidRecords` with Kafka's
+        error code otherwise); returns its offset."""
+        record_headers = [(name, _bytes(data)) for name, data in (headers or {}).items()]
+        return self._run(
+            lambda: self._append(
+                topic, partition, _bytes(key), _bytes(value), record_headers, timestamp_ms
+            )
+        )
+
+    def _append(
+        self,
+        topic: str,
+        index: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[Header],
+        timestamp_ms: int | None,
+    ) -> int:
+        cluster = self._owner().cluster
+        partition = self._partition(topic, index)
+        now_ms = time.time_ns() // 1_000_000
+        batch = build_batch(
+            [(key, value, headers, now_ms if timestamp_ms is None else timestamp_ms)]
+        )
+        validated = validate_produce_records(
+            batch, cluster.validation_config(cluster.topics[topic]), now_ms
+        )
+        offset = -1
+        for ready in validated:
+            offset = partition.log.append(ready.data, partition.leader_epoch, now_ms)
+        partition.notify_appended()
+        return offset
+
+    def _partition(self, topic: str, index: int) -> Partition:
+        partition = self._owner().cluster.partition(topic, index)
+        if partition is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {topic}-{index}")
+        return partition
+
+    def records(self, topic: str, partition: int | None = None) -> list[StoredRecord]:
+        """Every record of the topic (or of one partition), by partition then offset;
+        transaction markers left out."""
+        return self._run(lambda: self._read(topic, partition))
+
+    def values(self, topic: str, partition: int | None = None) -> list[bytes | None]:
+        return [record.value for record in self.records(topic, partition)]
+
+    def _read(self, topic: str, only: int | None) -> list[StoredRecord]:
+        found = self._owner().cluster.topics.get(topic)
+        if found is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {topic}")
+        indexes = range(len(found.partitions)) if only is None else [only]
+        return [record for index in indexes for record in self._read_partition(topic, index)]
+
+    def _read_partition(self, topic: str, index: int) -> list[StoredRecord]:
+        partition = self._partition(topic, index)
+        offset = partition.log.log_start_offset
+        records: list[StoredRecord] = []
+        while offset < partition.high_watermark:
+            data = partition.log.read(offset, READ_CHUNK_BYTES, partition.high_watermark)
+            if not data:
+                break
+            pos = 0
+            while pos + HEADER_SIZE <= len(data):
+                header = BatchHeader.parse(data, pos)
+                batch = data[pos : pos + header.size]
+                pos += header.size
+                offset = max(offset, header.last_offset + 1)
+                if header.is_control:
+                    continue
+                records.extend(
+                    StoredRecord(topic, index, r.offset, r.timestamp, r.key, r.value, r.headers)
+                    for r in iter_records(batch)
+                    if r.offset >= partition.log.log_start_offset
+                )
+        return records
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        """partition -> high watermark."""
+
+        def read() -> dict[int, int]:
+            found = self._owner().cluster.topics[topic]
+            return {p.index: p.high_watermark for p in found.partitions}
+
+        return self._run(read)
+
+    def committed_offsets(self, group: str) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> the group's committed offset."""
+
+        def read() -> dict[tuple[str, int], int]:
+            fetched = self._owner().groups.fetch_offsets(group, None)
+            return {(f.topic, f.partition): f.offset for f in fetched if f.offset >= 0}
+
+        return self._run(read)
+
+    # ---- leaders and coordinators --------------------------------------------------------
+
+    def leader(self, topic: str, partition: int) -> int:
+        return self._run(lambda: self._owner().nodes.leader_of(self._partition(topic, partition)))
+
+    def move_leader(self, topic: str, partition: int, node: int) -> None:
+        """Make `node` the partition's leader, with a new leader epoch; requests to the old
+        leader get NOT_LEADER_OR_FOLLOWER and clients find the new one through Metadata."""
+        self._run(lambda: self._owner().nodes.move_leader(self._partition(topic, partition), node))
+
+    def set_coordinator(
+        self, node: int, *, group: str | None = None, transactional_id: str | None = None
+    ) -> None:
+        """The node coordinating every group and transaction, or only `group` /
+        `transactional_id`; the others answer NOT_COORDINATOR for it."""
+        nodes = self._owner().nodes
+        if group is not None:
+            self._run(lambda: nodes.set_coordinator(node, GROUP_KEY_TYPE, group))
+        if transactional_id is not None:
+            self._run(lambda: nodes.set_coordinator(node, TRANSACTION_KEY_TYPE, transactional_id))
+        if group is None and transactional_id is None:
+            self._run(lambda: nodes.set_coordinator(node))
+
+    def coordinator(self, group: str) -> int:
+        return self._run(lambda: self._owner().nodes.coordinator_for(GROUP_KEY_TYPE, group))
+
+    def drop_connections(self, node: int | None = None) -> None:
+        """Close the open connections of `node` (every node: None) at once."""
+
+        def drop() -> None:
+            for broker in self._owner().nodes.brokers.values():
+                if node is None or broker.node_id == node:
+                    broker.drop_connections()
+
+        self._run(drop)
+
+    # ---- faults, hooks and recording (see minibroker.server.faults) -----------------------
+
+    def push_errors(
+        self,
+        api_key: int,
+        *errors: ErrorCode,
+        topic: str | None = None,
+        partition: int | None = None,
+        node: int | None = None,
+    ) -> None:
+        self.faults.push_errors(api_key, *errors, topic=topic, partition=partition, node=node)
+
+    def set_latency(
+        self, seconds: float, *, node: int | None = None, api_key: int | None = None
+    ) -> None:
+        self.faults.set_latency(seconds, node=node, api_key=api_key)
+
+    def hold(
+        self,
+        api_key: int | None = None,
+        *,
+        node: int | None = None,
+        topic: str | None = None,
+        until: Callable[[], bool] | None = None,
+        count: int | None = None,
+    ) -> Hold:
+        return self.faults.hold(api_key, node=node, topic=topic, until=until, count=count)
+
+    def control(
+        self, api_key: int | None, hook: Hook, *, node: int | None = None, keep: bool = False
+    ) -> None:
+        self.faults.control(api_key, hook, node=node, keep=keep)
+
+    def disconnect_after(
+        self, count: int, *, node: int | None = None, api_key: int | None = None
+    ) -> None:
+        self.faults.disconnect_after(count, node=node, api_key=api_key)
+
+    def requests(
+        self,
+        api_key: int | None = None,
+        *,
+        node: int | None = None,
+        client_id: str | None = None,
+        topic: str | None = None,
+    ) -> list[RecordedRequest]:
+        return self.faults.requests(api_key, node=node, client_id=client_id, topic=topic)
+
+    def clear_requests(self) -> None:
+        self.faults.clear_requests()
+
+    def clear_faults(self) -> None:
+        self.faults.clear()
+
+
+class AsyncKafkaCluster(_Helpers):
+    """`async with AsyncKafkaCluster(nodes=3) as cluster: cluster.bootstrap_servers`.
+
+    `config`: broker settings by Kafka name (`{"num.partitions": 3}`); `storage`: "disk" (a
+    temporary directory removed on stop, or `data_dir`, kept) or "memory"; `port`: the
+    first node's port, the others consecutive (0: any free ones). Requests are recorded
+    (`requests()`) unless `record_requests` is false.
+    """
+
+    def __init__(
+        self,
+        nodes: int = 1,
+        *,
+        config: Mapping[str, ConfigValue] | None = None,
+        storage: Storage = "disk",
+        data_dir: str | Path | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        record_requests: bool = True,
+    ) -> None:
+        if nodes < 1:
+            raise ValueError("a cluster has at least one node")
+        if storage not in ("disk", "memory"):
+            raise ValueError(f"storage is 'disk' or 'memory', not {storage!r}")
+        self.node_count = nodes
+        self.storage = storage
+        self._settings = {key: _setting(value) for key, value in (config or {}).items()}
+        self._given_data_dir = Path(data_dir) if data_dir is not None else None
+        self._temporary_dir: Path | None = None
+        self._host = host
+        self._port = port
+        self._record_requests = record_requests
+        self._brokers: dict[int, Broker] = {}
+
+    # ---- lifecycle -----------------------------------------------------------------------
+
+    @property
+    def data_dir(self) -> Path | None:
+        return self._given_data_dir or self._temporary_dir
+
+    def _node_config(self, node_id: int, port: int) -> BrokerConfig:
+        values = {
+            "listeners": f"PLAINTEXT://{self._host}:{port}",
+            **self._settings,
+            "node.id": str(node_id),
+        }
+        values.pop("broker.id", None)
+        if self.data_dir is not None:
+            values["log.dirs"] = str(self.data_dir)
+        return BrokerConfig(values)
+
+    def _ports(self) -> list[int]:
+        if self._brokers:
+            return [broker.bound[0].port for broker in self._brokers.values()]
+        if self._port == 0:
+            return [0] * self.node_count
+        return [self._port + index for index in range(self.node_count)]
+
+    @property
+    def node_ids(self) -> list[int]:
+        first = BrokerConfig(self._settings).node_id
+        return [first + index for index in range(self.node_count)]
+
+    async def start(self) -> Self:
+        if self.storage == "disk" and self.data_dir is None:
+            self._temporary_dir = Path(tempfile.mkdtemp(prefix="minibroker-"))
+        await self._start_on(self._ports())
+        return self
+
+    async def stop(self) -> None:
+        """Stop every node; the owner of the state last (flushes, clean-shutdown marker)."""
+        await self._stop_brokers()
+        if self._temporary_dir is not None:
+            shutil.rmtree(self._temporary_dir, ignore_errors=True)
+            self._temporary_dir = None
+
+    async def restart(self) -> None:
+        """Stop every node and start them again on the same ports and data (disk storage:
+        what was written survives)."""
+        ports = self._ports()
+        await self._stop_brokers()
+        await self._start_on(ports)
+
+    async def _stop_brokers(self) -> None:
+        brokers, self._brokers = list(self._brokers.values()), {}
+        if brokers:
+            brokers[0].faults.clear()
+        for broker in reversed(brokers):
+            await broker.stop()
+
+    async def _start_on(self, ports: list[int]) -> None:
+        brokers: dict[int, Broker] = {}
+        owner: Broker | None = None
+        for node_id, port in zip(self.node_ids, ports, strict=True):
+            config = self._node_config(node_id, port)
+            if owner is None:
+                owner = Broker(config, in_memory=self.storage == "memory")
+                owner.faults.record_requests = self._record_requests
+                broker = owner
+            else:
+                broker = Broker(config, shared_with=owner)
+            brokers[node_id] = broker
+            try:
+                await broker.start()
+            except BaseException:
+                for started in reversed(brokers.values()):
+                    await started.stop()
+                raise
+        self._brokers = brokers
+
+    async def stop_node(self, node: int) -> None:
+        """Take a node down: connections to it are refused, open ones dropped, and its
+        partitions (and coordinator role) move to live nodes."""
+        await self.node(node).stop_listening()
+
+    async def start_node(self, node: int) -> None:
+        """Bring a stopped node back on its port. Its partitions stay where they moved."""
+        broker = self.node(node)
+        if not broker.listening:
+            await broker.start_listening()
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # ---- addresses and nodes -------------------------------------------------------------
+
+    def node(self, node_id: int) -> Broker:
+        try:
+            return self._brokers[node_id]
+        except KeyError:
+            raise NodeError(f"no node {node_id} (nodes: {sorted(self._brokers)})") from None
+
+    @property
+    def live_nodes(self) -> list[int]:
+        return sorted(node for node, broker in self._brokers.items() if broker.listening)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """host:port of every live node, comma-separated."""
+        return ",".join(self._brokers[node].bootstrap_servers for node in self.live_nodes)
+
+    def address(self, node: int) -> str:
+        return self.node(node).bootstrap_servers
+
+    def _owner(self) -> Broker:
+        if not self._brokers:
+            raise RuntimeError("the cluster is not running")
+        return next(iter(self._brokers.values()))
+
+    def _run(self, action: Callable[[], T]) -> T:
+        return action()
+
+
+class AsyncKafkaBroker(AsyncKafkaCluster):
+    """A single broker: `async with AsyncKafkaBroker() as broker: broker.bootstrap_servers`."""
+
+    def __init__(
+        self,
+        *,
+        config: Mapping[str, ConfigValue] | None = None,
+        storage: Storage = "disk",
+        data_dir: str | Path | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        record_requests: bool = True,
+    ) -> None:
+        super().__init__(
+            1,
+            config=config,
+            storage=storage,
+            data_dir=data_dir,
+            host=host,
+            port=port,
+            record_requests=record_requests,
+        )
+
+
+class KafkaCluster(_Helpers):
+    """`with KafkaCluster(nodes=3) as cluster: ...`: an `AsyncKafkaCluster` on a background
+    thread. Takes the same arguments; every method is synchronous and thread-safe."""
+
+    def __init__(self, nodes: int = 1, **options: Any) -> None:
+        self._async = AsyncKafkaCluster(nodes, **options)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        assert self._loop is not None, "the cluster is not running"
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        return future.result(THREAD_CALL_TIMEOUT_S)
+
+    def _run(self, action: Callable[[], T]) -> T:
+        if self._loop is None:
+            raise RuntimeError("the cluster is not running")
+        if threading.current_thread() is self._thread:
+            return action()
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                future.set_result(action())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        self._loop.call_soon_threadsafe(run)
+        return future.result(THREAD_CALL_TIMEOUT_S)
+
+    def _owner(self) -> Broker:
+        return self._async._owner()
+
+    def start(self) -> Self:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(
+                target=self._loop.run_forever, name="minibroker", daemon=True
+            )
+            self._thread.start()
+        try:
+            self._call(self._async.start())
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        try:
+            self._call(self._async.stop())
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(THREAD_CALL_TIMEOUT_S)
+            loop.close()
+            self._loop = self._thread = None
+
+    def restart(self) -> None:
+        self._call(self._async.restart())
+
+    def stop_node(self, node: int) -> None:
+        self._call(self._async.stop_node(node))
+
+    def start_node(self, node: int) -> None:
+        self._call(self._async.start_node(node))
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def node(self, node_id: int) -> Broker:
+        return self._async.node(node_id)
+
+    @property
+    def node_ids(self) -> list[int]:
+        return self._async.node_ids
+
+    @property
+    def live_nodes(self) -> list[int]:
+        return self._run(lambda: self._async.live_nodes)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self._run(lambda: self._async.bootstrap_servers)
+
+    def address(self, node: int) -> str:
+        return self._async.address(node)
+
+    @property
+    def data_dir(self) -> Path | None:
+        return self._async.data_dir
+
+
+class KafkaBroker(KafkaCluster):
+    """A single broker on a background thread: `with KafkaBroker() as broker: ...`."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(1, **options)
+
+    @property
+    def port(self) -> int:
+        return self._async.node(self.node_ids[0]).bound[0].port

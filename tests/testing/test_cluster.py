@@ -1,0 +1,153 @@
+"""In-process clusters over the wire: Metadata, leaders, NOT_LEADER_OR_FOLLOWER, leader moves,
+coordinators, and nodes going down and up."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.errors import ErrorCode
+from minibroker.records.records import build_batch
+from minibroker.testing import KafkaCluster, NodeError
+from tests.wire import WireClient
+
+
+@pytest.fixture
+def cluster() -> Iterator[KafkaCluster]:
+    with KafkaCluster(nodes=3, storage="memory") as running:
+        running.create_topic("t", partitions=3)
+        yield running
+
+
+def _metadata(address: str) -> Any:
+    with WireClient(address) as client:
+        return client.call(ApiKey.Metadata, 9, topics=[{"name": "t"}])
+
+
+def _produce(address: str, partition: int, version: int = 9) -> Any:
+    batch = build_batch([(None, b"v", (), 1_700_000_000_000)])
+    with WireClient(address) as client:
+        response = client.call(
+            ApiKey.Produce,
+            version,
+            acks=-1,
+            timeout_ms=5000,
+            topic_data=[{"name": "t", "partition_data": [{"index": partition, "records": batch}]}],
+        )
+    return response.responses[0].partition_responses[0]
+
+
+def _refused(address: str) -> bool:
+    host, _, port = address.partition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def test_metadata_lists_every_node_and_spreads_leaders(cluster: KafkaCluster) -> None:
+    for node in cluster.node_ids:
+        response = _metadata(cluster.address(node))
+        brokers = {b.node_id: f"{b.host}:{b.port}" for b in response.brokers}
+        assert brokers == {n: cluster.address(n) for n in cluster.node_ids}
+        leaders = {p.partition_index: p.leader_id for p in response.topics[0].partitions}
+        assert leaders == {0: 1, 1: 2, 2: 3}
+        assert response.controller_id == 1
+
+
+def test_only_the_leader_takes_produce_fetch_and_list_offsets(cluster: KafkaCluster) -> None:
+    assert _produce(cluster.address(2), 0).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert _produce(cluster.address(1), 0).error_code == ErrorCode.NO_ERROR
+    assert cluster.end_offsets("t")[0] == 1
+    with WireClient(cluster.address(3)) as client:
+        listed = client.call(
+            ApiKey.ListOffsets,
+            5,
+            replica_id=-1,
+            topics=[{"name": "t", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+        )
+        fetched = client.call(
+            ApiKey.Fetch,
+            11,
+            max_wait_ms=0,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            topics=[
+                {
+                    "topic": "t",
+                    "partitions": [
+                        {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+                    ],
+                }
+            ],
+        )
+    assert listed.topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert fetched.responses[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_move_leader_bumps_the_epoch(cluster: KafkaCluster) -> None:
+    before = _metadata(cluster.address(1)).topics[0].partitions[0]
+    cluster.move_leader("t", 0, 3)
+    after = _metadata(cluster.address(1)).topics[0].partitions[0]
+    assert (before.leader_id, after.leader_id) == (1, 3)
+    assert after.leader_epoch == before.leader_epoch + 1
+    assert after.replica_nodes == [3] and after.isr_nodes == [3]
+    assert _produce(cluster.address(1), 0).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert _produce(cluster.address(3), 0).error_code == ErrorCode.NO_ERROR
+    cluster.move_leader("t", 0, 3)
+    assert _metadata(cluster.address(1)).topics[0].partitions[0].leader_epoch == after.leader_epoch
+
+
+def test_stopped_node_refuses_connections_and_its_partitions_move(cluster: KafkaCluster) -> None:
+    address = cluster.address(2)
+    cluster.stop_node(2)
+    assert _refused(address)
+    assert cluster.live_nodes == [1, 3]
+    assert address not in cluster.bootstrap_servers.split(",")
+    response = _metadata(cluster.address(1))
+    assert sorted(b.node_id for b in response.brokers) == [1, 3]
+    moved = response.topics[0].partitions[1]
+    assert moved.leader_id in (1, 3) and moved.leader_epoch == 1
+    with pytest.raises(NodeError):
+        cluster.move_leader("t", 0, 2)
+    cluster.start_node(2)
+    assert not _refused(address)
+    assert sorted(b.node_id for b in _metadata(address).brokers) == [1, 2, 3]
+    assert _metadata(address).topics[0].partitions[1].leader_id == moved.leader_id
+
+
+def test_find_coordinator_answers_the_chosen_node(cluster: KafkaCluster) -> None:
+    cluster.set_coordinator(2)
+    cluster.set_coordinator(3, group="special")
+    with WireClient(cluster.address(1)) as client:
+        plain = client.call(ApiKey.FindCoordinator, 3, key="g", key_type=0)
+        batched = client.call(
+            ApiKey.FindCoordinator, 4, key_type=0, coordinator_keys=["g", "special"]
+        )
+    assert (plain.node_id, f"{plain.host}:{plain.port}") == (2, cluster.address(2))
+    assert [c.node_id for c in batched.coordinators] == [2, 3]
+    cluster.stop_node(2)
+    assert cluster.coordinator("g") in (1, 3)
+
+
+def test_describe_cluster_lists_live_nodes(cluster: KafkaCluster) -> None:
+    cluster.stop_node(3)
+    with WireClient(cluster.address(1)) as client:
+        response = client.call(
+            ApiKey.DescribeCluster, 0, include_cluster_authorized_operations=False
+        )
+    assert sorted(b.broker_id for b in response.brokers) == [1, 2]
+
+
+def test_a_single_broker_leads_everything() -> None:
+    with KafkaCluster(nodes=1, storage="memory") as single:
+        single.create_topic("t", partitions=3)
+        for index in range(3):
+            assert _produce(single.address(1), index).error_code == ErrorCode.NO_ERROR
+        with pytest.raises(NodeError):
+            single.move_leader("t", 0, 2)
