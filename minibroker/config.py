@@ -93,6 +93,17 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("auto.create.topics.enable", B, "true"),
         _broker("delete.topic.enable", B, "true"),
         _broker("socket.request.max.bytes", INT, "104857600"),
+        _broker("socket.listen.backlog.size", INT, "50"),
+        _broker("max.connections", INT, "2147483647"),
+        _broker("max.connections.per.ip", INT, "2147483647"),
+        _broker("max.connections.per.ip.overrides", S, ""),
+        _broker(
+            "connections.max.idle.ms",
+            L,
+            "600000",
+            "Close connections with no request for this long (bytes of an unfinished request "
+            "do not count, so a slow sender cannot hold a connection forever).",
+        ),
         _broker("message.max.bytes", INT, "1048588"),
         _broker("compression.type", S, "producer"),
         _broker("log.cleanup.policy", LI, "delete"),

@@ -30,12 +30,14 @@ from minibroker.security.tls import server_context
 from minibroker.server.connection import BrokerConnection
 from minibroker.server.faults import Faults
 from minibroker.server.nodes import Nodes
+from minibroker.server.quotas import ConnectionQuotas
 from minibroker.txn.producers import ProducerStateManager
 
 log = logging.getLogger(__name__)
 
 STOP_GRACE_SECONDS = 3.0
 FLUSH_CHECK_INTERVAL_SECONDS = 1.0
+IDLE_CHECK_MAX_INTERVAL_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class Broker:
         self.config = config
         self.node_id = config.node_id
         self.connections: set[BrokerConnection] = set()
+        self.quotas = ConnectionQuotas.from_config(config)
         self.bound: list[BoundListener] = []
         self._servers: list[asyncio.Server] = []
         self._timers: list[asyncio.Task[None]] = []
@@ -104,6 +107,11 @@ class Broker:
                 loop.create_task(self._every(self._retention_interval(), self._run_retention)),
                 loop.create_task(self._every(FLUSH_CHECK_INTERVAL_SECONDS, self._flush_due)),
             ]
+        self._timers.append(
+            asyncio.get_running_loop().create_task(
+                self._every(self._idle_check_interval(), self._close_idle)
+            )
+        )
         await self.start_listening()
 
     async def start_listening(self) -> None:
@@ -140,6 +148,19 @@ class Broker:
 
     def _run_retention(self) -> None:
         self.logs.run_retention(time.time_ns() // 1_000_000)
+
+    def _idle_limit_seconds(self) -> float:
+        return self.config.get_int("connections.max.idle.ms") / 1000
+
+    def _idle_check_interval(self) -> float:
+        return min(IDLE_CHECK_MAX_INTERVAL_SECONDS, max(0.01, self._idle_limit_seconds() / 4))
+
+    def _close_idle(self) -> None:
+        now = time.monotonic()
+        limit = self._idle_limit_seconds()
+        for connection in list(self.connections):
+            if connection.idle_seconds(now) > limit:
+                connection.abort(f"idle for more than connections.max.idle.ms ({limit:g} s)")
 
     def _flush_due(self) -> None:
         self.logs.flush_due(time.time_ns() // 1_000_000)

@@ -3,7 +3,11 @@
 It only moves bytes: frames go to `dispatch`, each in its own task so that a long-polling
 Fetch does not block the requests behind it, and responses are written strictly in request
 order (clients pair responses with their oldest in-flight request). A bounded number of
-requests may be in flight; past that, reading pauses until responses drain.
+requests may be in flight; past that, frames already received stay buffered and reading
+pauses until responses drain. A new connection first claims a slot from the broker's
+`ConnectionQuotas` (closed at once, or not read from until a slot frees); the broker closes
+connections idle for `connections.max.idle.ms`, where only whole requests and responses
+count as activity.
 """
 
 from __future__ import annotations
@@ -11,12 +15,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
 from collections import deque
 from typing import TYPE_CHECKING
 
 from minibroker.protocol.codec import MalformedRequest
 from minibroker.server.dispatch import dispatch
 from minibroker.server.framing import FrameDecoder, FramingError
+from minibroker.server.quotas import Admission, Slot
 
 if TYPE_CHECKING:
     from minibroker.config import Listener
@@ -37,6 +43,9 @@ class BrokerConnection(asyncio.Protocol):
         self._reading_paused = False
         self._closed = False
         self._client_host = ""
+        self._slot: Slot | None = None
+        self._waiting_for_slot = False
+        self._last_active = time.monotonic()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -48,31 +57,65 @@ class BrokerConnection(asyncio.Protocol):
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._broker.connections.add(self)
+        address = peer[0] if isinstance(peer, tuple) and peer else ""
+        self._slot = Slot(address, self._admitted, self._rejected)
+        admission = self._broker.quotas.open(self._slot)
+        if admission == Admission.REJECT:
+            self._rejected()
+        elif admission == Admission.WAIT:
+            self._waiting_for_slot = True
+            self._update_reading()
+
+    def _admitted(self) -> None:
+        self._waiting_for_slot = False
+        self._last_active = time.monotonic()
+        self._update_reading()
+
+    def _rejected(self) -> None:
+        self.abort("connection limit reached")
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         self._broker.connections.discard(self)
+        if self._slot is not None:
+            self._broker.quotas.close(self._slot)
         for task in self._in_flight:
             task.cancel()
         self._in_flight.clear()
 
     def data_received(self, data: bytes) -> None:
         self._decoder.feed(data)
+        self._start_buffered_frames()
+
+    def _start_buffered_frames(self) -> None:
         try:
-            while not self._closed and (frame := self._decoder.next_frame()) is not None:
+            while (
+                not self._closed
+                and len(self._in_flight) < MAX_IN_FLIGHT_REQUESTS
+                and (frame := self._decoder.next_frame()) is not None
+            ):
                 self._start(frame)
         except FramingError as exc:
             self.abort(str(exc))
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        if self._transport is None or self._closed:
+            return
+        pause = self._waiting_for_slot or len(self._in_flight) >= MAX_IN_FLIGHT_REQUESTS
+        if pause and not self._reading_paused:
+            self._transport.pause_reading()
+        elif not pause and self._reading_paused:
+            self._transport.resume_reading()
+        self._reading_paused = pause
 
     def _start(self, frame: bytes) -> None:
+        self._last_active = time.monotonic()
         task = asyncio.get_running_loop().create_task(
             dispatch(self._broker, frame, self._listener, self._client_host)
         )
         self._in_flight.append(task)
         task.add_done_callback(self._write_ready_responses)
-        if len(self._in_flight) >= MAX_IN_FLIGHT_REQUESTS and self._transport is not None:
-            self._transport.pause_reading()
-            self._reading_paused = True
 
     def _write_ready_responses(self, _: object) -> None:
         while self._in_flight and self._in_flight[0].done():
@@ -87,10 +130,8 @@ class BrokerConnection(asyncio.Protocol):
             response = task.result()
             if response is not None and self._transport is not None and not self._closed:
                 self._transport.write(response)
-        if self._reading_paused and len(self._in_flight) < MAX_IN_FLIGHT_REQUESTS:
-            self._reading_paused = False
-            if self._transport is not None and not self._closed:
-                self._transport.resume_reading()
+                self._last_active = time.monotonic()
+        self._start_buffered_frames()
 
     def abort(self, reason: str) -> None:
         if self._closed:
@@ -103,6 +144,14 @@ class BrokerConnection(asyncio.Protocol):
     @property
     def idle(self) -> bool:
         return not self._in_flight
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
+
+    def idle_seconds(self, now: float) -> float:
+        """Time since the last whole request or response; 0 while requests are in flight."""
+        return 0.0 if self._in_flight else now - self._last_active
 
     def close(self) -> None:
         if self._transport is not None and not self._closed:
