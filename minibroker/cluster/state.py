@@ -155,11 +155,23 @@ class Cluster:
         check_topic_name(name)
         if name in self.topics:
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        self._check_collision(name)
         if num_partitions < 1:
             raise TopicError(
                 ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0."
             )
         self._check_configs(configs)
+
+    def _check_collision(self, name: str) -> None:
+        """Kafka refuses a topic whose name differs from an existing one only by '.' versus
+        '_' (both become '_' in metric names)."""
+        unified = name.replace(".", "_")
+        for existing in self.topics:
+            if existing.replace(".", "_") == unified:
+                raise TopicError(
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    f"Topic '{name}' collides with existing topic: {existing}",
+                )
 
     def _check_configs(self, configs: Mapping[str, str | None]) -> None:
         try:

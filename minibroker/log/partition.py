@@ -30,6 +30,10 @@ logger = logging.getLogger(__name__)
 
 
 def partition_directory_name(topic: str, partition: int) -> str:
+    """`<topic>-<partition>`; refuses what could name anything but a child of the data
+    directory (topic names are validated before they get here; this is the last line)."""
+    if not topic or topic in (".", "..") or any(c in topic for c in "/\\\0") or partition < 0:
+        raise ValueError(f"{topic!r}-{partition} cannot name a partition directory")
     return f"{topic}-{partition}"
 
 
