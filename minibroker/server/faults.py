@@ -452,19 +452,7 @@ def _request_partitions(api_key: int, body: Any) -> Iterable[tuple[str, int]]:
 
 def _struct_of(message: Any, field_name: str) -> Any:
     """The class of the items of array field `field_name` of a message class or struct."""
-    for spec in message._json["fields"]:
-        if _snake(spec["name"]) == field_name:
-            return getattr(message, spec["type"].removeprefix("[]"))
-    raise KeyError(field_name)
-
-
-def _snake(name: str) -> str:
-    out = ""
-    for i, char in enumerate(name):
-        if char.isupper() and i > 0 and not name[i - 1].isupper():
-            out += "_"
-        out += char.lower()
-    return out
+    return message.fields[field_name].data_class
 
 
 def check_error_response(api_key: int) -> None:
