@@ -6,7 +6,9 @@
   top-level error code, otherwise the connection is closed.
 
 Test clusters' faults, hooks and recording (`server/faults.py`) see each decoded request
-before its handler and may answer it instead.
+before its handler and may answer it instead. In an in-process cluster, group and
+transaction requests sent to a node that does not coordinate their key are answered
+NOT_COORDINATOR here (`server/nodes.py`), so no handler needs to know about nodes.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from minibroker.protocol.codec import (
 )
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.context import RequestContext
-from minibroker.server.faults import RecordedRequest
+from minibroker.server.faults import RecordedRequest, error_response
 
 if TYPE_CHECKING:
     from minibroker.config import Listener
@@ -81,6 +83,12 @@ async def dispatch(
     response: Any = None
     if broker.faults.active:
         response = await broker.faults.intercept(_recorded(broker, header, client_host, request))
+    if response is None:
+        not_coordinator = broker.nodes.request_coordinator_error(
+            api_key, api_version, request, broker.node_id
+        )
+        if not_coordinator is not None:
+            response = error_response(api_key, api_version, request, not_coordinator)
     try:
         if response is None:
             response = await spec.handler(context, request)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
+from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -23,6 +24,23 @@ if TYPE_CHECKING:
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+BATCHED_OFFSET_FETCH_VERSION = 8
+
+# Requests that only a group's (or transactional id's) coordinator serves, answered
+# NOT_COORDINATOR elsewhere: (key type, request field holding the key).
+COORDINATED: dict[int, tuple[int, str]] = {
+    ApiKey.JoinGroup: (GROUP_KEY_TYPE, "group_id"),
+    ApiKey.SyncGroup: (GROUP_KEY_TYPE, "group_id"),
+    ApiKey.Heartbeat: (GROUP_KEY_TYPE, "group_id"),
+    ApiKey.LeaveGroup: (GROUP_KEY_TYPE, "group_id"),
+    ApiKey.OffsetCommit: (GROUP_KEY_TYPE, "group_id"),
+    ApiKey.OffsetFetch: (GROUP_KEY_TYPE, "group_id"),
+    ApiKey.OffsetDelete: (GROUP_KEY_TYPE, "group_id"),
+    ApiKey.TxnOffsetCommit: (GROUP_KEY_TYPE, "group_id"),
+    ApiKey.InitProducerId: (TRANSACTION_KEY_TYPE, "transactional_id"),
+    ApiKey.AddOffsetsToTxn: (TRANSACTION_KEY_TYPE, "transactional_id"),
+    ApiKey.EndTxn: (TRANSACTION_KEY_TYPE, "transactional_id"),
+}
 
 
 class NodeError(Exception):
@@ -108,6 +126,21 @@ class Nodes:
         if len(self.brokers) == 1 or self.coordinator_for(key_type, key) == node_id:
             return None
         return ErrorCode.NOT_COORDINATOR
+
+    def request_coordinator_error(
+        self, api_key: int, api_version: int, request: object, node_id: int
+    ) -> ErrorCode | None:
+        """NOT_COORDINATOR for a coordinator request (table above) sent to another node."""
+        coordinated = COORDINATED.get(api_key)
+        if len(self.brokers) == 1 or coordinated is None:
+            return None
+        if api_key == ApiKey.OffsetFetch and api_version >= BATCHED_OFFSET_FETCH_VERSION:
+            return None  # one entry per group; each group's coordinator is asked separately
+        key_type, field = coordinated
+        key = getattr(request, field, None)
+        if key is None:  # InitProducerId without a transactional id: any node
+            return None
+        return self.coordinator_error(key_type, key, node_id)
 
     # ---- liveness ------------------------------------------------------------------------
 

@@ -13,7 +13,15 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 import minibroker
 from minibroker.cluster.state import TopicError
 from minibroker.protocol.errors import ErrorCode
-from minibroker.testing import AsyncKafkaBroker, InvalidRecords, KafkaBroker, KafkaCluster
+from minibroker.testing import (
+    ApiKey,
+    AsyncKafkaBroker,
+    AsyncKafkaCluster,
+    Call,
+    InvalidRecords,
+    KafkaBroker,
+    KafkaCluster,
+)
 
 
 def _refuses_connections(address: str) -> bool:
@@ -200,3 +208,27 @@ def test_cli_node_configs_use_consecutive_ports_and_ids() -> None:
     assert [node.node_id for node in nodes] == [5, 6, 7]
     assert [node.listeners[0].port for node in nodes] == [9092, 9093, 9094]
     assert [node.advertised_listeners[0].port for node in nodes] == [19092, 19093, 19094]
+
+
+async def test_async_cluster_nodes_go_down_and_up_with_async_hooks() -> None:
+    async with AsyncKafkaCluster(nodes=2, storage="memory") as cluster:
+        cluster.create_topic("t", partitions=2)
+        seen: list[int] = []
+
+        async def on_metadata(call: Call) -> None:
+            seen.append(call.node_id)
+
+        cluster.control(ApiKey.Metadata, on_metadata, keep=True)
+        address = cluster.address(2)
+        await cluster.stop_node(2)
+        assert cluster.live_nodes == [1] and cluster.leader("t", 1) == 1
+        producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap_servers)
+        await producer.start()
+        try:
+            await producer.send_and_wait("t", b"v", partition=1)
+        finally:
+            await producer.stop()
+        await cluster.start_node(2)
+        assert cluster.address(2) == address and cluster.live_nodes == [1, 2]
+        assert cluster.values("t", partition=1) == [b"v"]
+        assert seen and set(seen) == {1}

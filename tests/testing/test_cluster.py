@@ -151,3 +151,42 @@ def test_a_single_broker_leads_everything() -> None:
             assert _produce(single.address(1), index).error_code == ErrorCode.NO_ERROR
         with pytest.raises(NodeError):
             single.move_leader("t", 0, 2)
+
+
+def test_group_and_transaction_requests_need_the_coordinator(cluster: KafkaCluster) -> None:
+    cluster.set_coordinator(2)
+    cluster.set_coordinator(3, transactional_id="tx")
+    beat = {"group_id": "g", "generation_id": 1, "member_id": "m"}
+    commit = {
+        "group_id": "g",
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "topics": [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 1}]}],
+    }
+    with WireClient(cluster.address(1)) as client:
+        assert client.call(ApiKey.Heartbeat, 4, **beat).error_code == ErrorCode.NOT_COORDINATOR
+        committed = client.call(ApiKey.OffsetCommit, 8, **commit)
+        init = client.call(
+            ApiKey.InitProducerId,
+            4,
+            transactional_id="tx",
+            transaction_timeout_ms=60000,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+        plain_init = client.call(
+            ApiKey.InitProducerId,
+            4,
+            transactional_id=None,
+            transaction_timeout_ms=60000,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    assert committed.topics[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR
+    assert init.error_code == ErrorCode.NOT_COORDINATOR
+    assert plain_init.error_code == ErrorCode.NO_ERROR
+    with WireClient(cluster.address(2)) as client:
+        assert client.call(ApiKey.Heartbeat, 4, **beat).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        committed = client.call(ApiKey.OffsetCommit, 8, **commit)
+    assert committed.topics[0].partitions[0].error_code == ErrorCode.NO_ERROR
+    assert cluster.committed_offsets("g") == {("t", 0): 1}

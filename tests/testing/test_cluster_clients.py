@@ -199,3 +199,31 @@ def test_java_fails_over_when_the_leader_stops_mid_request(cluster: KafkaCluster
     assert cluster.live_nodes == [1, 3]
     assert cluster.values(TOPIC, partition=1) == [b"survives"]
     assert cluster.requests(ApiKey.Produce, node=cluster.leader(TOPIC, 1), topic=TOPIC)
+
+
+def test_confluent_consumer_group_follows_a_moved_coordinator(cluster: KafkaCluster) -> None:
+    from confluent_kafka import Consumer
+
+    cluster.set_coordinator(2)
+    for i in range(3):
+        cluster.produce(TOPIC, f"g{i}", partition=i)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": "movers",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([TOPIC])
+    seen: list[bytes] = []
+    while len(seen) < 3:
+        message = consumer.poll(1.0)
+        if message is not None and message.error() is None:
+            seen.append(message.value())
+    cluster.set_coordinator(3)
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    assert sorted(seen) == [b"g0", b"g1", b"g2"]
+    assert cluster.committed_offsets("movers") == {(TOPIC, 0): 1, (TOPIC, 1): 1, (TOPIC, 2): 1}
+    assert cluster.requests(ApiKey.OffsetCommit, node=3)

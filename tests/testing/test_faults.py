@@ -276,3 +276,13 @@ def test_recording_can_be_turned_off() -> None:
         with WireClient(kafka.bootstrap_servers) as client:
             client.call(ApiKey.ApiVersions, 3)
         assert kafka.requests() == []
+
+
+def test_errors_and_latency_can_target_one_node() -> None:
+    with KafkaCluster(nodes=2, storage="memory") as cluster:
+        cluster.push_errors(ApiKey.Heartbeat, ErrorCode.NOT_COORDINATOR, node=2)
+        beat = {"group_id": "g", "generation_id": 1, "member_id": "m"}
+        with WireClient(cluster.address(1)) as client:
+            assert client.call(ApiKey.Heartbeat, 4, **beat).error_code != ErrorCode.NOT_COORDINATOR
+        with WireClient(cluster.address(2)) as client:
+            assert client.call(ApiKey.Heartbeat, 4, **beat).error_code == ErrorCode.NOT_COORDINATOR
