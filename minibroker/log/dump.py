@@ -26,6 +26,7 @@ from minibroker.records.records import iter_records
 
 from .batch import header_is_plausible, parse_header
 from .index import OFFSET_ENTRY, TIME_ENTRY
+from .txnindex import ABORTED_TXN
 
 _INT32_MAX = 2147483647
 _CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -283,6 +284,19 @@ def dump_time_index_file(path: Path, *, verify_only: bool, reports: _Reports, ou
             previous_timestamp = timestamp
 
 
+def dump_txn_index_file(path: Path, *, out: TextIO) -> None:
+    """Kafka's `dumpTxnIndex`: one line per aborted transaction."""
+    data = path.read_bytes()
+    for version, producer_id, first, last, last_stable in ABORTED_TXN.iter_unpack(
+        data[: len(data) - len(data) % ABORTED_TXN.size]
+    ):
+        print(
+            f"version: {version} producerId: {producer_id} firstOffset: {first} "
+            f"lastOffset: {last} lastStableOffset: {last_stable}",
+            file=out,
+        )
+
+
 def _find_batch(log: BinaryIO, position: int, log_size: int, offset: int) -> BatchHeader | None:
     """The first batch from `position` whose last offset is >= `offset`."""
     while position < log_size:
@@ -298,7 +312,7 @@ def _find_batch(log: BinaryIO, position: int, log_size: int, offset: int) -> Bat
 def _parse_arguments(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="minibroker dump-log",
-        description="Print Kafka log segments (.log) and indexes (.index, .timeindex).",
+        description="Print Kafka log segments (.log) and indexes (.index, .timeindex, .txnindex).",
     )
     parser.add_argument("paths", nargs="*", metavar="FILE", help="segment or index files")
     parser.add_argument("--files", default="", help="comma-separated files, as Kafka's tool")
@@ -338,6 +352,8 @@ def dump_log_main(argv: list[str]) -> int:
                 dump_time_index_file(
                     path, verify_only=arguments.verify_index_only, reports=reports, out=out
                 )
+            elif path.suffix == ".txnindex":
+                dump_txn_index_file(path, out=out)
             else:
                 print(f"Ignoring unknown file {path}", file=err)
         except OSError as error:
