@@ -4,7 +4,8 @@ Behaviour: for each requested partition, the producers with state on it, as Kafk
 `UnifiedLog.activeProducers` answers: producer id, epoch, last sequence, last batch timestamp,
 coordinator epoch of the last transaction marker (-1 if none) and the first offset of its
 open transaction (-1 if none). Producer ids expire after `producer.id.expiration.ms`, as in
-Kafka. An unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION.
+Kafka. An unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION; a partition this node
+does not lead (in-process clusters) NOT_LEADER_OR_FOLLOWER.
 
 Version notes: v0 is flexible.
 """
@@ -29,10 +30,13 @@ NO_TXN_START_OFFSET = -1
 
 def _partition_entry(ctx: RequestContext, topic: str, index: int) -> Any:
     partition = ctx.broker.cluster.partition(topic, index)
-    if partition is None:
+    error = (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if partition is None else ctx.leader_error(partition)
+    )
+    if error is not None or partition is None:
         return _Partition(
             partition_index=index,
-            error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            error_code=error,
             error_message=None,
             active_producers=[],
         )
