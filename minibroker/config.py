@@ -152,11 +152,16 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _secret("ssl.truststore.certificates"),
         _broker("ssl.client.auth", S, "none"),
         _broker("ssl.enabled.protocols", LI, "TLSv1.2,TLSv1.3"),
+        _broker("connection.failed.authentication.delay.ms", INT, "100"),
         _broker(
             "sasl.enabled.mechanisms",
             LI,
             "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
             "minibroker's default (Kafka's is GSSAPI, which minibroker does not serve).",
+        ),
+        _secret(
+            "minibroker.scram.credentials",
+            "SCRAM users created at start: SCRAM-SHA-256=[name=alice,password=alice-secret],...",
         ),
         _broker(
             "minibroker.fsync.on.ack",

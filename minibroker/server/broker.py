@@ -26,11 +26,12 @@ from minibroker.config import BrokerConfig, Listener, new_cluster_id
 from minibroker.groups import GroupCoordinator
 from minibroker.log.checkpoints import META_PROPERTIES, read_properties
 from minibroker.log.manager import LogManager
-from minibroker.security.tls import server_context
+from minibroker.security.credentials import ScramCredentials
 from minibroker.server.connection import BrokerConnection
 from minibroker.server.faults import Faults
 from minibroker.server.nodes import Nodes
 from minibroker.server.quotas import ConnectionQuotas
+from minibroker.server.security import listener_security
 from minibroker.txn.producers import ProducerStateManager
 
 log = logging.getLogger(__name__)
@@ -59,8 +60,8 @@ class Broker:
         self.bound: list[BoundListener] = []
         self._servers: list[asyncio.Server] = []
         self._timers: list[asyncio.Task[None]] = []
-        self.tls_contexts = {
-            item.name: server_context(config, item.name) for item in config.listeners
+        self.security = {
+            item.name: listener_security(config, item.name) for item in config.listeners
         }
         if shared_with is not None:
             self._share_state(shared_with)
@@ -79,6 +80,7 @@ class Broker:
         self.groups = GroupCoordinator(config, self.cluster)
         self.nodes = Nodes(self)
         self.faults = Faults()
+        self.scram_credentials = ScramCredentials.open(config, self.data_dir)
 
     def _share_state(self, owner: Broker) -> None:
         self.owns_state = False
@@ -90,6 +92,7 @@ class Broker:
         self.groups = owner.groups
         self.nodes = owner.nodes
         self.faults = owner.faults
+        self.scram_credentials = owner.scram_credentials
         self.nodes.add(self)
 
     def _stored_cluster_id(self) -> str | None:
@@ -125,7 +128,7 @@ class Broker:
                 listener.host,
                 previous.get(listener.name, listener.port),
                 reuse_address=True,
-                ssl=self.tls_contexts[listener.name],
+                ssl=self.security[listener.name].tls,
             )
             host, port = server.sockets[0].getsockname()[:2]
             self.bound.append(BoundListener(listener, host, port))

@@ -20,6 +20,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from minibroker.protocol.codec import MalformedRequest
+from minibroker.server.authenticator import SaslAuthenticator
 from minibroker.server.dispatch import dispatch
 from minibroker.server.framing import FrameDecoder, FramingError
 from minibroker.server.quotas import Admission, Slot
@@ -46,6 +47,10 @@ class BrokerConnection(asyncio.Protocol):
         self._slot: Slot | None = None
         self._waiting_for_slot = False
         self._last_active = time.monotonic()
+        security = broker.security[listener.name]
+        self._authenticator = (
+            SaslAuthenticator(broker, listener, security) if security.sasl else None
+        )
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -111,9 +116,11 @@ class BrokerConnection(asyncio.Protocol):
 
     def _start(self, frame: bytes) -> None:
         self._last_active = time.monotonic()
-        task = asyncio.get_running_loop().create_task(
-            dispatch(self._broker, frame, self._listener, self._client_host)
-        )
+        if self._authenticator is not None and not self._authenticator.complete:
+            work = self._authenticator.receive(frame, self._client_host)
+        else:
+            work = dispatch(self._broker, frame, self._listener, self._client_host)
+        task = asyncio.get_running_loop().create_task(work)
         self._in_flight.append(task)
         task.add_done_callback(self._write_ready_responses)
 
@@ -131,7 +138,19 @@ class BrokerConnection(asyncio.Protocol):
             if response is not None and self._transport is not None and not self._closed:
                 self._transport.write(response)
                 self._last_active = time.monotonic()
+            if self._authenticator is not None and self._authenticator.failed:
+                self._close_after_failed_authentication()
+                return
         self._start_buffered_frames()
+
+    def _close_after_failed_authentication(self) -> None:
+        """Kafka closes a connection whose authentication failed after its answer and
+        `connection.failed.authentication.delay.ms`, reading nothing more meanwhile."""
+        if self._transport is None or self._closed:
+            return
+        self._transport.pause_reading()
+        delay = self._broker.config.get_int("connection.failed.authentication.delay.ms")
+        asyncio.get_running_loop().call_later(delay / 1000, self.close)
 
     def abort(self, reason: str) -> None:
         if self._closed:

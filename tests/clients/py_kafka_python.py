@@ -5,6 +5,8 @@ Usage: python py_kafka_python.py '<job json>'  (or the job on stdin); see README
 
 from __future__ import annotations
 
+import logging
+import sys
 from typing import Any
 
 import jobio
@@ -390,5 +392,13 @@ OPS = {
     "delete_records": delete_records,
 }
 
+
+def log_client_errors_to_stderr() -> None:
+    """kafka-python reports some failures only in its log (a refused SASL login, then a
+    bootstrap timeout); its errors go to stderr, which failed results carry."""
+    logging.basicConfig(level=logging.ERROR, stream=sys.stderr, format="%(name)s: %(message)s")
+
+
 if __name__ == "__main__":
+    log_client_errors_to_stderr()
     jobio.serve(OPS, error_name)
