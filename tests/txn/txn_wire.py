@@ -24,7 +24,9 @@ _FetchTopic = request_class(ApiKey.Fetch).FetchTopic
 _ListOffsetsTopic = request_class(ApiKey.ListOffsets).ListOffsetsTopic
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
+def create_topic(
+    bootstrap: str, topic: str, partitions: int = 1, configs: dict[str, str] | None = None
+) -> None:
     with WireClient(bootstrap) as client:
         response = client.call(
             ApiKey.CreateTopics,
@@ -35,7 +37,9 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
                     "num_partitions": partitions,
                     "replication_factor": 1,
                     "assignments": [],
-                    "configs": [],
+                    "configs": [
+                        {"name": name, "value": value} for name, value in (configs or {}).items()
+                    ],
                 }
             ],
             timeout_ms=5000,
