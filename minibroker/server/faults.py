@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
@@ -25,6 +26,8 @@ from typing import Any
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, response_class
 from minibroker.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
 
 
 class CloseConnection(Exception):
@@ -266,7 +269,7 @@ class Faults:
         (`call.respond(...)`, `call.error(code)`) to answer with it, or `CLOSE` to close the
         connection. A hook that answered or closed is removed unless `keep` is true, like
         kfake's ControlKey/KeepControl. Hooks run on the broker's event loop, oldest first;
-        they may be coroutines.
+        they may be coroutines. A hook that raises is logged and closes the connection.
         """
         with self._lock:
             self._controls.append(_Control(_Match(api_key, node), hook, keep))
@@ -370,9 +373,13 @@ class Faults:
         with self._lock:
             controls = [c for c in self._controls if c.match.matches(request)]
         for control in controls:
-            result = control.hook(Call(request, request.body))
-            if inspect.isawaitable(result):
-                result = await result
+            try:
+                result = control.hook(Call(request, request.body))
+                if inspect.isawaitable(result):
+                    result = await result
+            except Exception as exc:
+                log.exception("control hook %r failed on %s", control.hook, request.api_name)
+                raise CloseConnection("control hook failed") from exc
             if result is None:
                 continue
             if not control.keep:

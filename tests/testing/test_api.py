@@ -23,6 +23,8 @@ from minibroker.testing import (
     KafkaCluster,
 )
 
+pytestmark = pytest.mark.clients
+
 
 def _refuses_connections(address: str) -> bool:
     host, _, port = address.partition(":")

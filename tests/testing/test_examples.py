@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.clients
+
 EXAMPLE = Path(__file__).parents[2] / "examples" / "test_with_minibroker.py"
 
 

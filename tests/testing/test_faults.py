@@ -17,6 +17,8 @@ from minibroker.protocol.codec import struct_type
 from minibroker.testing import CLOSE, ApiKey, Call, ErrorCode, KafkaBroker, KafkaCluster
 from tests.wire import WireClient
 
+pytestmark = pytest.mark.clients
+
 DEADLINE_S = 30.0
 
 
@@ -286,3 +288,19 @@ def test_errors_and_latency_can_target_one_node() -> None:
             assert client.call(ApiKey.Heartbeat, 4, **beat).error_code != ErrorCode.NOT_COORDINATOR
         with WireClient(cluster.address(2)) as client:
             assert client.call(ApiKey.Heartbeat, 4, **beat).error_code == ErrorCode.NOT_COORDINATOR
+
+
+def test_a_failing_hook_closes_the_connection_only(kafka: KafkaBroker) -> None:
+    def broken(call: Call) -> None:
+        raise RuntimeError("bug in a test hook")
+
+    kafka.control(ApiKey.ApiVersions, broken)
+    with WireClient(kafka.bootstrap_servers) as client:
+        client.send(ApiKey.ApiVersions, 3)
+        assert client.is_closed_by_peer()
+    with WireClient(kafka.bootstrap_servers) as client:
+        client.send(ApiKey.ApiVersions, 3)
+        assert client.is_closed_by_peer()  # the hook stays until it answers
+    kafka.clear_faults()
+    with WireClient(kafka.bootstrap_servers) as client:
+        assert client.call(ApiKey.ApiVersions, 3).error_code == ErrorCode.NO_ERROR

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.clients
 
 SYNC_AND_ASYNC_TESTS = """
 import pytest
