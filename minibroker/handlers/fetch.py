@@ -12,7 +12,7 @@ segments' `.txnindex` (Kafka's `LocalLog.collectAbortedTransactions`): an empty 
 are none, null for read_uncommitted. Control batches are served like data; clients skip
 them. Offsets outside [log start, high watermark] get
 OFFSET_OUT_OF_RANGE; a leader epoch newer than ours gets UNKNOWN_LEADER_EPOCH, an older one
-FENCED_LEADER_EPOCH.
+FENCED_LEADER_EPOCH. A partition whose storage failed (offline log) gets KAFKA_STORAGE_ERROR.
 
 Version notes: fetch sessions (v7+) are refused the way Kafka refuses them: every full fetch
 (epoch 0 or -1) is answered with session id 0, so clients keep sending full fetches, and an
@@ -123,6 +123,9 @@ def _read_partition(
         result.error = not_leader
         return result
     log = partition.log
+    if log.storage_error is not None:
+        result.error = ErrorCode.KAFKA_STORAGE_ERROR
+        return result
     result.high_watermark = partition.high_watermark
     result.last_stable_offset = last_stable_offset = partition.last_stable_offset
     result.log_start_offset = log.log_start_offset
@@ -139,6 +142,9 @@ def _read_partition(
         data = log.read(wanted.fetch_offset, max(limit, 1), upper)
     except OffsetOutOfRange:
         result.error = ErrorCode.OFFSET_OUT_OF_RANGE
+        return result
+    except OSError:  # the log went offline reading it
+        result.error = ErrorCode.KAFKA_STORAGE_ERROR
         return result
     result.records = data
     result.fetch_offset = wanted.fetch_offset

@@ -7,7 +7,8 @@ or after it — found through `.timeindex`, then inside that batch — or offset
 timestamp -1 when there is none. As in Kafka's `ReplicaManager.fetchOffset`, a record found
 at or after the last fetchable offset (the last stable offset for read_committed, else the
 high watermark) is answered as none found. The leader epoch is this node's (0). A current leader
-epoch newer than ours gets UNKNOWN_LEADER_EPOCH, an older one FENCED_LEADER_EPOCH.
+epoch newer than ours gets UNKNOWN_LEADER_EPOCH, an older one FENCED_LEADER_EPOCH. A
+partition whose storage failed (offline log) gets KAFKA_STORAGE_ERROR.
 
 Version notes: v0 (old-style offsets) is not served; isolation level is v2+; leader epochs
 v4+; max timestamp v7+.
@@ -79,6 +80,8 @@ def _partition_entry(ctx: RequestContext, topic: str, wanted: Any, read_committe
         error = partition.leader_epoch_error(wanted.current_leader_epoch) or ctx.leader_error(
             partition
         )
+        if error is None and partition.log.storage_error is not None:
+            error = ErrorCode.KAFKA_STORAGE_ERROR
     if wanted.timestamp < MAX_TIMESTAMP and error is None:
         error = ErrorCode.UNSUPPORTED_VERSION
     if error is not None or partition is None:
@@ -89,7 +92,16 @@ def _partition_entry(ctx: RequestContext, topic: str, wanted: Any, read_committe
             offset=-1,
             leader_epoch=-1,
         )
-    offset, timestamp = offset_for(partition, wanted.timestamp, read_committed)
+    try:
+        offset, timestamp = offset_for(partition, wanted.timestamp, read_committed)
+    except OSError:  # the log went offline reading it
+        return _Partition(
+            partition_index=wanted.partition_index,
+            error_code=ErrorCode.KAFKA_STORAGE_ERROR,
+            timestamp=-1,
+            offset=-1,
+            leader_epoch=-1,
+        )
     return _Partition(
         partition_index=wanted.partition_index,
         error_code=ErrorCode.NO_ERROR,

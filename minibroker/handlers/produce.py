@@ -7,7 +7,8 @@ appended with the base offset and leader epoch stamped (a batch larger than
 last five batches are answered with the original offsets and not written again. Topics are
 never auto-created here (Metadata does that); unknown ones get UNKNOWN_TOPIC_OR_PARTITION.
 acks=0 gets no response at all; acks other than 0, 1 and -1 get INVALID_REQUIRED_ACKS.
-A disk error on append answers KAFKA_STORAGE_ERROR for that partition only.
+A disk error on append answers KAFKA_STORAGE_ERROR for that partition only, and takes it
+offline (KAFKA_STORAGE_ERROR for every later read or write) until the broker restarts.
 
 Version notes: v0-2 are advertised only because librdkafka before 2.11.1 checks for
 Produce v0 before it compresses (KAFKA-18659); like Kafka 4, requests at those versions get

@@ -1,6 +1,6 @@
 """Log storage in Kafka's own on-disk format: segments, indexes, recovery, retention."""
 
-from .base import OffsetOutOfRange, PartitionLog, RecordBatchTooLarge
+from .base import LogOfflineError, OffsetOutOfRange, PartitionLog, RecordBatchTooLarge
 from .config import LogConfig
 from .manager import InconsistentLogDirError, LogManager
 from .memory import MemoryPartitionLog
@@ -11,6 +11,7 @@ __all__ = [
     "InconsistentLogDirError",
     "LogConfig",
     "LogManager",
+    "LogOfflineError",
     "MemoryPartitionLog",
     "OffsetOutOfRange",
     "PartitionLog",

@@ -17,12 +17,19 @@ class RecordBatchTooLarge(Exception):
     """The batch is larger than segment.bytes (Kafka answers RECORD_LIST_TOO_LARGE)."""
 
 
+class LogOfflineError(OSError):
+    """The partition's storage failed (full disk, read-only or failing device): like a log
+    directory Kafka marks offline, it refuses reads and writes until the broker restarts and
+    recovers it. Handlers answer KAFKA_STORAGE_ERROR."""
+
+
 class PartitionLog(Protocol):
     topic: str
     partition: int
     topic_id: uuid.UUID
     config: LogConfig
     recovery_point: int  # everything below is fsynced; recovery re-checks from here
+    storage_error: OSError | None  # set once an I/O error took the partition offline
 
     @property
     def log_start_offset(self) -> int: ...

@@ -7,11 +7,12 @@ Layout of a data directory, as Kafka's:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from pathlib import Path
 
-from .base import PartitionLog
+from .base import LogOfflineError, PartitionLog
 from .blob import FilePool
 from .checkpoints import (
     CLEAN_SHUTDOWN_MARKER,
@@ -198,19 +199,30 @@ class LogManager:
         moved = False
         for log in self._logs.values():
             before = log.recovery_point
-            log.flush_if_due(now_ms)
+            with contextlib.suppress(LogOfflineError):  # logged when it went offline
+                log.flush_if_due(now_ms)
             moved = moved or log.recovery_point != before
         if moved:
             self.checkpoint()
 
     def close(self) -> None:
         """Flush every log, write the checkpoints, then the clean-shutdown marker."""
-        for log in self._logs.values():
-            log.close()
+        offline = [key for key, log in self._logs.items() if not _closed_cleanly(log)]
         if self.data_dir is not None:
             self.checkpoint()
+        if offline:  # no clean-shutdown marker: the next start recovers them
+            logger.error("%d partitions are offline after storage errors", len(offline))
+        elif self.data_dir is not None:
             marker = self.data_dir / CLEAN_SHUTDOWN_MARKER
             marker.write_text('{"version":0,"brokerEpoch":-1}', encoding="utf-8")
             fsync_directory(self.data_dir)
         self.pool.close_all()
         self._logs.clear()
+
+
+def _closed_cleanly(log: PartitionLog) -> bool:
+    try:
+        log.close()
+    except OSError as exc:
+        log.storage_error = log.storage_error or exc
+    return log.storage_error is None

@@ -7,20 +7,50 @@ and removed, so both run exactly this code for offsets, rolls, reads, retention 
 from __future__ import annotations
 
 import bisect
+import functools
+import logging
 import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from typing import Concatenate, ParamSpec, TypeVar
 
-from .base import OffsetOutOfRange, RecordBatchTooLarge
+from .base import LogOfflineError, OffsetOutOfRange, RecordBatchTooLarge
 from .batch import parse_header, stamp
 from .config import LogConfig
 from .segment import LogSegment
 from .txnindex import AbortedTxn, AbortedTxnTracker
 
+log = logging.getLogger(__name__)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def storage_operation(
+    method: Callable[Concatenate[SegmentedLog, _P], _R],
+) -> Callable[Concatenate[SegmentedLog, _P], _R]:
+    """An operation that touches storage: refused once the log is offline, and any I/O error
+    takes the log offline (its in-memory state may no longer match its files)."""
+
+    def guarded(self: SegmentedLog, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if self.storage_error is not None:
+            raise LogOfflineError(
+                f"{self.topic}-{self.partition} is offline after a storage error: "
+                f"{self.storage_error}"
+            )
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as exc:
+            self.storage_error = exc
+            log.error("%s-%d is now offline: %s", self.topic, self.partition, exc)
+            raise LogOfflineError(f"{self.topic}-{self.partition}: {exc}") from exc
+
+    functools.update_wrapper(guarded, method)
+    return guarded
 
 
 class SegmentedLog(ABC):
@@ -40,6 +70,7 @@ class SegmentedLog(ABC):
         # Called when the log start offset or the recovery point moves other than by retention
         # or flushing, so that the checkpoint files follow before the caller answers.
         self.on_checkpoint_needed: Callable[[], None] | None = None
+        self.storage_error: OSError | None = None
 
     @abstractmethod
     def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment: ...
@@ -89,6 +120,7 @@ class SegmentedLog(ABC):
 
     # -- append and roll -----------------------------------------------------------------------
 
+    @storage_operation
     def append(self, batch: bytearray, leader_epoch: int, now_ms: int) -> int:
         if len(batch) > self.config.segment_bytes:
             raise RecordBatchTooLarge(
@@ -107,6 +139,7 @@ class SegmentedLog(ABC):
             self.flush()
         return base_offset
 
+    @storage_operation
     def roll(self, now_ms: int) -> None:
         """Close the active segment and start a new one at the log end (no-op if it is empty)."""
         if self._active.size == 0:
@@ -116,6 +149,7 @@ class SegmentedLog(ABC):
 
     # -- reads ---------------------------------------------------------------------------------
 
+    @storage_operation
     def read(self, offset: int, max_bytes: int, upper_offset: int | None = None) -> bytes:
         end = self.log_end_offset
         if offset < self._log_start_offset or offset > end:
@@ -132,6 +166,7 @@ class SegmentedLog(ABC):
                 return data
         return b""
 
+    @storage_operation
     def batch_for_timestamp(self, timestamp: int) -> bytes | None:
         for segment in self._segments:
             if segment.max_timestamp >= timestamp:
@@ -140,6 +175,7 @@ class SegmentedLog(ABC):
                     return found
         return None
 
+    @storage_operation
     def batch_with_max_timestamp(self) -> bytes | None:
         best: LogSegment | None = None
         for segment in self._segments:
@@ -149,6 +185,7 @@ class SegmentedLog(ABC):
 
     # -- aborted transactions ------------------------------------------------------------------
 
+    @storage_operation
     def append_aborted_txn(
         self, producer_id: int, first_offset: int, last_offset: int, last_stable_offset: int
     ) -> None:
@@ -252,6 +289,7 @@ class SegmentedLog(ABC):
 
     # -- durability and lifetime ---------------------------------------------------------------
 
+    @storage_operation
     def flush(self) -> None:
         """fsync every segment that may hold unflushed data; the recovery point moves to the end."""
         for segment in self._segments[self._segment_index_for(self.recovery_point) :]:
@@ -264,6 +302,7 @@ class SegmentedLog(ABC):
     def _flush_directory(self) -> None:
         """Hook: make created and deleted segment files durable."""
 
+    @storage_operation
     def flush_if_due(self, now_ms: int) -> None:
         """flush.messages / flush.ms, and rolled segments not yet flushed (as Kafka flushes a
         segment after rolling it)."""
@@ -284,5 +323,6 @@ class SegmentedLog(ABC):
             segment.update_config(config)
 
     def close(self) -> None:
-        self._active.on_become_inactive()
-        self.flush()
+        if self.storage_error is None:
+            self._active.on_become_inactive()
+            self.flush()

@@ -576,8 +576,16 @@ class ProducerStateManager:
             directory = self._directory(partition)
             if directory is None or not directory.is_dir():
                 continue
+            if getattr(partition.log, "storage_error", None) is not None:
+                continue  # offline: its log end is not to be trusted; recovery rebuilds it
             offset = partition.log.log_end_offset
-            written = write_snapshot(directory, offset, (e.to_snapshot() for e in table.values()))
+            try:
+                written = write_snapshot(
+                    directory, offset, (e.to_snapshot() for e in table.values())
+                )
+            except OSError as exc:
+                log.error("no producer snapshot for %s: %s", directory.name, exc)
+                continue
             for _, stale in list_snapshots(directory):
                 if stale != written:
                     stale.unlink(missing_ok=True)
