@@ -189,9 +189,11 @@ class SegmentedLog(ABC):
     def append_aborted_txn(
         self, producer_id: int, first_offset: int, last_offset: int, last_stable_offset: int
     ) -> None:
-        self._active.txn_index.append(
-            AbortedTxn(producer_id, first_offset, last_offset, last_stable_offset)
-        )
+        index = self._active.txn_index
+        index.append(AbortedTxn(producer_id, first_offset, last_offset, last_stable_offset))
+        if self.recovery_point > last_offset:
+            # The marker was flushed as it was appended: recovery will not rebuild this entry.
+            index.flush()
 
     def collect_aborted_txns(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """Kafka's `LocalLog.collectAbortedTransactions`: from the segment holding

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from minibroker.log import LogConfig, LogManager, PartitionLog
+from minibroker.log.blob import FileBlob
 from minibroker.log.dump import dump_log_main
 from minibroker.log.txnindex import ABORTED_TXN, AbortedTxn
 from minibroker.records.records import build_batch, build_control_batch
@@ -39,10 +40,10 @@ def manager_for(backend: str, tmp_path: Path) -> LogManager:
     return LogManager(data_dir, node_id=0, cluster_id="c", default_config=CONFIG)
 
 
-def write_scenario(log: PartitionLog) -> None:
+def write_scenario(log: PartitionLog, steps: list[tuple[int, int | str]] = SCENARIO) -> None:
     """Append the scenario, indexing aborts as the marker writer does."""
     first_offsets: dict[int, int] = {}
-    for producer_id, what in SCENARIO:
+    for producer_id, what in steps:
         if isinstance(what, int):
             records = [(None, b"v" * 20, [], T0)] * what
             batch = build_batch(
@@ -176,3 +177,20 @@ def test_dump_log_prints_the_txnindex_as_kafka(
         "version: 0 producerId: 1 firstOffset: 0 lastOffset: 3 lastStableOffset: 2",
         "version: 0 producerId: 3 firstOffset: 6 lastOffset: 7 lastStableOffset: 8",
     ]
+
+
+def test_entry_is_flushed_with_a_marker_fsynced_on_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flushed: list[str] = []
+    original_flush = FileBlob.flush
+
+    def recording_flush(blob: FileBlob) -> None:
+        flushed.append(blob.path.name)
+        original_flush(blob)
+
+    monkeypatch.setattr(FileBlob, "flush", recording_flush)
+    config = dataclasses.replace(CONFIG, segment_bytes=1 << 20, fsync_on_ack=True)
+    log = manager_for("file", tmp_path).create(TOPIC, 0, uuid.uuid4(), config)
+    write_scenario(log, SCENARIO[:-1])  # nothing appended after the last abort
+    assert flushed.count(f"{0:020d}.txnindex") == len(EXPECTED)
