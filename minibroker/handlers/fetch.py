@@ -58,20 +58,24 @@ class PartitionRead:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: bytes = b""
-    fetch_offset: int = 0
-    read_committed: bool = False
-    partition: Partition | None = None
+    aborted_transactions: list[Any] | None = None
 
-    def aborted_transactions(self) -> list[Any] | None:
-        if not self.read_committed:
-            return None
-        partition = self.partition
-        if partition is None or not self.records:
-            return []
+    def collect_aborted_transactions(self, partition: Partition, fetch_offset: int) -> None:
+        """The aborted transactions overlapping the records read (read_committed only)."""
+        self.aborted_transactions = []
+        if not self.records:
+            return
         upper_bound = offset_after_batches(self.records)
-        return [
+        try:
+            aborted = partition.log.collect_aborted_txns(fetch_offset, upper_bound)
+        except OSError:  # the log went offline reading its transaction index
+            self.error = ErrorCode.KAFKA_STORAGE_ERROR
+            self.records = b""
+            self.aborted_transactions = None
+            return
+        self.aborted_transactions = [
             _AbortedTxn(producer_id=txn.producer_id, first_offset=txn.first_offset)
-            for txn in partition.log.collect_aborted_txns(self.fetch_offset, upper_bound)
+            for txn in aborted
         ]
 
     def entry(self) -> Any:
@@ -81,7 +85,7 @@ class PartitionRead:
             high_watermark=self.high_watermark,
             last_stable_offset=self.last_stable_offset,
             log_start_offset=self.log_start_offset,
-            aborted_transactions=self.aborted_transactions(),
+            aborted_transactions=self.aborted_transactions,
             preferred_read_replica=-1,
             records=self.records,
         )
@@ -147,9 +151,6 @@ def _read_partition(
         result.error = ErrorCode.KAFKA_STORAGE_ERROR
         return result
     result.records = data
-    result.fetch_offset = wanted.fetch_offset
-    result.read_committed = read_committed
-    result.partition = partition
     return result
 
 
@@ -163,6 +164,9 @@ def _collect(ctx: RequestContext, request: Any) -> tuple[list[PartitionRead], in
             read = _read_partition(ctx, topic.topic, wanted, remaining, read_committed)
             if total > 0 and len(read.records) > remaining:
                 read.records = whole_batches_within(read.records, remaining)
+            partition = ctx.broker.cluster.partition(topic.topic, wanted.partition)
+            if read_committed and read.error == ErrorCode.NO_ERROR and partition is not None:
+                read.collect_aborted_transactions(partition, wanted.fetch_offset)
             total += len(read.records)
             remaining -= len(read.records)
             reads.append(read)

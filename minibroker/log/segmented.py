@@ -195,6 +195,7 @@ class SegmentedLog(ABC):
             # The marker was flushed as it was appended: recovery will not rebuild this entry.
             index.flush()
 
+    @storage_operation
     def collect_aborted_txns(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """Kafka's `LocalLog.collectAbortedTransactions`: from the segment holding
         `start_offset`, until an entry's last stable offset reaches `upper_bound_offset`."""

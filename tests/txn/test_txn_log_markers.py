@@ -3,12 +3,14 @@ marker errors, over TCP with hand-built transactional batches and markers writte
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from minibroker.log.txnindex import TransactionIndex
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.testing.threaded import ThreadedBroker
@@ -219,3 +221,24 @@ def wait_until(condition: object, deadline_s: float = 20.0) -> None:
     while not condition():
         assert time.monotonic() < end, "condition not met before the deadline"
         time.sleep(0.01)
+
+
+def test_unreadable_txnindex_takes_the_partition_offline(
+    broker: ThreadedBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bootstrap = broker.bootstrap_servers
+    produced(bootstrap, txn_batch(PID_A, 0, 0, 1))
+    assert marker(broker, TOPIC, PID_A, 0, commit=False) == ErrorCode.NO_ERROR
+
+    def failing_read(*_: object) -> bytes:
+        raise OSError(errno.EIO, "injected")
+
+    monkeypatch.setattr(TransactionIndex, "entries", failing_read)
+    with WireClient(bootstrap) as client:
+        for isolation in (READ_COMMITTED, READ_UNCOMMITTED):
+            response = client.call(
+                ApiKey.Fetch, FETCH_VERSION, **fetch_request(TOPIC, 0, isolation)
+            )
+            partition = response.responses[0].partitions[0]
+            assert partition.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+            assert (partition.records, partition.aborted_transactions) == (b"", None)
