@@ -44,8 +44,9 @@ from minibroker.groups.records import (
     encode_offset_key,
     encode_offset_value,
 )
-from minibroker.groups.store import LoadedOffset, OffsetsTopic, StoredRecord
+from minibroker.groups.store import LoadedOffset, LoadedTxnMarker, OffsetsTopic, StoredRecord
 from minibroker.groups.timers import Deadline
+from minibroker.groups.txn_offsets import PendingTxnOffsets
 from minibroker.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -109,13 +110,23 @@ class GroupCoordinator:
             config.raw("offset.metadata.max.bytes") or DEFAULT_OFFSET_METADATA_MAX_BYTES
         )
         self._retention_check = Deadline()
+        self.txn_offsets = PendingTxnOffsets()
 
     # ---- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
         """Reload groups and offsets from `__consumer_offsets` and start the expiry timer."""
         for loaded in self.store.load():
-            if isinstance(loaded, LoadedOffset):
+            if isinstance(loaded, LoadedTxnMarker):
+                self.complete_txn_offsets(loaded.partition, loaded.producer_id, loaded.commit)
+            elif isinstance(loaded, LoadedOffset) and loaded.txn_producer_id >= 0:
+                if loaded.value is not None:
+                    self.txn_offsets.add(
+                        loaded.txn_producer_id,
+                        loaded.key.group,
+                        {(loaded.key.topic, loaded.key.partition): loaded.value},
+                    )
+            elif isinstance(loaded, LoadedOffset):
                 self._load_offset(loaded.key, loaded.value)
             else:
                 self._load_group(loaded.key, loaded.value)
@@ -656,6 +667,79 @@ class GroupCoordinator:
         if self.cluster.partition(commit.topic, commit.partition) is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return ErrorCode.NO_ERROR
+
+    # ---- transactional offsets (TxnOffsetCommit) --------------------------------------------
+
+    def offsets_partition_for(self, group_id: str) -> int:
+        return self.store.partition_of(group_id).index
+
+    def commit_txn_offsets(
+        self,
+        group_id: str,
+        producer: tuple[int, int],
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        commits: list[OffsetCommit],
+    ) -> ErrorCode | list[ErrorCode]:
+        """Store offsets in the producer's transaction; they count once its COMMIT marker is
+        written (`complete_txn_offsets`). A group-level error, or one error per commit."""
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = Group(group_id)
+        error = self._txn_commit_error(group, member_id, instance_id, generation)
+        if error is not None:
+            return error
+        timestamp = now_ms()
+        errors = [self._offset_error(commit) for commit in commits]
+        accepted = {
+            (commit.topic, commit.partition): OffsetValue(
+                commit.offset, commit.leader_epoch, commit.metadata or "", timestamp
+            )
+            for commit, error in zip(commits, errors, strict=True)
+            if error == ErrorCode.NO_ERROR
+        }
+        records: list[StoredRecord] = [
+            (encode_offset_key(OffsetKey(group_id, topic, partition)), encode_offset_value(v))
+            for (topic, partition), v in accepted.items()
+        ]
+        stored = self.store.append(group_id, records, timestamp, txn_producer=producer)
+        if stored != ErrorCode.NO_ERROR:
+            return [stored if error == ErrorCode.NO_ERROR else error for error in errors]
+        self.txn_offsets.add(producer[0], group_id, accepted)
+        return errors
+
+    @staticmethod
+    def _txn_commit_error(
+        group: Group, member_id: str, instance_id: str | None, generation: int
+    ) -> ErrorCode | None:
+        """Kafka's validateOffsetCommit for a transactional commit (v3+ group metadata)."""
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation < 0 and not member_id and instance_id is None:
+            return None
+        if group.is_static_member_fenced(instance_id, member_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        return None
+
+    def complete_txn_offsets(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
+        """A COMMIT/ABORT marker of `producer_id` is in that `__consumer_offsets` partition."""
+        completed = self.txn_offsets.complete(
+            producer_id, lambda group_id: self.offsets_partition_for(group_id) == offsets_partition
+        )
+        if not commit:
+            return
+        for group_id, offsets in completed.items():
+            group = self.groups.get(group_id)
+            if group is None:
+                group = self.groups[group_id] = Group(group_id)
+            group.offsets.update(offsets)
 
     def fetch_offsets(
         self, group_id: str, wanted: list[tuple[str, list[int]]] | None

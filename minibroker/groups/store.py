@@ -25,8 +25,15 @@ from minibroker.groups.records import (
     partition_for,
 )
 from minibroker.protocol.errors import ErrorCode
-from minibroker.records.batch import BatchHeader, split_batches
+from minibroker.records.batch import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    BatchHeader,
+    split_batches,
+)
 from minibroker.records.records import CorruptRecordsError, build_batch, iter_records
+from minibroker.txn.markers import read_end_txn_marker
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +47,17 @@ StoredRecord = tuple[bytes, bytes | None]
 class LoadedOffset:
     key: OffsetKey
     value: OffsetValue | None
+    # The producer of a transactional offset commit (TxnOffsetCommit), else -1.
+    txn_producer_id: int = NO_PRODUCER_ID
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedTxnMarker:
+    """A COMMIT/ABORT marker: the producer's pending offsets in this partition end."""
+
+    partition: int
+    producer_id: int
+    commit: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,13 +86,27 @@ class OffsetsTopic:
         topic = self.ensure()
         return topic.partitions[partition_for(group_id, len(topic.partitions))]
 
-    def append(self, group_id: str, records: Sequence[StoredRecord], now_ms: int) -> ErrorCode:
-        """Append the records in one batch; the error a commit answers if that fails."""
+    def append(
+        self,
+        group_id: str,
+        records: Sequence[StoredRecord],
+        now_ms: int,
+        txn_producer: tuple[int, int] | None = None,
+    ) -> ErrorCode:
+        """Append the records in one batch (a transactional one of `txn_producer`, (producer
+        id, epoch), for TxnOffsetCommit); the error a commit answers if that fails."""
         if not records:
             return ErrorCode.NO_ERROR
+        producer_id, producer_epoch = txn_producer or (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         try:
             partition = self.partition_of(group_id)
-            batch = build_batch([(key, value, [], now_ms) for key, value in records])
+            batch = build_batch(
+                [(key, value, [], now_ms) for key, value in records],
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                base_sequence=NO_SEQUENCE if txn_producer is None else 0,
+                is_transactional=txn_producer is not None,
+            )
             partition.log.append(bytearray(batch), partition.leader_epoch, now_ms)
         except TopicError:
             log.exception("cannot create %s", OFFSETS_TOPIC)
@@ -85,27 +117,35 @@ class OffsetsTopic:
         partition.notify_appended()
         return ErrorCode.NO_ERROR
 
-    def load(self) -> Iterator[LoadedOffset | LoadedGroup]:
-        """Every offset and group record in log order (tombstones have value None)."""
+    def load(self) -> Iterator[LoadedOffset | LoadedGroup | LoadedTxnMarker]:
+        """Every offset and group record and transaction marker in log order (tombstones have
+        value None)."""
         topic = self.topic()
         if topic is None:
             return
         for partition in topic.partitions:
-            for key, value in _partition_records(partition):
+            for item in _partition_records(partition):
+                if isinstance(item, LoadedTxnMarker):
+                    yield item
+                    continue
+                key, value, txn_producer_id = item
                 try:
-                    yield _decode(key, value)
+                    yield _decode(key, value, txn_producer_id)
                 except RecordFormatError as exc:
                     log.warning("skipping a %s record: %s", OFFSETS_TOPIC, exc)
 
 
-def _decode(key: bytes, value: bytes | None) -> LoadedOffset | LoadedGroup:
+def _decode(key: bytes, value: bytes | None, txn_producer_id: int) -> LoadedOffset | LoadedGroup:
     decoded_key = decode_key(key)
     if isinstance(decoded_key, OffsetKey):
-        return LoadedOffset(decoded_key, None if value is None else decode_offset_value(value))
+        offset = None if value is None else decode_offset_value(value)
+        return LoadedOffset(decoded_key, offset, txn_producer_id)
     return LoadedGroup(decoded_key, None if value is None else decode_group_value(value))
 
 
-def _partition_records(partition: Partition) -> Iterator[tuple[bytes, bytes | None]]:
+def _partition_records(
+    partition: Partition,
+) -> Iterator[tuple[bytes, bytes | None, int] | LoadedTxnMarker]:
     plog = partition.log
     offset = plog.log_start_offset
     while offset < plog.log_end_offset:
@@ -117,7 +157,11 @@ def _partition_records(partition: Partition) -> Iterator[tuple[bytes, bytes | No
             header = BatchHeader.parse(batch)
             offset = header.last_offset + 1
             if header.is_control:
+                marker = read_end_txn_marker(header, batch)
+                if marker is not None:
+                    yield LoadedTxnMarker(partition.index, header.producer_id, marker.commit)
                 continue
+            txn_producer_id = header.producer_id if header.is_transactional else NO_PRODUCER_ID
             try:
                 records = list(iter_records(batch))
             except CorruptRecordsError as exc:
@@ -125,4 +169,4 @@ def _partition_records(partition: Partition) -> Iterator[tuple[bytes, bytes | No
                 continue
             for record in records:
                 if record.key is not None:
-                    yield record.key, record.value
+                    yield record.key, record.value, txn_producer_id

@@ -3,8 +3,9 @@
 Behaviour: a single broker coordinates every group and every transactional id; in an
 in-process cluster, the node `Nodes.coordinator_for` names (the cluster's coordinator node,
 or the one set for that key). A group lookup
-creates `__consumer_offsets` if it does not exist yet, as Kafka does. Key types other than
-GROUP (0) and TRANSACTION (1) get INVALID_REQUEST.
+creates `__consumer_offsets` and a transaction lookup `__transaction_state` if it does not
+exist yet, as Kafka does. Key types other than GROUP (0) and TRANSACTION (1) get
+INVALID_REQUEST.
 
 Version notes: v0 has no key type (always a group); v4+ (KIP-699) batches the keys in
 `coordinator_keys` and answers one `coordinators` entry per key instead of the top-level
@@ -33,6 +34,8 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, in
         return ErrorCode.INVALID_REQUEST, -1, "", -1
     if key_type == GROUP_KEY_TYPE:
         ctx.broker.groups.ensure_offsets_topic()
+    else:
+        ctx.broker.transactions.ensure_log()
     coordinator = ctx.broker.nodes.broker(ctx.broker.nodes.coordinator_for(key_type, key))
     host, port = coordinator.advertised_endpoint(ctx.listener)
     return ErrorCode.NO_ERROR, coordinator.node_id, host, port

@@ -1,21 +1,23 @@
 """InitProducerId (key 22), versions 0-5.
 
 Behaviour (Kafka's `KafkaApis.handleInitProducerIdRequest` and
-`TransactionCoordinator.handleInitProducerId`, implemented in `txn/producers.py`):
+`TransactionCoordinator.handleInitProducerId`):
 - A producer id given without an epoch, or an epoch without a producer id: INVALID_REQUEST.
 - Null transactional id (idempotent producer): always a new producer id with epoch 0, unique
-  across restarts (ids are reserved in blocks of 1000 in the data directory). Kafka ignores
-  the producer id and epoch such a request carries (v3+); idempotent clients bump the epoch
-  themselves and only ask for a new id when it runs out.
-- Transactional ids belong to the transaction coordinator, which minibroker does not have yet:
-  an empty id is INVALID_REQUEST, a timeout outside (0, `transaction.max.timeout.ms`] is
-  INVALID_TRANSACTION_TIMEOUT, and otherwise COORDINATOR_NOT_AVAILABLE, what Kafka answers
-  while its coordinator is not active. Clients treat it as retriable: they look the
-  coordinator up again and retry until their own timeout (Java: `max.block.ms` in
-  `initTransactions`).
+  across restarts (`txn/producers.py`; ids are reserved in blocks of 1000 in the data
+  directory). Kafka ignores the producer id and epoch such a request carries (v3+).
+- A transactional id goes to the transaction coordinator (`txn/coordinator.py`): an empty id is
+  INVALID_REQUEST, a timeout outside (0, `transaction.max.timeout.ms`] is
+  INVALID_TRANSACTION_TIMEOUT. A new id gets a new producer id with epoch 0; a known one the
+  same producer id with the epoch bumped, which fences its older producers (a new producer id
+  once the epoch is exhausted). If the id has a transaction open, it is aborted under a
+  bumped epoch and the answer is CONCURRENT_TRANSACTIONS (also while a transaction is being
+  committed or aborted): the client retries. v3+ may carry the producer's current id and
+  epoch (KIP-360, resuming after an abortable error): a stale one is PRODUCER_FENCED.
 
 Errors carry producer id -1 and epoch -1. Version notes: `producer_id` / `producer_epoch` exist
-from v3 (KIP-360); the codec fills -1 for older versions. v2+ is flexible.
+from v3 (KIP-360); the codec fills -1 for older versions. v2+ is flexible. PRODUCER_FENCED
+exists from v4; older versions get INVALID_PRODUCER_EPOCH.
 """
 
 from __future__ import annotations
@@ -25,17 +27,36 @@ from typing import Any
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response
+from minibroker.protocol.errors import ErrorCode
 from minibroker.server.context import RequestContext
+from minibroker.txn.coordinator import error_for_version
+
+PRODUCER_FENCED_FROM_VERSION = 4
 
 
-@handles(ApiKey.InitProducerId, 0, 5)
-async def handle_init_producer_id(ctx: RequestContext, request: Any) -> Any:
-    error, producer_id, producer_epoch = ctx.broker.producers.init_producer_id(
+def _init(ctx: RequestContext, request: Any) -> tuple[ErrorCode, int, int]:
+    if request.transactional_id is None or (request.producer_id == -1) != (
+        request.producer_epoch == -1
+    ):
+        return ctx.broker.producers.init_producer_id(
+            request.transactional_id,
+            request.transaction_timeout_ms,
+            request.producer_id,
+            request.producer_epoch,
+        )
+    result = ctx.broker.transactions.init_producer_id(
         request.transactional_id,
         request.transaction_timeout_ms,
         request.producer_id,
         request.producer_epoch,
     )
+    error = error_for_version(result.error, ctx.api_version, PRODUCER_FENCED_FROM_VERSION)
+    return error, result.producer_id, result.producer_epoch
+
+
+@handles(ApiKey.InitProducerId, 0, 5)
+async def handle_init_producer_id(ctx: RequestContext, request: Any) -> Any:
+    error, producer_id, producer_epoch = _init(ctx, request)
     return new_response(
         ApiKey.InitProducerId,
         ctx.api_version,

@@ -32,7 +32,9 @@ from minibroker.server.faults import Faults
 from minibroker.server.nodes import Nodes
 from minibroker.server.quotas import ConnectionQuotas
 from minibroker.server.security import listener_security
-from minibroker.txn.producers import ProducerStateManager
+from minibroker.txn.coordinator import TransactionCoordinator
+from minibroker.txn.markers import write_end_txn_marker
+from minibroker.txn.producers import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerStateManager
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,13 @@ class Broker:
         self.cluster = Cluster(config, self.logs, self.data_dir)
         self.producers = ProducerStateManager.from_config(config, self.data_dir)
         self.groups = GroupCoordinator(config, self.cluster)
+        self.transactions = TransactionCoordinator(
+            config,
+            self.cluster,
+            self._new_producer_id,
+            partial(write_end_txn_marker, self),
+            self.groups,
+        )
         self.nodes = Nodes(self)
         self.faults = Faults()
         self.scram_credentials = ScramCredentials.open(config, self.data_dir)
@@ -90,6 +99,7 @@ class Broker:
         self.cluster = owner.cluster
         self.producers = owner.producers
         self.groups = owner.groups
+        self.transactions = owner.transactions
         self.nodes = owner.nodes
         self.faults = owner.faults
         self.scram_credentials = owner.scram_credentials
@@ -105,10 +115,12 @@ class Broker:
             self.cluster.load()
             self.producers.rebuild(self.cluster.partitions())
             self.groups.start()
+            self.transactions.start()
             loop = asyncio.get_running_loop()
             self._timers = [
                 loop.create_task(self._every(self._retention_interval(), self._run_retention)),
                 loop.create_task(self._every(FLUSH_CHECK_INTERVAL_SECONDS, self._flush_due)),
+                *self._transaction_timers(loop),
             ]
         self._timers.append(
             asyncio.get_running_loop().create_task(
@@ -138,6 +150,32 @@ class Broker:
 
     def _retention_interval(self) -> float:
         return self.config.get_int("log.retention.check.interval.ms") / 1000
+
+    def _transaction_timers(self, loop: asyncio.AbstractEventLoop) -> list[asyncio.Task[None]]:
+        """Abort transactions open past their timeout; expire unused transactional ids."""
+        return [
+            loop.create_task(self._every(self._interval(name), action))
+            for name, action in (
+                (
+                    "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                    self.transactions.abort_timed_out_transactions,
+                ),
+                (
+                    "transaction.remove.expired.transaction.cleanup.interval.ms",
+                    self.transactions.remove_expired_transactional_ids,
+                ),
+            )
+        ]
+
+    def _interval(self, name: str) -> float:
+        return self.config.get_int(name) / 1000
+
+    def _new_producer_id(self) -> int:
+        """A producer id for a transactional id, from the allocator of idempotent producers."""
+        _, producer_id, _ = self.producers.init_producer_id(
+            None, 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        )
+        return producer_id
 
     @staticmethod
     async def _every(seconds: float, action: object) -> None:
@@ -194,6 +232,7 @@ class Broker:
         for timer in self._timers:
             timer.cancel()
         if self.owns_state:
+            self.transactions.stop()
             self.groups.stop()
         await self._drain_connections(self.connections)
         await self._close_servers()

@@ -1,0 +1,39 @@
+"""AddOffsetsToTxn (key 25), versions 0-4.
+
+Behaviour (Kafka's `handleAddOffsetsToTxnRequest`): the group's `__consumer_offsets` partition
+is added to the producer's transaction, so that EndTxn writes the marker that makes the
+offsets sent with TxnOffsetCommit visible (or drops them). Errors as AddPartitionsToTxn:
+INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS.
+
+Version notes: PRODUCER_FENCED exists from v2; older versions get INVALID_PRODUCER_EPOCH. v3 is
+flexible; v4 only adds TRANSACTION_ABORTABLE (KIP-890), which minibroker never answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+from minibroker.txn.coordinator import error_for_version
+
+PRODUCER_FENCED_FROM_VERSION = 2
+
+
+@handles(ApiKey.AddOffsetsToTxn, 0, 4)
+async def handle_add_offsets_to_txn(ctx: RequestContext, request: Any) -> Any:
+    if not request.group_id:
+        error = ErrorCode.INVALID_GROUP_ID
+    else:
+        error = ctx.broker.transactions.add_offsets(
+            request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
+        )
+    return new_response(
+        ApiKey.AddOffsetsToTxn,
+        ctx.api_version,
+        throttle_time_ms=0,
+        error_code=error_for_version(error, ctx.api_version, PRODUCER_FENCED_FROM_VERSION),
+    )

@@ -1,0 +1,50 @@
+"""ListTransactions (key 66), versions 0-1.
+
+Behaviour (Kafka's `TransactionStateManager.listTransactionStates`): every transactional id
+this coordinator knows with its producer id and state, filtered by `state_filters` (Kafka's
+state names; names that are not states come back in `unknown_state_filters`) and
+`producer_id_filters`; empty filters match everything.
+
+Version notes: v1 adds `duration_filter` (KIP-994): if >= 0, only transactions started more
+than that many milliseconds ago. v2's transactional id pattern is not served.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+from minibroker.txn.state import TxnState
+
+_State = struct_type(ApiKey.ListTransactions, "response", "TransactionState")
+
+
+@handles(ApiKey.ListTransactions, 0, 1)
+async def handle_list_transactions(ctx: RequestContext, request: Any) -> Any:
+    names = request.state_filters or []
+    states = {state for name in names if (state := TxnState.from_name(name)) is not None}
+    unknown = [name for name in names if TxnState.from_name(name) is None]
+    listed = []
+    if states or not names:
+        listed = ctx.broker.transactions.listed(
+            states, set(request.producer_id_filters or []), request.duration_filter
+        )
+    return new_response(
+        ApiKey.ListTransactions,
+        ctx.api_version,
+        throttle_time_ms=0,
+        error_code=ErrorCode.NO_ERROR,
+        unknown_state_filters=unknown,
+        transaction_states=[
+            _State(
+                transactional_id=txn.transactional_id,
+                producer_id=txn.producer_id,
+                transaction_state=txn.state.display_name,
+            )
+            for txn in listed
+        ],
+    )

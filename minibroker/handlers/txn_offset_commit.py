@@ -1,0 +1,94 @@
+"""TxnOffsetCommit (key 28), versions 0-4.
+
+Behaviour (Kafka's `GroupCoordinator.handleTxnCommitOffsets`): offsets committed inside a
+transaction. They are written to the group's `__consumer_offsets` partition in a
+transactional batch of the producer and count as the group's committed offsets only once
+EndTxn writes the COMMIT marker there (ABORT drops them). Checks, in order:
+- INVALID_GROUP_ID for an empty group id; partitions of unknown topics get
+  UNKNOWN_TOPIC_OR_PARTITION (the others are committed).
+- the transaction (Kafka's verification): INVALID_PRODUCER_ID_MAPPING for an unknown
+  transactional or producer id, INVALID_PRODUCER_EPOCH for an older epoch (this API has no
+  PRODUCER_FENCED), INVALID_TXN_STATE when the transaction does not hold the group's offsets
+  partition (no AddOffsetsToTxn first).
+- v3+ group metadata (KIP-447): with a member id, generation or instance id, the member must
+  be in the group (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) at that generation
+  (ILLEGAL_GENERATION), so a zombie of a rebalanced consumer cannot commit.
+  The group is created if it does not exist.
+
+Version notes: v2+ carry the committed leader epoch; v3 is flexible and adds generation id,
+member id and group instance id; v4 adds only TRANSACTION_ABORTABLE (never answered here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.groups.coordinator import OffsetCommit
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+
+_Topic = struct_type(ApiKey.TxnOffsetCommit, "response", "TxnOffsetCommitResponseTopic")
+_Partition = struct_type(
+    ApiKey.TxnOffsetCommit,
+    "response",
+    "TxnOffsetCommitResponseTopic",
+    "TxnOffsetCommitResponsePartition",
+)
+
+
+def _commits(request: Any) -> list[OffsetCommit]:
+    return [
+        OffsetCommit(
+            topic=topic.name,
+            partition=partition.partition_index,
+            offset=partition.committed_offset,
+            leader_epoch=partition.committed_leader_epoch,
+            metadata=partition.committed_metadata,
+        )
+        for topic in request.topics
+        for partition in topic.partitions
+    ]
+
+
+def _errors(ctx: RequestContext, request: Any, commits: list[OffsetCommit]) -> list[ErrorCode]:
+    if not request.group_id:
+        return [ErrorCode.INVALID_GROUP_ID] * len(commits)
+    groups = ctx.broker.groups
+    error = ctx.broker.transactions.txn_offset_commit_error(
+        request.transactional_id,
+        request.producer_id,
+        request.producer_epoch,
+        groups.offsets_partition_for(request.group_id),
+    )
+    if error == ErrorCode.PRODUCER_FENCED:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    if error != ErrorCode.NO_ERROR:
+        return [error] * len(commits)
+    outcome = groups.commit_txn_offsets(
+        request.group_id,
+        (request.producer_id, request.producer_epoch),
+        request.member_id,
+        request.group_instance_id,
+        request.generation_id,
+        commits,
+    )
+    return [outcome] * len(commits) if isinstance(outcome, ErrorCode) else outcome
+
+
+@handles(ApiKey.TxnOffsetCommit, 0, 4)
+async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
+    commits = _commits(request)
+    topics: dict[str, list[Any]] = {}
+    for commit, error in zip(commits, _errors(ctx, request, commits), strict=True):
+        topics.setdefault(commit.topic, []).append(
+            _Partition(partition_index=commit.partition, error_code=error)
+        )
+    return new_response(
+        ApiKey.TxnOffsetCommit,
+        ctx.api_version,
+        throttle_time_ms=0,
+        topics=[_Topic(name=name, partitions=partitions) for name, partitions in topics.items()],
+    )

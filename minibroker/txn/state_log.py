@@ -1,0 +1,264 @@
+"""`__transaction_state`: the transaction coordinator's records, as Kafka writes them.
+
+Key = TransactionLogKey v0 {version int16 = 0, transactional id string}. Value =
+TransactionLogValue {version int16, producer id int64, producer epoch int16, timeout int32,
+status int8, partitions nullable [{topic string, [int32]}], last update int64, start int64};
+minibroker writes v0 (Kafka's format without transactions V2) and reads v0 and v1 (flexible:
+compact strings and arrays, tagged fields, of which PreviousProducerId is kept). Empty
+transactions are stored with null partitions, as Kafka does; a null value (tombstone) is an
+expired transactional id.
+
+The topic is created on first use with `transaction.state.log.num.partitions` partitions,
+`cleanup.policy=compact` and `segment.bytes=transaction.state.log.segment.bytes`; a
+transactional id's records go to partition `abs(hash(id)) % partitions` (Java's String
+hashCode, as Kafka). Writes are synchronous appends of one uncompressed batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from minibroker.cluster.state import Cluster, Partition, Topic, TopicError
+from minibroker.groups.records import partition_for
+from minibroker.protocol.errors import ErrorCode
+from minibroker.records.batch import BatchHeader, split_batches
+from minibroker.records.records import CorruptRecordsError, build_batch, iter_records
+from minibroker.txn.state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TxnState, TxnTransit
+
+log = logging.getLogger(__name__)
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+KEY_VERSION = 0
+VALUE_VERSION = 0
+FLEXIBLE_VALUE_VERSION = 1
+PREVIOUS_PRODUCER_ID_TAG = 0
+_READ_CHUNK_BYTES = 1 << 20
+
+_INT8 = struct.Struct(">b")
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+
+
+class TxnRecordError(ValueError):
+    """A `__transaction_state` key or value this reader does not understand."""
+
+
+def _string(value: str) -> bytes:
+    encoded = value.encode()
+    return _INT16.pack(len(encoded)) + encoded
+
+
+def encode_key(transactional_id: str) -> bytes:
+    return _INT16.pack(KEY_VERSION) + _string(transactional_id)
+
+
+def encode_value(transit: TxnTransit) -> bytes:
+    parts = [
+        _INT16.pack(VALUE_VERSION),
+        _INT64.pack(transit.producer_id),
+        _INT16.pack(transit.producer_epoch),
+        _INT32.pack(transit.timeout_ms),
+        _INT8.pack(transit.state.id),
+    ]
+    if transit.state == TxnState.EMPTY:
+        parts.append(_INT32.pack(-1))
+    else:
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(transit.partitions):
+            by_topic.setdefault(topic, []).append(partition)
+        parts.append(_INT32.pack(len(by_topic)))
+        for topic, partitions in by_topic.items():
+            parts.append(_string(topic) + _INT32.pack(len(partitions)))
+            parts.extend(_INT32.pack(partition) for partition in partitions)
+    parts.append(_INT64.pack(transit.update_ms))
+    parts.append(_INT64.pack(transit.start_ms))
+    return b"".join(parts)
+
+
+class _Reader:
+    def __init__(self, data: bytes, flexible: bool = False) -> None:
+        self.data = data
+        self.pos = 0
+        self.flexible = flexible
+
+    def take(self, size: int) -> bytes:
+        if size < 0 or self.pos + size > len(self.data):
+            raise TxnRecordError("record runs past its end")
+        chunk = self.data[self.pos : self.pos + size]
+        self.pos += size
+        return chunk
+
+    def fixed(self, layout: struct.Struct) -> int:
+        value: int = layout.unpack(self.take(layout.size))[0]
+        return value
+
+    def uvarint(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self.take(1)[0]
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value
+            shift += 7
+            if shift > 28:
+                raise TxnRecordError("varint too long")
+
+    def length(self) -> int:
+        """An array or string length; -1 for null."""
+        if self.flexible:
+            return self.uvarint() - 1
+        return self.fixed(_INT16)
+
+    def array_length(self) -> int:
+        return self.uvarint() - 1 if self.flexible else self.fixed(_INT32)
+
+    def string(self) -> str:
+        size = self.length()
+        if size < 0:
+            raise TxnRecordError("null string")
+        return self.take(size).decode()
+
+    def tagged_fields(self) -> dict[int, bytes]:
+        if not self.flexible:
+            return {}
+        fields = {}
+        for _ in range(self.uvarint()):
+            tag = self.uvarint()
+            fields[tag] = self.take(self.uvarint())
+        return fields
+
+
+def decode_key(data: bytes) -> str:
+    reader = _Reader(data)
+    version = reader.fixed(_INT16)
+    if version != KEY_VERSION:
+        raise TxnRecordError(f"unknown TransactionLogKey version {version}")
+    return reader.string()
+
+
+def decode_value(data: bytes) -> TxnTransit:
+    reader = _Reader(data)
+    version = reader.fixed(_INT16)
+    if version not in (VALUE_VERSION, FLEXIBLE_VALUE_VERSION):
+        raise TxnRecordError(f"unknown TransactionLogValue version {version}")
+    reader.flexible = version == FLEXIBLE_VALUE_VERSION
+    producer_id = reader.fixed(_INT64)
+    producer_epoch = reader.fixed(_INT16)
+    timeout_ms = reader.fixed(_INT32)
+    try:
+        state = TxnState.from_id(reader.fixed(_INT8))
+    except ValueError as exc:
+        raise TxnRecordError(str(exc)) from exc
+    partitions = set()
+    for _ in range(max(reader.array_length(), 0)):
+        topic = reader.string()
+        for _ in range(max(reader.array_length(), 0)):
+            partitions.add((topic, reader.fixed(_INT32)))
+        reader.tagged_fields()
+    update_ms = reader.fixed(_INT64)
+    start_ms = reader.fixed(_INT64)
+    tagged = reader.tagged_fields()
+    previous = tagged.get(PREVIOUS_PRODUCER_ID_TAG)
+    return TxnTransit(
+        producer_id=producer_id,
+        last_producer_id=NO_PRODUCER_ID if previous is None else _INT64.unpack(previous)[0],
+        producer_epoch=producer_epoch,
+        last_producer_epoch=NO_PRODUCER_EPOCH,
+        timeout_ms=timeout_ms,
+        state=state,
+        partitions=frozenset(partitions),
+        start_ms=start_ms,
+        update_ms=update_ms,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedTxn:
+    transactional_id: str
+    value: TxnTransit | None
+    coordinator_epoch: int
+
+
+class TransactionStateTopic:
+    def __init__(self, cluster: Cluster, num_partitions: int, segment_bytes: int) -> None:
+        self.cluster = cluster
+        self.num_partitions = num_partitions
+        self.segment_bytes = segment_bytes
+
+    def topic(self) -> Topic | None:
+        return self.cluster.topics.get(TRANSACTION_STATE_TOPIC)
+
+    def ensure(self) -> Topic:
+        topic = self.topic()
+        if topic is None:
+            topic = self.cluster.create_topic(
+                TRANSACTION_STATE_TOPIC,
+                self.num_partitions,
+                {"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)},
+            )
+        return topic
+
+    def partition_of(self, transactional_id: str) -> Partition:
+        topic = self.ensure()
+        return topic.partitions[partition_for(transactional_id, len(topic.partitions))]
+
+    def coordinator_epoch(self, transactional_id: str) -> int:
+        """Kafka's coordinator epoch: the leader epoch of the id's log partition."""
+        return self.partition_of(transactional_id).leader_epoch
+
+    def append(self, transactional_id: str, transit: TxnTransit | None, now_ms: int) -> ErrorCode:
+        """Store a transition (None: a tombstone); the error a request answers if that fails."""
+        value = None if transit is None else encode_value(transit)
+        try:
+            partition = self.partition_of(transactional_id)
+            batch = build_batch([(encode_key(transactional_id), value, [], now_ms)])
+            partition.log.append(bytearray(batch), partition.leader_epoch, now_ms)
+        except TopicError:
+            log.exception("cannot create %s", TRANSACTION_STATE_TOPIC)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        except OSError:
+            log.exception("cannot write to %s", TRANSACTION_STATE_TOPIC)
+            return ErrorCode.NOT_COORDINATOR
+        partition.notify_appended()
+        return ErrorCode.NO_ERROR
+
+    def load(self) -> Iterator[LoadedTxn]:
+        """Every record in log order, per partition."""
+        topic = self.topic()
+        if topic is None:
+            return
+        for partition in topic.partitions:
+            for key, value in _partition_records(partition):
+                try:
+                    transactional_id = decode_key(key)
+                    decoded = None if value is None else decode_value(value)
+                except (TxnRecordError, UnicodeDecodeError) as exc:
+                    log.warning("skipping a %s record: %s", TRANSACTION_STATE_TOPIC, exc)
+                    continue
+                yield LoadedTxn(transactional_id, decoded, partition.leader_epoch)
+
+
+def _partition_records(partition: Partition) -> Iterator[tuple[bytes, bytes | None]]:
+    plog = partition.log
+    offset = plog.log_start_offset
+    while offset < plog.log_end_offset:
+        batches = split_batches(plog.read(offset, _READ_CHUNK_BYTES))
+        if not batches:
+            return
+        for batch in batches:
+            header = BatchHeader.parse(batch)
+            offset = header.last_offset + 1
+            if header.is_control:
+                continue
+            try:
+                records = list(iter_records(batch))
+            except CorruptRecordsError as exc:
+                log.warning("skipping a corrupt %s batch: %s", TRANSACTION_STATE_TOPIC, exc)
+                continue
+            for record in records:
+                if record.key is not None:
+                    yield record.key, record.value
