@@ -64,9 +64,13 @@ def produce(job: Job) -> Result:
     }
     if job.get("idempotent") is not None:
         config["enable.idempotence"] = job["idempotent"]
+    config.update(transactional_config(job))
     config.update(job.get("config") or {})
     producer = Producer(config)
     delivered: dict[int, Message] = {}
+    if job.get("transactional_id") is not None:
+        producer.init_transactions(deadline.remaining_ms() / 1000)
+        producer.begin_transaction()
 
     def on_delivery(index: int) -> Any:
         return lambda error, message: delivered.__setitem__(index, message)
@@ -85,6 +89,7 @@ def produce(job: Job) -> Result:
     producer.flush(deadline.remaining_ms() / 1000)
     if len(delivered) < len(job["records"]):
         raise TimeoutError(f"{len(delivered)} of {len(job['records'])} records acknowledged")
+    ending = end_transaction(producer, job, deadline)
     results = []
     for index in range(len(job["records"])):
         message = delivered[index]
@@ -95,7 +100,93 @@ def produce(job: Job) -> Result:
         results.append(
             {"partition": message.partition(), "offset": message.offset(), "timestamp": timestamp}
         )
-    return {"ok": True, "results": results}
+    return {"ok": True, "results": results, **ending}
+
+
+# --- transactions ---
+
+
+def transactional_config(job: Job) -> dict[str, Any]:
+    if job.get("transactional_id") is None:
+        return {}
+    config: dict[str, Any] = {"transactional.id": job["transactional_id"]}
+    if job.get("transaction_timeout_ms") is not None:
+        config["transaction.timeout.ms"] = job["transaction_timeout_ms"]
+    return config
+
+
+def end_transaction(producer: Producer, job: Job, deadline: Deadline) -> dict[str, Any]:
+    """Commit, abort or (`open`) leave the job's transaction as a crash would: the result
+    then asks jobio to exit at once."""
+    if job.get("transactional_id") is None:
+        return {}
+    ending = job.get("transaction", "commit")
+    if ending == "commit":
+        producer.commit_transaction(deadline.remaining_ms() / 1000)
+    elif ending == "abort":
+        producer.abort_transaction(deadline.remaining_ms() / 1000)
+    elif ending == "open":
+        return {"crash": True}
+    else:
+        raise ValueError(f"unknown transaction ending {ending!r}")
+    return {}
+
+
+def transform(job: Job) -> Result:
+    """Consume-transform-produce, exactly once (README.md, `transform`)."""
+    deadline = Deadline(job)
+    consumer_config: dict[str, Any] = {
+        "bootstrap.servers": job["bootstrap"],
+        "group.id": job["group"],
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+        "session.timeout.ms": 6000,
+    }
+    if job.get("instance_id") is not None:
+        consumer_config["group.instance.id"] = job["instance_id"]
+    consumer = Consumer(consumer_config)
+    producer = Producer({"bootstrap.servers": job["bootstrap"], **transactional_config(job)})
+    producer.init_transactions(deadline.remaining_ms() / 1000)
+    consumer.subscribe([job["input"]])
+    processed = committed = 0
+    crash_after = job.get("crash_after")
+    while committed < job["count"] and not deadline.expired():
+        batch = consumer.consume(
+            min(job.get("batch", 10), job["count"] - committed),
+            timeout=min(deadline.remaining_ms(), 500) / 1000,
+        )
+        if not batch:
+            continue
+        producer.begin_transaction()
+        for message in batch:
+            if message.error() is not None:
+                raise KafkaException(message.error())
+            producer.produce(
+                job["output"],
+                key=message.key(),
+                value=message.value(),
+                partition=message.partition(),
+                headers=[("source", f"{message.partition()}:{message.offset()}")],
+            )
+            processed += 1
+            if processed == crash_after:
+                producer.flush(deadline.remaining_ms() / 1000)
+                return {
+                    "ok": True,
+                    "processed": processed,
+                    "committed": committed,
+                    "crashed": True,
+                    "crash": True,
+                }
+        positions = consumer.position(consumer.assignment())
+        producer.send_offsets_to_transaction(
+            positions, consumer.consumer_group_metadata(), deadline.remaining_ms() / 1000
+        )
+        producer.commit_transaction(deadline.remaining_ms() / 1000)
+        committed += len(batch)
+    consumer.close()
+    return {"ok": True, "processed": processed, "committed": committed, "crashed": False}
 
 
 def start_offset(start: Any) -> int:
@@ -368,6 +459,7 @@ OPS = {
     "alter_configs": alter_configs,
     "list_offsets": list_offsets,
     "delete_records": delete_records,
+    "transform": transform,
 }
 
 if __name__ == "__main__":
