@@ -35,10 +35,14 @@ async def produce_async(job: Job) -> Result:
     }
     if job.get("idempotent") is not None:
         config["enable_idempotence"] = job["idempotent"]
+    config.update(transactional_config(job))
     config.update(job.get("config") or {})
     producer = AIOKafkaProducer(**config)
     await producer.start()
+    crash = False
     try:
+        if job.get("transactional_id") is not None:
+            await producer.begin_transaction()
         # send() returns once the record is in the accumulator, so records keep their order.
         futures = [
             await producer.send(
@@ -52,12 +56,40 @@ async def produce_async(job: Job) -> Result:
             for record in job["records"]
         ]
         sent = await asyncio.wait_for(asyncio.gather(*futures), deadline.remaining_ms() / 1000)
+        crash = await end_transaction(producer, job)
     finally:
-        await producer.stop()
+        if not crash:  # a stopping producer would abort the transaction left open
+            await producer.stop()
     results = [
         {"partition": m.partition, "offset": m.offset, "timestamp": m.timestamp} for m in sent
     ]
-    return {"ok": True, "results": results}
+    return {"ok": True, "results": results, "crash": crash}
+
+
+# --- transactions ---
+
+
+def transactional_config(job: Job) -> dict[str, Any]:
+    if job.get("transactional_id") is None:
+        return {}
+    config: dict[str, Any] = {"transactional_id": job["transactional_id"]}
+    if job.get("transaction_timeout_ms") is not None:
+        config["transaction_timeout_ms"] = job["transaction_timeout_ms"]
+    return config
+
+
+async def end_transaction(producer: AIOKafkaProducer, job: Job) -> bool:
+    """Commit or abort the job's transaction; True for `open` (then exit as a crash)."""
+    if job.get("transactional_id") is None:
+        return False
+    ending = job.get("transaction", "commit")
+    if ending == "commit":
+        await producer.commit_transaction()
+    elif ending == "abort":
+        await producer.abort_transaction()
+    elif ending != "open":
+        raise ValueError(f"unknown transaction ending {ending!r}")
+    return ending == "open"
 
 
 async def topic_partitions(job: Job) -> set[int]:

@@ -41,9 +41,14 @@ def produce(job: Job) -> Result:
     }
     if job.get("idempotent") is not None:
         config["enable_idempotence"] = job["idempotent"]
+    config.update(transactional_config(job))
     config.update(extra_config(job))
     producer = KafkaProducer(**config)
+    crash = False
     try:
+        if job.get("transactional_id") is not None:
+            producer.init_transactions()
+            producer.begin_transaction()
         futures = [
             producer.send(
                 job["topic"],
@@ -57,12 +62,40 @@ def produce(job: Job) -> Result:
         ]
         producer.flush(timeout=deadline.remaining_ms() / 1000)
         sent = [future.get(timeout=deadline.remaining_ms() / 1000) for future in futures]
+        crash = end_transaction(producer, job)
     finally:
-        producer.close(timeout=5)
+        if not crash:  # a closing producer would abort the transaction left open
+            producer.close(timeout=5)
     results = [
         {"partition": m.partition, "offset": m.offset, "timestamp": m.timestamp} for m in sent
     ]
-    return {"ok": True, "results": results}
+    return {"ok": True, "results": results, "crash": crash}
+
+
+# --- transactions ---
+
+
+def transactional_config(job: Job) -> dict[str, Any]:
+    if job.get("transactional_id") is None:
+        return {}
+    config: dict[str, Any] = {"transactional_id": job["transactional_id"]}
+    if job.get("transaction_timeout_ms") is not None:
+        config["transaction_timeout_ms"] = job["transaction_timeout_ms"]
+    return config
+
+
+def end_transaction(producer: Any, job: Job) -> bool:
+    """Commit or abort the job's transaction; True for `open` (then exit as a crash)."""
+    if job.get("transactional_id") is None:
+        return False
+    ending = job.get("transaction", "commit")
+    if ending == "commit":
+        producer.commit_transaction()
+    elif ending == "abort":
+        producer.abort_transaction()
+    elif ending != "open":
+        raise ValueError(f"unknown transaction ending {ending!r}")
+    return ending == "open"
 
 
 def start_position(consumer: Any, partitions: list[TopicPartition], start: Any) -> None:

@@ -14,7 +14,15 @@ from tests.txn.txnhelp import TXN_SETTINGS, create_topic, records, text, unique
 
 pytestmark = pytest.mark.clients
 
-TRANSACTIONAL_CLIENTS = ["confluent-kafka"]
+TRANSACTIONAL_CLIENTS = [
+    "java-4.3",
+    "java-3.9",
+    "confluent-kafka",
+    "kafka-python-3",
+    "kafka-python-2",
+    "aiokafka",
+    "kafkajs",
+]
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,8 @@ import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -53,10 +55,11 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 public final class Client {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final long DEFAULT_TIMEOUT_MS = 30_000;
+  private static PrintStream resultStream;
 
   public static void main(String[] args) throws Exception {
     // stdout carries only the result line; the clients' own logging goes to stderr.
-    PrintStream resultStream = System.out;
+    resultStream = System.out;
     System.setOut(System.err);
     String text =
         args.length > 0 ? args[0] : new String(System.in.readAllBytes(), StandardCharsets.UTF_8);
@@ -94,6 +97,8 @@ public final class Client {
         return listOffsets(job);
       case "delete_records":
         return deleteRecords(job);
+      case "transform":
+        return transform(job);
       default:
         ObjectNode unsupported = JSON.createObjectNode().put("ok", false);
         unsupported.put("error", "unsupported op '" + job.get("op").asText() + "'");
@@ -174,10 +179,15 @@ public final class Client {
     if (job.hasNonNull("idempotent")) {
       props.put("enable.idempotence", job.get("idempotent").asText());
     }
+    addTransactionalConfig(props, job);
     addConfig(props, job);
     String topic = job.get("topic").asText();
     List<Future<RecordMetadata>> futures = new ArrayList<>();
     try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
+      if (job.hasNonNull("transactional_id")) {
+        producer.initTransactions();
+        producer.beginTransaction();
+      }
       for (JsonNode record : job.get("records")) {
         List<Header> headers = new ArrayList<>();
         for (JsonNode header : record.path("headers")) {
@@ -206,8 +216,117 @@ public final class Client {
       }
       ObjectNode result = JSON.createObjectNode().put("ok", true);
       result.set("results", results);
+      endTransaction(producer, job, result);
       return result;
     }
+  }
+
+  // --- transactions ---
+
+  private static void addTransactionalConfig(Properties props, JsonNode job) {
+    if (job.hasNonNull("transactional_id")) {
+      props.put("transactional.id", job.get("transactional_id").asText());
+    }
+    if (job.hasNonNull("transaction_timeout_ms")) {
+      props.put("transaction.timeout.ms", job.get("transaction_timeout_ms").asText());
+    }
+  }
+
+  /** Commit, abort, or ("open") crash with the transaction left open. */
+  private static void endTransaction(
+      KafkaProducer<byte[], byte[]> producer, JsonNode job, ObjectNode result) {
+    if (!job.hasNonNull("transactional_id")) {
+      return;
+    }
+    String ending = job.path("transaction").asText("commit");
+    if (ending.equals("commit")) {
+      producer.commitTransaction();
+    } else if (ending.equals("abort")) {
+      producer.abortTransaction();
+    } else if (ending.equals("open")) {
+      crash(result);
+    } else {
+      throw new IllegalArgumentException("unknown transaction ending " + ending);
+    }
+  }
+
+  /** Print the result and stop at once, closing nothing (a closing producer would abort). */
+  private static void crash(ObjectNode result) {
+    try {
+      resultStream.println(JSON.writeValueAsString(result));
+    } catch (Exception e) {
+      resultStream.println("{\"ok\": false, \"error\": \"cannot write the result\"}");
+    }
+    resultStream.flush();
+    Runtime.getRuntime().halt(0);
+  }
+
+  /** Consume-transform-produce exactly once (README.md, `transform`). */
+  private static ObjectNode transform(JsonNode job) throws Exception {
+    int batch = job.path("batch").asInt(10);
+    Properties consumerProps = properties(job);
+    consumerProps.put("key.deserializer", ByteArrayDeserializer.class.getName());
+    consumerProps.put("value.deserializer", ByteArrayDeserializer.class.getName());
+    consumerProps.put("group.id", job.get("group").asText());
+    consumerProps.put("enable.auto.commit", "false");
+    consumerProps.put("auto.offset.reset", "earliest");
+    consumerProps.put("isolation.level", "read_committed");
+    consumerProps.put("max.poll.records", String.valueOf(batch));
+    consumerProps.put("session.timeout.ms", "6000");
+    if (job.hasNonNull("instance_id")) {
+      consumerProps.put("group.instance.id", job.get("instance_id").asText());
+    }
+    Properties producerProps = properties(job);
+    producerProps.put("key.serializer", ByteArraySerializer.class.getName());
+    producerProps.put("value.serializer", ByteArraySerializer.class.getName());
+    addTransactionalConfig(producerProps, job);
+    String output = job.get("output").asText();
+    int count = job.get("count").asInt();
+    int crashAfter = job.path("crash_after").asInt(-1);
+    long deadline = System.currentTimeMillis() + timeoutMs(job);
+    int processed = 0;
+    int committed = 0;
+    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProps);
+        KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProps)) {
+      producer.initTransactions();
+      consumer.subscribe(List.of(job.get("input").asText()));
+      while (committed < count && System.currentTimeMillis() < deadline) {
+        long wait = Math.max(0, Math.min(500, deadline - System.currentTimeMillis()));
+        ConsumerRecords<byte[], byte[]> polled = consumer.poll(Duration.ofMillis(wait));
+        if (polled.isEmpty()) {
+          continue;
+        }
+        producer.beginTransaction();
+        Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+        for (ConsumerRecord<byte[], byte[]> record : polled) {
+          String source = record.partition() + ":" + record.offset();
+          List<Header> headers =
+              List.of(new RecordHeader("source", source.getBytes(StandardCharsets.UTF_8)));
+          producer.send(
+              new ProducerRecord<>(
+                  output, record.partition(), record.key(), record.value(), headers));
+          offsets.put(
+              new TopicPartition(record.topic(), record.partition()),
+              new OffsetAndMetadata(record.offset() + 1));
+          processed += 1;
+          if (processed == crashAfter) {
+            producer.flush();
+            crash(transformResult(processed, committed).put("crashed", true));
+          }
+        }
+        producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+        producer.commitTransaction();
+        committed += polled.count();
+      }
+    }
+    return transformResult(processed, committed).put("crashed", false);
+  }
+
+  private static ObjectNode transformResult(int processed, int committed) {
+    return JSON.createObjectNode()
+        .put("ok", true)
+        .put("processed", processed)
+        .put("committed", committed);
   }
 
   private static ObjectNode recordOut(ConsumerRecord<byte[], byte[]> record) {

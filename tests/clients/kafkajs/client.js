@@ -88,9 +88,12 @@ async function produce(job) {
   const producer = kafkaFor(job).producer({
     idempotent: job.idempotent === true,
     createPartitioner: recordingPartitioner,
+    ...transactionalOptions(job),
   })
   await producer.connect()
+  let crash = false
   try {
+    const sender = job.transactional_id == null ? producer : await producer.transaction()
     const messages = job.records.map((record, index) => ({
       index,
       key: unb64(record.key),
@@ -99,7 +102,7 @@ async function produce(job) {
       partition: record.partition === null ? undefined : record.partition,
       timestamp: String(record.timestamp ?? Date.now()),
     }))
-    const acks = await producer.send({
+    const acks = await sender.send({
       topic: job.topic,
       messages,
       acks: ACKS[job.acks ?? 'all'],
@@ -120,10 +123,31 @@ async function produce(job) {
         timestamp: logAppendTime !== -1 ? logAppendTime : Number(message.timestamp),
       }
     })
-    return { ok: true, results }
+    crash = await endTransaction(sender, job)
+    return { ok: true, results, crash }
   } finally {
-    await producer.disconnect()
+    // a crash leaves the transaction open: nothing is closed, main() exits at once
+    if (!crash) await producer.disconnect()
   }
+}
+
+// --- transactions ---
+
+function transactionalOptions(job) {
+  if (job.transactional_id == null) return {}
+  const options = { transactionalId: job.transactional_id, idempotent: true, maxInFlightRequests: 1 }
+  if (job.transaction_timeout_ms != null) options.transactionTimeout = job.transaction_timeout_ms
+  return options
+}
+
+// Commit or abort the job's transaction; true for `open` (then exit as a crash).
+async function endTransaction(transaction, job) {
+  if (job.transactional_id == null) return false
+  const ending = job.transaction ?? 'commit'
+  if (ending === 'commit') await transaction.commit()
+  else if (ending === 'abort') await transaction.abort()
+  else if (ending !== 'open') throw new Error(`unknown transaction ending '${ending}'`)
+  return ending === 'open'
 }
 
 async function topicPartitions(job) {
@@ -420,6 +444,7 @@ async function main() {
   } catch (error) {
     result = errorResult(error)
   }
+  delete result.crash
   resultStream.write(JSON.stringify(result) + '\n', () => process.exit(0))
 }
 
