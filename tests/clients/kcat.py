@@ -108,6 +108,12 @@ def run_key(indexed: tuple[int, dict[str, Any]]) -> Any:
 
 
 def produce(job: Job) -> Result:
+    if job.get("transactional_id") is not None:
+        return {
+            "ok": False,
+            "error": "kcat has no transactional producer",
+            "error_name": "UNSUPPORTED_OP",
+        }
     deadline = Deadline(job)
     results: list[dict[str, Any]] = []
     for _, run in groupby(enumerate(job["records"]), key=run_key):

@@ -448,6 +448,26 @@ def delete_records(job: Job) -> Result:
     return {"ok": True, "partitions": items}
 
 
+def fence(job: Job) -> Result:
+    """Two producers with one transactional id: the newer one commits, the older is fenced."""
+    deadline = Deadline(job)
+    config = {"bootstrap.servers": job["bootstrap"], **transactional_config(job)}
+    older, newer = Producer(config), Producer(config)
+    older.init_transactions(deadline.remaining_ms() / 1000)
+    older.begin_transaction()
+    older.produce(job["topic"], value=b"older", partition=0)
+    older.flush(deadline.remaining_ms() / 1000)
+    newer.init_transactions(deadline.remaining_ms() / 1000)
+    newer.begin_transaction()
+    newer.produce(job["topic"], value=b"newer", partition=0)
+    newer.commit_transaction(deadline.remaining_ms() / 1000)
+    try:
+        older.commit_transaction(deadline.remaining_ms() / 1000)
+    except KafkaException as exc:
+        return {"ok": True, "older_error": str(exc), "older_error_name": error_name(exc)}
+    return {"ok": True, "older_error": None, "older_error_name": None}
+
+
 OPS = {
     "produce": produce,
     "consume": consume,
@@ -460,6 +480,7 @@ OPS = {
     "list_offsets": list_offsets,
     "delete_records": delete_records,
     "transform": transform,
+    "fence": fence,
 }
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ INSTALLERS: dict[str, Callable[[], install.ClientCommand]] = {
 
 ALL_CODECS = frozenset({"none", "gzip", "snappy", "lz4", "zstd"})
 PRODUCE_CONSUME = frozenset({"produce", "consume"})
+TRANSACTION_OPS = frozenset({"transform", "fence"})
 ADMIN_OPS = frozenset(
     {
         "metadata",
@@ -71,11 +72,12 @@ class Capabilities:
     record_timestamps: bool = True  # the job may set each record's timestamp
     ack_timestamps: bool = True  # produce results carry the acknowledged timestamp
     consume_without_group: bool = True  # consumes by assignment, no group APIs needed
+    transactions: bool = True  # produce jobs may carry a transactional_id
 
 
 CAPABILITIES: dict[str, Capabilities] = {
-    "java-4.3": Capabilities(PRODUCE_CONSUME | ADMIN_OPS),
-    "java-3.9": Capabilities(PRODUCE_CONSUME | ADMIN_OPS),
+    "java-4.3": Capabilities(PRODUCE_CONSUME | ADMIN_OPS | TRANSACTION_OPS),
+    "java-3.9": Capabilities(PRODUCE_CONSUME | ADMIN_OPS | TRANSACTION_OPS),
     "kafka-python-3": Capabilities(
         PRODUCE_CONSUME | ADMIN_OPS, null_header_values=False, null_key_and_value=False
     ),
@@ -83,8 +85,10 @@ CAPABILITIES: dict[str, Capabilities] = {
         PRODUCE_CONSUME, null_header_values=False, null_key_and_value=False
     ),
     "aiokafka": Capabilities(PRODUCE_CONSUME),
-    "confluent-kafka": Capabilities(PRODUCE_CONSUME | ADMIN_OPS),
-    "kcat": Capabilities(PRODUCE_CONSUME, record_timestamps=False, ack_timestamps=False),
+    "confluent-kafka": Capabilities(PRODUCE_CONSUME | ADMIN_OPS | TRANSACTION_OPS),
+    "kcat": Capabilities(
+        PRODUCE_CONSUME, record_timestamps=False, ack_timestamps=False, transactions=False
+    ),
     "kafkajs": Capabilities(
         PRODUCE_CONSUME | ADMIN_OPS,
         null_header_values=False,

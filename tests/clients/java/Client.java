@@ -99,6 +99,8 @@ public final class Client {
         return deleteRecords(job);
       case "transform":
         return transform(job);
+      case "fence":
+        return fence(job);
       default:
         ObjectNode unsupported = JSON.createObjectNode().put("ok", false);
         unsupported.put("error", "unsupported op '" + job.get("op").asText() + "'");
@@ -320,6 +322,36 @@ public final class Client {
       }
     }
     return transformResult(processed, committed).put("crashed", false);
+  }
+
+  /** Two producers with one transactional id: the newer one commits, the older is fenced. */
+  private static ObjectNode fence(JsonNode job) throws Exception {
+    Properties props = properties(job);
+    props.put("key.serializer", ByteArraySerializer.class.getName());
+    props.put("value.serializer", ByteArraySerializer.class.getName());
+    addTransactionalConfig(props, job);
+    String topic = job.get("topic").asText();
+    ObjectNode result = JSON.createObjectNode().put("ok", true);
+    try (KafkaProducer<byte[], byte[]> older = new KafkaProducer<>(props);
+        KafkaProducer<byte[], byte[]> newer = new KafkaProducer<>(props)) {
+      older.initTransactions();
+      older.beginTransaction();
+      older.send(new ProducerRecord<>(topic, 0, null, "older".getBytes(StandardCharsets.UTF_8)));
+      older.flush();
+      newer.initTransactions();
+      newer.beginTransaction();
+      newer.send(new ProducerRecord<>(topic, 0, null, "newer".getBytes(StandardCharsets.UTF_8)));
+      newer.commitTransaction();
+      try {
+        older.commitTransaction();
+        result.putNull("older_error").putNull("older_error_name");
+      } catch (Exception e) {
+        Throwable thrown = cause(e);
+        result.put("older_error", thrown.getClass().getSimpleName() + ": " + thrown.getMessage());
+        result.put("older_error_name", Errors.forException(thrown).name());
+      }
+    }
+    return result;
   }
 
   private static ObjectNode transformResult(int processed, int committed) {
