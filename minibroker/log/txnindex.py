@@ -60,9 +60,12 @@ class TransactionIndex:
         self._last_offset: int | None = None
         self._unflushed = False
 
-    def entries(self) -> Iterator[AbortedTxn]:
+    def _raw_entries(self) -> Iterator[tuple[int, int, int, int, int]]:
         size = self.blob.size - self.blob.size % ABORTED_TXN.size
-        for version, *fields in ABORTED_TXN.iter_unpack(self.blob.read_at(size, 0)):
+        return ABORTED_TXN.iter_unpack(self.blob.read_at(size, 0))
+
+    def entries(self) -> Iterator[AbortedTxn]:
+        for version, *fields in self._raw_entries():
             if version != ABORTED_TXN_VERSION:
                 raise CorruptIndexError(f"unexpected aborted transaction version {version}")
             yield AbortedTxn(*fields)
@@ -84,10 +87,12 @@ class TransactionIndex:
         """The aborted transactions overlapping [fetch_offset, upper_bound_offset), and whether
         the search is complete (a later segment cannot hold more)."""
         found = []
-        for txn in self.entries():
-            if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound_offset:
-                found.append(txn)
-            if txn.last_stable_offset >= upper_bound_offset:
+        for version, producer_id, first, last, last_stable in self._raw_entries():
+            if version != ABORTED_TXN_VERSION:
+                raise CorruptIndexError(f"unexpected aborted transaction version {version}")
+            if last >= fetch_offset and first < upper_bound_offset:
+                found.append(AbortedTxn(producer_id, first, last, last_stable))
+            if last_stable >= upper_bound_offset:
                 return found, True
         return found, False
 

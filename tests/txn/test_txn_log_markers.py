@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from minibroker.log.txnindex import TransactionIndex
+from minibroker.log.blob import FileBlob
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.testing.threaded import ThreadedBroker
@@ -230,10 +230,14 @@ def test_unreadable_txnindex_takes_the_partition_offline(
     produced(bootstrap, txn_batch(PID_A, 0, 0, 1))
     assert marker(broker, TOPIC, PID_A, 0, commit=False) == ErrorCode.NO_ERROR
 
-    def failing_read(*_: object) -> bytes:
-        raise OSError(errno.EIO, "injected")
+    original_read = FileBlob.read_at
 
-    monkeypatch.setattr(TransactionIndex, "entries", failing_read)
+    def failing_read(blob: FileBlob, length: int, position: int) -> bytes:
+        if blob.path.suffix == ".txnindex":
+            raise OSError(errno.EIO, "injected")
+        return original_read(blob, length, position)
+
+    monkeypatch.setattr(FileBlob, "read_at", failing_read)
     with WireClient(bootstrap) as client:
         for isolation in (READ_COMMITTED, READ_UNCOMMITTED):
             response = client.call(
