@@ -1,0 +1,227 @@
+"""The `minikafka` data source: Spark's Kafka connector over the Python Data Source API.
+
+Driver-side objects (`KafkaBatchReader.partitions`, `KafkaStreamReader`) only talk
+Metadata and ListOffsets; executors fetch and produce (`read`, `write`) with clients of
+their own, created inside the task, because readers and writers are pickled to them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from minibroker.spark import FORMAT
+from minibroker.spark.offsets import (
+    OffsetRange,
+    OffsetReader,
+    Offsets,
+    from_json,
+    plan_ranges,
+    rate_limit,
+    report_data_loss,
+    to_json,
+)
+from minibroker.spark.options import (
+    SinkOptions,
+    SourceOptions,
+    parse_sink_options,
+    parse_source_options,
+)
+from minibroker.spark.reader import read_range, source_ddl
+from minibroker.spark.writer import SinkColumns, check_columns, produce_batches
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class KafkaInputPartition(InputPartition):
+    span: OffsetRange
+
+
+@dataclass
+class KafkaWriterCommitMessage(WriterCommitMessage):
+    records: int
+
+
+class KafkaDataSource(DataSource):
+    """`spark.read.format("minikafka")`: Kafka topics with Spark's Kafka connector schema."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return source_ddl(parse_source_options(self.options, streaming=False).include_headers)
+
+    def reader(self, schema: StructType) -> KafkaBatchReader:
+        return KafkaBatchReader(parse_source_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> KafkaStreamReader:
+        return KafkaStreamReader(parse_source_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> KafkaWriter:
+        if overwrite:
+            raise ValueError(
+                "Save mode Overwrite not allowed for Kafka. Allowed save modes are Append and "
+                "ErrorIfExists (default)."
+            )
+        options = parse_sink_options(self.options)
+        return KafkaWriter(options, _sink_columns(schema, options))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> KafkaStreamWriter:
+        options = parse_sink_options(self.options)
+        return KafkaStreamWriter(options, _sink_columns(schema, options))
+
+
+def _sink_columns(schema: StructType, options: SinkOptions) -> SinkColumns:
+    types = {field.name: field.dataType.simpleString() for field in schema.fields}
+    return check_columns(types, options.topic)
+
+
+def _read(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    assert isinstance(partition, KafkaInputPartition)
+    return read_range(options, partition.span)
+
+
+class KafkaBatchReader(DataSourceReader):
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+
+    def partitions(self) -> Sequence[KafkaInputPartition]:
+        offsets = OffsetReader(self.options)
+        try:
+            found = offsets.topic_partitions()
+            start = offsets.resolve(self.options.starting, found, starting=True)
+            end = offsets.resolve(self.options.ending, found, starting=False)
+        finally:
+            offsets.close()
+        for tp in found:
+            if start[tp] > end[tp]:
+                raise ValueError(
+                    f"Starting offset {start[tp]} of {tp[0]}-{tp[1]} is after its ending "
+                    f"offset {end[tp]}"
+                )
+        ranges = plan_ranges(
+            start, end, self.options.min_partitions, self.options.max_records_per_partition
+        )
+        return [KafkaInputPartition(span) for span in ranges]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(self.options, partition)
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets are `{"topic": {"partition": nextOffset}}`, as in the connector's checkpoint."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self.offsets = OffsetReader(options)
+        self.target: Offsets | None = None
+
+    def initialOffset(self) -> dict[str, dict[str, int]]:
+        found = self.offsets.topic_partitions()
+        return to_json(self.offsets.resolve(self.options.starting, found, starting=True))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        limit = self.options.max_offsets_per_trigger
+        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = self._available()
+
+    def _available(self) -> Offsets:
+        return self.offsets.latest(self.offsets.topic_partitions())
+
+    def reportLatestOffset(self) -> dict[str, dict[str, int]]:
+        return to_json(self._available())
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        begin = from_json(start)
+        available = self.target if self.target is not None else self._available()
+        new = [tp for tp in available if tp not in begin]
+        begin.update(self.offsets.earliest(new))
+        end = {tp: available.get(tp, offset) for tp, offset in begin.items()}
+        if isinstance(limit, ReadMaxRows):
+            end = rate_limit(begin, end, limit.max_rows)
+        return to_json(end)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[KafkaInputPartition]:
+        begin, until = from_json(start), from_json(end)
+        new = [tp for tp in until if tp not in begin]
+        begin.update(self.offsets.earliest(new))
+        for tp in sorted(set(begin) - set(until)):
+            report_data_loss(self.options.fail_on_data_loss, f"{tp[0]}-{tp[1]} is gone")
+        for tp, offset in until.items():
+            if offset < begin[tp]:
+                report_data_loss(
+                    self.options.fail_on_data_loss,
+                    f"{tp[0]}-{tp[1]}'s offset was changed from {begin[tp]} to {offset}",
+                )
+                begin[tp] = offset
+        ranges = plan_ranges(
+            begin, until, self.options.min_partitions, self.options.max_records_per_partition
+        )
+        return [KafkaInputPartition(span) for span in ranges]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(self.options, partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """The checkpoint is the truth; nothing is committed to Kafka (as Spark's source)."""
+
+    def stop(self) -> None:
+        self.offsets.close()
+
+
+class KafkaWriter(DataSourceArrowWriter):
+    def __init__(self, options: SinkOptions, columns: SinkColumns) -> None:
+        self.options = options
+        self.columns = columns
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaWriterCommitMessage:
+        return KafkaWriterCommitMessage(produce_batches(self.options, self.columns, iterator))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        log.info("Kafka write committed: %d records", _records(messages))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        log.warning("Kafka write aborted after %d records (they stay written)", _records(messages))
+
+
+class KafkaStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, options: SinkOptions, columns: SinkColumns) -> None:
+        self.options = options
+        self.columns = columns
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaWriterCommitMessage:
+        return KafkaWriterCommitMessage(produce_batches(self.options, self.columns, iterator))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        log.info("Kafka batch %d committed: %d records", batchId, _records(messages))
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        log.warning("Kafka batch %d aborted after %d records", batchId, _records(messages))
+
+
+def _records(messages: list[WriterCommitMessage | None]) -> int:
+    return sum(m.records for m in messages if isinstance(m, KafkaWriterCommitMessage))
