@@ -105,6 +105,7 @@ def test_timestamps_win_over_offsets(spark: Any, bootstrap: str, timed_topic: st
         subscribePattern=timed_topic.replace("t-", "t-.?"),
         startingOffsets="earliest",
         startingTimestamp=str(BASE_MS + 3000),
+        **{"kafka.isolation.level": "read_committed"},
         endingTimestamp=str(BASE_MS + 8000),
     )
     assert positions(frame) == expected({p: range(3, 8) for p in range(3)})
