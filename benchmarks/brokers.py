@@ -1,0 +1,69 @@
+"""The brokers a benchmark runs against, each in a child process whose CPU and RSS we read:
+minibroker (`minibroker serve` on disk) and librdkafka's mock cluster."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks import procstat
+
+MINIBROKER = "minibroker"
+MOCK = "mock"
+
+
+@dataclass
+class RunningBroker:
+    name: str
+    bootstrap: str
+    process: subprocess.Popen[str]
+    data_dir: Path | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def cpu_seconds(self) -> float:
+        return procstat.cpu_seconds(self.pid)
+
+    def rss_bytes(self) -> int:
+        return procstat.rss_bytes(self.pid)
+
+    def stop(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.terminate()
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def _ready_line(process: subprocess.Popen[str]) -> str:
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line:
+        process.wait()
+        raise RuntimeError(f"broker exited with {process.returncode} before it was ready")
+    return line.strip()
+
+
+def start_minibroker(data_dir: Path, *overrides: str) -> RunningBroker:
+    argv = [sys.executable, "-m", "minibroker", "serve", "--listen", "127.0.0.1:0"]
+    argv += ["--data-dir", str(data_dir), "--log-level", "WARNING"]
+    for override in overrides:
+        argv += ["--override", override]
+    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    bootstrap = _ready_line(process).rsplit(" ", 1)[-1]
+    return RunningBroker(MINIBROKER, bootstrap, process, data_dir)
+
+
+def start_mock() -> RunningBroker:
+    argv = [sys.executable, "-m", "benchmarks.mock_cluster"]
+    process = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    return RunningBroker(MOCK, _ready_line(process), process)

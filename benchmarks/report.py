@@ -1,0 +1,55 @@
+"""The benchmark's outputs: a Markdown table on stdout, a JSON file and a PNG chart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def spread_text(spread: dict[str, float], digits: int = 0) -> str:
+    return f"{spread['median']:.{digits}f} ({spread['min']:.{digits}f}-{spread['max']:.{digits}f})"
+
+
+def write_json(results: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2) + "\n")
+
+
+def write_chart(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    produce = results.get("P1", [])
+    latency = results.get("L1", [])
+    figure, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
+    labels = [row["config"] for row in produce]
+    positions = range(len(labels))
+    for offset, broker in ((-0.2, "minibroker"), (0.2, "mock")):
+        values = [row[broker]["mb_per_s"]["median"] for row in produce]
+        left.bar([p + offset for p in positions], values, width=0.4, label=broker)
+    left.set_xticks(list(positions), labels, rotation=30, ha="right", fontsize=8)
+    left.set_ylabel("MB/s (median)")
+    left.set_title("P1 produce, 300k x 1 KiB, one partition")
+    left.legend()
+    names = [f"{row['broker']} {row['rate']}/s" for row in latency]
+    for offset, key in ((-0.2, "p50"), (0.2, "p99")):
+        values = [row["end_to_end"][key] for row in latency]
+        right.bar([i + offset for i in range(len(names))], values, width=0.4, label=key)
+    right.set_xticks(list(range(len(names))), names, rotation=30, ha="right", fontsize=8)
+    right.set_yscale("log")
+    right.set_ylabel("end-to-end latency, ms")
+    right.set_title("L1 latency, linger 0, acks=1")
+    right.legend()
+    figure.suptitle(f"minibroker vs librdkafka mock cluster — {results['date']}, {results['machine']}")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=90)

@@ -1,0 +1,201 @@
+"""`scripts/bench`: every scenario against minibroker and librdkafka's mock cluster in one run.
+
+python -m benchmarks.run [--runs 3] [--only P1,F1,L1,P2,S1,M1,SPARK] [--json F] [--chart F]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from benchmarks import fetch, latency, memory, oldclient, produce, startup
+from benchmarks.brokers import RunningBroker, start_minibroker, start_mock
+from benchmarks.procstat import wait_until_idle
+from benchmarks.report import markdown_table, spread_text, write_chart, write_json
+from benchmarks.stats import Spread, ratio
+
+SCENARIOS = ("P1", "F1", "L1", "P2", "S1", "M1", "SPARK")
+MB = 1e6
+T = TypeVar("T")
+
+
+def machine() -> str:
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.machine(),
+    )
+    return f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}"
+
+
+def settle(scenario: str) -> float:
+    idle = wait_until_idle()
+    print(f"[{scenario}] host {idle:.0%} idle before the run", flush=True)
+    return idle
+
+
+def repeat(runs: int, action: Callable[[], T]) -> list[T]:
+    return [action() for _ in range(runs)]
+
+
+def p1(mini: RunningBroker, mock: RunningBroker, runs: int) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for config in produce.CONFIGS:
+        row: dict[str, Any] = {"config": config.label, "idle": settle("P1 " + config.label)}
+        for broker in (mini, mock):
+            measured = repeat(runs, lambda b=broker: produce.run_p1(b, config))  # type: ignore[misc]
+            row[broker.name] = {
+                "mb_per_s": Spread.of([m.mb_per_s for m in measured]).as_dict(),
+                "msg_per_s": Spread.of([m.msg_per_s for m in measured]).as_dict(),
+                "cpu_s_per_gb": Spread.of([m.cpu_s_per_gb for m in measured]).as_dict(),
+            }
+        row["ratio"] = ratio(row["minibroker"]["mb_per_s"]["median"], row["mock"]["mb_per_s"]["median"])
+        rows.append(row)
+    print(
+        markdown_table(
+            ["P1 config", "minibroker MB/s", "mock MB/s", "ratio", "minibroker CPU-s/GB", "mock CPU-s/GB"],
+            [
+                [
+                    r["config"],
+                    spread_text(r["minibroker"]["mb_per_s"]),
+                    spread_text(r["mock"]["mb_per_s"]),
+                    f"{r['ratio']:.2f}",
+                    spread_text(r["minibroker"]["cpu_s_per_gb"], 2),
+                    spread_text(r["mock"]["cpu_s_per_gb"], 2),
+                ]
+                for r in rows
+            ],
+        ),
+        flush=True,
+    )
+    return rows
+
+
+def f1(mini: RunningBroker, runs: int) -> dict[str, Any]:
+    settle("F1")
+    measured = fetch.run_f1(mini, runs)
+    result = {
+        "mb_per_s": Spread.of([m.mb_per_s for m in measured]).as_dict(),
+        "cpu_s_per_gb": Spread.of([m.cpu_s_per_gb for m in measured]).as_dict(),
+    }
+    print(
+        f"F1 fetch: {spread_text(result['mb_per_s'])} MB/s, "
+        f"{spread_text(result['cpu_s_per_gb'], 2)} CPU-s/GB (mock: not comparable, it keeps 5 MiB)",
+        flush=True,
+    )
+    return result
+
+
+def l1(mini: RunningBroker, mock: RunningBroker) -> list[dict[str, Any]]:
+    rows = []
+    for rate in (1000, 10_000):
+        for broker in (mini, mock):
+            settle(f"L1 {broker.name} {rate}/s")
+            rows.append({"broker": broker.name, **latency.measure(broker, rate).summary()})
+    print(
+        markdown_table(
+            ["L1", "ack p50/p99/p99.9 ms", "end-to-end p50/p99/p99.9 ms"],
+            [
+                [
+                    f"{r['broker']} {r['rate']}/s",
+                    "/".join(f"{v:.2f}" for v in r["ack"].values()),
+                    "/".join(f"{v:.2f}" for v in r["end_to_end"].values()),
+                ]
+                for r in rows
+            ],
+        ),
+        flush=True,
+    )
+    return rows
+
+
+def p2(mini: RunningBroker) -> list[dict[str, Any]]:
+    settle("P2")
+    rows = [oldclient.run_p2(mini, codec) for codec in ("lz4", "snappy", "gzip")]
+    for row in rows:
+        print(f"P2 kcat -z {row['codec']}: stored batches {row['batches']}, "
+              f"{row['stored_bytes'] / MB:.1f} MB stored for {row['raw'] / MB:.1f} MB sent", flush=True)
+    return rows
+
+
+def s1(runs: int) -> dict[str, Any]:
+    settle("S1")
+    startup.in_process_ms("memory")
+    result = {
+        "in_process_memory_ms": Spread.of(repeat(runs, lambda: startup.in_process_ms("memory"))),
+        "in_process_disk_ms": Spread.of(repeat(runs, lambda: startup.in_process_ms("disk"))),
+        "in_process_3_nodes_ms": Spread.of(repeat(runs, startup.cluster_ms)),
+        "serve_ms": Spread.of(repeat(runs, startup.serve_ms)),
+        "mock_ms": Spread.of(repeat(runs, startup.mock_ms)),
+    }
+    for name, spread in result.items():
+        print(f"S1 {name}: {spread.median:.2f} ({spread.low:.2f}-{spread.high:.2f})", flush=True)
+    return {name: spread.as_dict() for name, spread in result.items()}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    results: dict[str, Any] = {"date": datetime.date.today().isoformat(), "machine": machine()}
+    chosen = set(args.only.split(",")) if args.only else set(SCENARIOS)
+    with tempfile.TemporaryDirectory() as tmp:
+        mini = start_minibroker(Path(tmp) / "data")
+        mock = start_mock()
+        try:
+            idle_rss = memory.settle_rss(mini)
+            if "P1" in chosen:
+                results["P1"] = p1(mini, mock, args.runs)
+            if "F1" in chosen:
+                results["F1"] = f1(mini, args.runs)
+            if "M1" in chosen:
+                results["M1"] = {
+                    "idle_rss_mb": idle_rss / MB,
+                    "rss_after_load_mb": memory.settle_rss(mini) / MB,
+                    "rss_1000_partitions_mb": memory.rss_with_partitions(mini) / MB,
+                }
+                print(f"M1 RSS MB: {results['M1']}", flush=True)
+            if "L1" in chosen:
+                results["L1"] = l1(mini, mock)
+            if "P2" in chosen:
+                results["P2"] = p2(mini)
+        finally:
+            mini.stop()
+            mock.stop()
+    if "S1" in chosen:
+        results["S1"] = s1(max(5, args.runs))
+    if "SPARK" in chosen:
+        results["SPARK"] = spark_rows()
+    return results
+
+
+def spark_rows() -> dict[str, Any]:
+    try:
+        from benchmarks.spark_rows import measure
+    except ImportError as exc:
+        return {"error": f"Spark benchmark unavailable: {exc}"}
+    settle("SPARK")
+    return measure()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", help="comma-separated scenarios: " + ",".join(SCENARIOS))
+    parser.add_argument("--json", type=Path, default=Path("docs/benchmarks.json"))
+    parser.add_argument("--chart", type=Path, default=Path("docs/benchmarks.png"))
+    args = parser.parse_args()
+    results = run(args)
+    write_json(results, args.json)
+    write_chart(results, args.chart)
+    print(f"wrote {args.json} and {args.chart}")
+
+
+if __name__ == "__main__":
+    main()
