@@ -1,4 +1,4 @@
-"""F1: preload 300k × 1 KiB, then consume from offset 0 with confluent-kafka."""
+"""F1: preload 300k x 1 KiB, then consume from offset 0 with confluent-kafka."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""P1: confluent-kafka `produce_batch` of 300k × 1 KiB values to one partition."""
+"""P1: confluent-kafka `produce_batch` of 300k x 1 KiB values to one partition."""
 
 from __future__ import annotations
 

@@ -49,7 +49,9 @@ def write_chart(results: dict[str, Any], path: Path) -> None:
     right.set_ylabel("end-to-end latency, ms")
     right.set_title("L1 latency, linger 0, acks=1")
     right.legend()
-    figure.suptitle(f"minibroker vs librdkafka mock cluster — {results['date']}, {results['machine']}")
+    figure.suptitle(
+        f"minibroker vs librdkafka mock cluster — {results['date']}, {results['machine']}"
+    )
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=90)

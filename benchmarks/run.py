@@ -52,17 +52,26 @@ def p1(mini: RunningBroker, mock: RunningBroker, runs: int) -> list[dict[str, An
     for config in produce.CONFIGS:
         row: dict[str, Any] = {"config": config.label, "idle": settle("P1 " + config.label)}
         for broker in (mini, mock):
-            measured = repeat(runs, lambda b=broker: produce.run_p1(b, config))  # type: ignore[misc]
+            measured = [produce.run_p1(broker, config) for _ in range(runs)]
             row[broker.name] = {
                 "mb_per_s": Spread.of([m.mb_per_s for m in measured]).as_dict(),
                 "msg_per_s": Spread.of([m.msg_per_s for m in measured]).as_dict(),
                 "cpu_s_per_gb": Spread.of([m.cpu_s_per_gb for m in measured]).as_dict(),
             }
-        row["ratio"] = ratio(row["minibroker"]["mb_per_s"]["median"], row["mock"]["mb_per_s"]["median"])
+        row["ratio"] = ratio(
+            row["minibroker"]["mb_per_s"]["median"], row["mock"]["mb_per_s"]["median"]
+        )
         rows.append(row)
     print(
         markdown_table(
-            ["P1 config", "minibroker MB/s", "mock MB/s", "ratio", "minibroker CPU-s/GB", "mock CPU-s/GB"],
+            [
+                "P1 config",
+                "minibroker MB/s",
+                "mock MB/s",
+                "ratio",
+                "minibroker CPU-s/GB",
+                "mock CPU-s/GB",
+            ],
             [
                 [
                     r["config"],
@@ -122,8 +131,11 @@ def p2(mini: RunningBroker) -> list[dict[str, Any]]:
     settle("P2")
     rows = [oldclient.run_p2(mini, codec) for codec in ("lz4", "snappy", "gzip")]
     for row in rows:
-        print(f"P2 kcat -z {row['codec']}: stored batches {row['batches']}, "
-              f"{row['stored_bytes'] / MB:.1f} MB stored for {row['raw'] / MB:.1f} MB sent", flush=True)
+        print(
+            f"P2 kcat -z {row['codec']}: stored batches {row['batches']}, "
+            f"{row['stored_bytes'] / MB:.1f} MB stored for {row['raw'] / MB:.1f} MB sent",
+            flush=True,
+        )
     return rows
 
 

@@ -10,12 +10,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 from confluent_kafka import Producer
 
-from minibroker.config import BrokerConfig
-from minibroker.server.broker import Broker
+from minibroker.testing.cluster import AsyncKafkaCluster, Storage
 
 API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 1, 5) + b"bench"
 REQUEST = struct.pack(">i", len(API_VERSIONS_V0)) + API_VERSIONS_V0
@@ -29,24 +27,21 @@ async def _ask_api_versions(host: str, port: int) -> None:
     writer.close()
 
 
-async def _in_process(data_dir: Path | None) -> float:
-    settings = {"listeners": "PLAINTEXT://127.0.0.1:0"}
-    if data_dir is not None:
-        settings["log.dirs"] = str(data_dir)
+async def _first_answer(nodes: int, storage: Storage) -> float:
     started = time.perf_counter()
-    broker = Broker(BrokerConfig(settings), in_memory=data_dir is None)
-    await broker.start()
-    await _ask_api_versions(broker.bound[0].host, broker.bound[0].port)
-    elapsed = time.perf_counter() - started
-    await broker.stop()
-    return elapsed
+    async with AsyncKafkaCluster(nodes, storage=storage, record_requests=False) as cluster:
+        host, port = cluster.address(cluster.node_ids[0]).rsplit(":", 1)
+        await _ask_api_versions(host, int(port))
+        return time.perf_counter() - started
 
 
-def in_process_ms(storage: str) -> float:
-    if storage == "memory":
-        return asyncio.run(_in_process(None)) * 1000
-    with tempfile.TemporaryDirectory() as tmp:
-        return asyncio.run(_in_process(Path(tmp))) * 1000
+def in_process_ms(storage: Storage) -> float:
+    """A broker started in this process (module already imported) until its first answer."""
+    return asyncio.run(_first_answer(1, storage)) * 1000
+
+
+def cluster_ms() -> float:
+    return asyncio.run(_first_answer(3, "memory")) * 1000
 
 
 def _free_port() -> int:

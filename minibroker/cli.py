@@ -9,7 +9,9 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 from minibroker import healthcheck
 from minibroker.config import BrokerConfig, ConfigError, Listener, load_config, parse_overrides
@@ -93,6 +95,16 @@ async def _serve(config: BrokerConfig, in_memory: bool, nodes: int = 1) -> None:
         await node.stop()
 
 
+def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
+    """uvloop when it is installed (the `fast` extra), asyncio's own loop otherwise."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+    else:
+        uvloop.run(main)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="minibroker", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -120,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"minibroker: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(_serve(config, args.in_memory, args.nodes))
+        run_event_loop(_serve(config, args.in_memory, args.nodes))
     except ConfigError as exc:  # e.g. a TLS keystore that cannot be read
         print(f"minibroker: {exc}", file=sys.stderr)
         return 2

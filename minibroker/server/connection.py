@@ -17,7 +17,7 @@ import logging
 import socket
 import time
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from minibroker.protocol.codec import MalformedRequest
 from minibroker.server.authenticator import SaslAuthenticator
@@ -53,8 +53,8 @@ class BrokerConnection(asyncio.Protocol):
         )
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's transports implement asyncio.Transport without subclassing it.
+        self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and peer:
             self._client_host = f"/{peer[0]}"
