@@ -110,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
     healthcheck.add_parser(sub)
-    dump = sub.add_parser("dump-log", help="print .log/.index/.timeindex files", add_help=False)
+    dump = sub.add_parser(
+        "dump-log", help="print .log/.index/.timeindex/.txnindex files", add_help=False
+    )
     dump.add_argument("rest", nargs=argparse.REMAINDER)
     arguments = sys.argv[1:] if argv is None else argv
     if arguments[:1] == ["dump-log"]:

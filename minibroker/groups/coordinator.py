@@ -48,6 +48,7 @@ from minibroker.groups.store import LoadedOffset, LoadedTxnMarker, OffsetsTopic,
 from minibroker.groups.timers import Deadline
 from minibroker.groups.txn_offsets import PendingTxnOffsets
 from minibroker.protocol.errors import ErrorCode
+from minibroker.txn.producers import ProducerStateManager
 
 log = logging.getLogger(__name__)
 
@@ -92,12 +93,17 @@ class FetchedOffset:
     offset: int
     leader_epoch: int
     metadata: str
+    error: ErrorCode = ErrorCode.NO_ERROR
 
 
 class GroupCoordinator:
-    def __init__(self, config: BrokerConfig, cluster: Cluster) -> None:
+    def __init__(
+        self, config: BrokerConfig, cluster: Cluster, producers: ProducerStateManager
+    ) -> None:
         self.groups: dict[str, Group] = {}
-        self.store = OffsetsTopic(cluster, config.get_int("offsets.topic.num.partitions"))
+        self.store = OffsetsTopic(
+            cluster, config.get_int("offsets.topic.num.partitions"), producers
+        )
         self.cluster = cluster
         self.min_session_timeout_ms = config.get_int("group.min.session.timeout.ms")
         self.max_session_timeout_ms = config.get_int("group.max.session.timeout.ms")
@@ -742,9 +748,14 @@ class GroupCoordinator:
             group.offsets.update(offsets)
 
     def fetch_offsets(
-        self, group_id: str, wanted: list[tuple[str, list[int]]] | None
+        self,
+        group_id: str,
+        wanted: list[tuple[str, list[int]]] | None,
+        require_stable: bool = False,
     ) -> list[FetchedOffset]:
-        """Committed offsets (-1 when none); `wanted` None means all of the group's."""
+        """Committed offsets (-1 when none); `wanted` None means all of the group's. With
+        `require_stable`, a partition with transactional offsets awaiting their marker answers
+        UNSTABLE_OFFSET_COMMIT (and -1), as Kafka's OffsetMetadataManager.fetchOffsets."""
         group = self.groups.get(group_id)
         offsets = group.offsets if group is not None else {}
         if wanted is None:
@@ -754,7 +765,11 @@ class GroupCoordinator:
         fetched = []
         for topic, partition in keys:
             value = offsets.get((topic, partition))
-            if value is None:
+            if require_stable and self.txn_offsets.is_pending(group_id, topic, partition):
+                fetched.append(
+                    FetchedOffset(topic, partition, -1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
+                )
+            elif value is None:
                 fetched.append(FetchedOffset(topic, partition, -1, -1, ""))
             else:
                 fetched.append(

@@ -3,7 +3,10 @@
 The topic is created the first time a group needs it (FindCoordinator, or a write) with
 `offsets.topic.num.partitions` partitions and `cleanup.policy=compact`; a group's records go
 to partition `abs(hash(group)) % partitions`, as in Kafka. Writes are synchronous appends of
-one uncompressed batch, so a commit is in the log before its response is sent.
+one uncompressed batch, so a commit is in the log before its response is sent. Transactional
+offset commits go through the producer state as Kafka's appends of origin COORDINATOR (epoch
+checked, sequences not): they open the producer's transaction on the partition, so its last
+stable offset and `.txnindex` account for them while the broker runs, as after a log replay.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from minibroker.records.batch import (
 )
 from minibroker.records.records import CorruptRecordsError, build_batch, iter_records
 from minibroker.txn.markers import read_end_txn_marker
+from minibroker.txn.producers import CoordinatorBatch, ProducerStateManager
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +71,12 @@ class LoadedGroup:
 
 
 class OffsetsTopic:
-    def __init__(self, cluster: Cluster, num_partitions: int) -> None:
+    def __init__(
+        self, cluster: Cluster, num_partitions: int, producers: ProducerStateManager
+    ) -> None:
         self.cluster = cluster
         self.num_partitions = num_partitions
+        self.producers = producers
 
     def topic(self) -> Topic | None:
         return self.cluster.topics.get(OFFSETS_TOPIC)
@@ -107,7 +114,13 @@ class OffsetsTopic:
                 base_sequence=NO_SEQUENCE if txn_producer is None else 0,
                 is_transactional=txn_producer is not None,
             )
-            partition.log.append(bytearray(batch), partition.leader_epoch, now_ms)
+            if txn_producer is None:
+                partition.log.append(bytearray(batch), partition.leader_epoch, now_ms)
+            else:
+                producer_batch = CoordinatorBatch(producer_id, producer_epoch, len(records))
+                error = self._append_transactional(partition, producer_batch, batch, now_ms)
+                if error != ErrorCode.NO_ERROR:
+                    return error
         except TopicError:
             log.exception("cannot create %s", OFFSETS_TOPIC)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -115,6 +128,18 @@ class OffsetsTopic:
             log.exception("cannot write to %s", OFFSETS_TOPIC)
             return ErrorCode.NOT_COORDINATOR
         partition.notify_appended()
+        return ErrorCode.NO_ERROR
+
+    def _append_transactional(
+        self, partition: Partition, producer_batch: CoordinatorBatch, batch: bytes, now_ms: int
+    ) -> ErrorCode:
+        check = self.producers.check_coordinator_append(partition, producer_batch)
+        if check.error != ErrorCode.NO_ERROR:
+            log.info("transactional offset commit refused: %s", check.message)
+            return check.error
+        base_offset = partition.log.append(bytearray(batch), partition.leader_epoch, now_ms)
+        last_offset = base_offset + producer_batch.record_count - 1
+        self.producers.record_append(partition, producer_batch, base_offset, last_offset, now_ms)
         return ErrorCode.NO_ERROR
 
     def load(self) -> Iterator[LoadedOffset | LoadedGroup | LoadedTxnMarker]:

@@ -35,15 +35,10 @@ PRODUCER_FENCED_FROM_VERSION = 4
 
 
 def _init(ctx: RequestContext, request: Any) -> tuple[ErrorCode, int, int]:
-    if request.transactional_id is None or (request.producer_id == -1) != (
-        request.producer_epoch == -1
-    ):
-        return ctx.broker.producers.init_producer_id(
-            request.transactional_id,
-            request.transaction_timeout_ms,
-            request.producer_id,
-            request.producer_epoch,
-        )
+    if (request.producer_id == -1) != (request.producer_epoch == -1):
+        return ErrorCode.INVALID_REQUEST, -1, -1
+    if request.transactional_id is None:
+        return ErrorCode.NO_ERROR, ctx.broker.producers.new_producer_id(), 0
     result = ctx.broker.transactions.init_producer_id(
         request.transactional_id,
         request.transaction_timeout_ms,

@@ -2,8 +2,10 @@
 
 Behaviour: the committed offset, leader epoch and metadata of each requested partition;
 -1 (and empty metadata) where the group has none or the group is unknown. A null topic list
-(v2+) asks for every partition the group has committed. `require_stable` (v7+) never
-blocks: minibroker's groups hold no pending transactional offsets here.
+(v2+) asks for every partition the group has committed. `require_stable` (v7+, sent by
+read_committed consumers, KIP-447): a partition whose group has transactional offsets waiting
+for their transaction's marker answers UNSTABLE_OFFSET_COMMIT with offset -1 (clients retry);
+the group and top-level errors stay NO_ERROR, as in Kafka.
 
 Version notes: v1 answers errors per partition only, v2-7 also at the top level; v5+ carry
 the leader epoch; v6 is flexible; v8+ (KIP-709) batch several groups in `groups`, each
@@ -39,10 +41,12 @@ _GroupPartition = struct_type(
 BATCHED_FROM_VERSION = 8
 
 
-def _fetch(ctx: RequestContext, group_id: str, topics: Any) -> dict[str, list[FetchedOffset]]:
+def _fetch(
+    ctx: RequestContext, group_id: str, topics: Any, require_stable: bool
+) -> dict[str, list[FetchedOffset]]:
     wanted = None if topics is None else [(t.name, list(t.partition_indexes)) for t in topics]
     by_topic: dict[str, list[FetchedOffset]] = {}
-    for fetched in ctx.broker.groups.fetch_offsets(group_id, wanted):
+    for fetched in ctx.broker.groups.fetch_offsets(group_id, wanted, require_stable):
         by_topic.setdefault(fetched.topic, []).append(fetched)
     return by_topic
 
@@ -53,12 +57,12 @@ def _partition_fields(fetched: FetchedOffset) -> dict[str, Any]:
         "committed_offset": fetched.offset,
         "committed_leader_epoch": fetched.leader_epoch,
         "metadata": fetched.metadata,
-        "error_code": ErrorCode.NO_ERROR,
+        "error_code": fetched.error,
     }
 
 
-def _group_entry(ctx: RequestContext, group: Any) -> Any:
-    by_topic = _fetch(ctx, group.group_id, group.topics)
+def _group_entry(ctx: RequestContext, group: Any, require_stable: bool) -> Any:
+    by_topic = _fetch(ctx, group.group_id, group.topics, require_stable)
     return _Group(
         group_id=group.group_id,
         error_code=ErrorCode.NO_ERROR,
@@ -79,9 +83,9 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
             ApiKey.OffsetFetch,
             ctx.api_version,
             throttle_time_ms=0,
-            groups=[_group_entry(ctx, group) for group in request.groups],
+            groups=[_group_entry(ctx, group, request.require_stable) for group in request.groups],
         )
-    by_topic = _fetch(ctx, request.group_id, request.topics)
+    by_topic = _fetch(ctx, request.group_id, request.topics, request.require_stable)
     return new_response(
         ApiKey.OffsetFetch,
         ctx.api_version,

@@ -34,7 +34,7 @@ from minibroker.server.quotas import ConnectionQuotas
 from minibroker.server.security import listener_security
 from minibroker.txn.coordinator import TransactionCoordinator
 from minibroker.txn.markers import write_end_txn_marker
-from minibroker.txn.producers import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerStateManager
+from minibroker.txn.producers import ProducerStateManager
 
 log = logging.getLogger(__name__)
 
@@ -79,11 +79,11 @@ class Broker:
         )
         self.cluster = Cluster(config, self.logs, self.data_dir)
         self.producers = ProducerStateManager.from_config(config, self.data_dir)
-        self.groups = GroupCoordinator(config, self.cluster)
+        self.groups = GroupCoordinator(config, self.cluster, self.producers)
         self.transactions = TransactionCoordinator(
             config,
             self.cluster,
-            self._new_producer_id,
+            self.producers.new_producer_id,
             partial(write_end_txn_marker, self),
             self.groups,
         )
@@ -169,13 +169,6 @@ class Broker:
 
     def _interval(self, name: str) -> float:
         return self.config.get_int(name) / 1000
-
-    def _new_producer_id(self) -> int:
-        """A producer id for a transactional id, from the allocator of idempotent producers."""
-        _, producer_id, _ = self.producers.init_producer_id(
-            None, 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
-        )
-        return producer_id
 
     @staticmethod
     async def _every(seconds: float, action: object) -> None:

@@ -36,13 +36,15 @@ forgotten, checked every `producer.id.expiration.check.interval.ms`. After a log
 call `reload(partition)`; after deleting a topic call `forget(partition)` for each of its
 partitions.
 
-InitProducerId follows `KafkaApis.handleInitProducerIdRequest` and
-`TransactionCoordinator.handleInitProducerId`: a null transactional id always gets a new
-producer id with epoch 0 (Kafka ignores the producer id and epoch such a request carries;
-idempotent clients bump epochs themselves); a producer id without an epoch or the reverse is
-INVALID_REQUEST. Transactional ids are the transaction coordinator's (a later issue): after
-Kafka's request checks they get COORDINATOR_NOT_AVAILABLE, Kafka's answer while its transaction
-coordinator is not active.
+Batches the group coordinator writes to `__consumer_offsets` for TxnOffsetCommit (Kafka's
+origin COORDINATOR, `CoordinatorBatch`) are checked by `check_coordinator_append` (the producer
+epoch, never sequences) and recorded by `record_append`: such a batch opens the producer's
+transaction on that partition like any transactional batch, so the partition's last stable
+offset and `.txnindex` cover transactional offset commits as they do after a log replay.
+
+`new_producer_id` is the broker's producer id allocator (ids reserved in blocks in the data
+directory, never reused): InitProducerId without a transactional id gets one with epoch 0, the
+transaction coordinator one per new transactional id (and when an epoch is exhausted).
 """
 
 from __future__ import annotations
@@ -81,7 +83,6 @@ NO_TIMESTAMP = -1
 INT32_MAX = 2**31 - 1
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
 DEFAULT_EXPIRATION_CHECK_INTERVAL_MS = 600_000  # producer.id.expiration.check.interval.ms
-DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
 _REBUILD_READ_BYTES = 1 << 20
 
 
@@ -272,6 +273,18 @@ APPEND = AppendCheck()
 
 
 @dataclass(frozen=True, slots=True)
+class CoordinatorBatch:
+    """A transactional batch the group coordinator writes for TxnOffsetCommit, as a
+    ProducerBatch (Kafka writes them with base sequence 0)."""
+
+    producer_id: int
+    producer_epoch: int
+    record_count: int
+    base_sequence: int = 0
+    is_transactional: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class CompletedTxn:
     """A transaction that a marker ended on one partition (Kafka's CompletedTxn), with the last
     stable offset right after it, as its aborted-transaction index entry records."""
@@ -341,13 +354,11 @@ class ProducerStateManager:
         node_id: int = 0,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         expiration_check_interval_ms: int = DEFAULT_EXPIRATION_CHECK_INTERVAL_MS,
-        transaction_max_timeout_ms: int = DEFAULT_TRANSACTION_MAX_TIMEOUT_MS,
         clock: Callable[[], int] = _wall_clock_ms,
     ) -> None:
         self.data_dir = data_dir
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.expiration_check_interval_ms = expiration_check_interval_ms
-        self.transaction_max_timeout_ms = transaction_max_timeout_ms
         self._clock = clock
         self._ids = ProducerIdGenerator(data_dir, node_id)
         self._tables: dict[PartitionView, ProducerTable] = {}
@@ -359,28 +370,13 @@ class ProducerStateManager:
             data_dir,
             node_id=config.node_id,
             producer_id_expiration_ms=config.get_int("producer.id.expiration.ms"),
-            transaction_max_timeout_ms=config.get_int("transaction.max.timeout.ms"),
         )
 
-    # -- InitProducerId ------------------------------------------------------------------------
+    # -- producer ids --------------------------------------------------------------------------
 
-    def init_producer_id(
-        self,
-        transactional_id: str | None,
-        transaction_timeout_ms: int,
-        producer_id: int,
-        producer_epoch: int,
-    ) -> tuple[ErrorCode, int, int]:
-        """(error, producer id, epoch) for an InitProducerId request."""
-        if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
-            return _init_error(ErrorCode.INVALID_REQUEST)
-        if transactional_id is None:
-            return ErrorCode.NO_ERROR, self._ids.generate(), 0
-        if not transactional_id:
-            return _init_error(ErrorCode.INVALID_REQUEST)
-        if not 0 < transaction_timeout_ms <= self.transaction_max_timeout_ms:
-            return _init_error(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
-        return _init_error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    def new_producer_id(self) -> int:
+        """A producer id never handed out before, also across restarts."""
+        return self._ids.generate()
 
     # -- the produce path ----------------------------------------------------------------------
 
@@ -399,6 +395,19 @@ class ProducerStateManager:
             batch.is_transactional,
         )
 
+    def check_coordinator_append(
+        self, partition: PartitionView, batch: CoordinatorBatch
+    ) -> AppendCheck:
+        """Kafka's checks on a batch of origin COORDINATOR: the producer epoch, not sequences."""
+        entry = self._table(partition).get(batch.producer_id)
+        if entry is not None and batch.producer_epoch < entry.producer_epoch:
+            return AppendCheck(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                f"Epoch of producer {batch.producer_id} is {batch.producer_epoch}, which is < the "
+                f"last seen epoch {entry.producer_epoch}",
+            )
+        return APPEND
+
     def record_append(
         self,
         partition: PartitionView,
@@ -407,8 +416,9 @@ class ProducerStateManager:
         last_offset: int,
         timestamp: int,
     ) -> None:
-        """Remember a batch that `check_append` let through, now stored at these offsets;
-        `timestamp` is the stored batch's max timestamp (the append time for LogAppendTime)."""
+        """Remember a batch that `check_append` (or `check_coordinator_append`) let through, now
+        stored at these offsets; `timestamp` is the stored batch's max timestamp (the append
+        time for LogAppendTime)."""
         table = self._table(partition)
         if batch.producer_id > NO_PRODUCER_ID:
             entry = self._apply_data_batch(
@@ -659,7 +669,3 @@ class ProducerStateManager:
             header.max_timestamp,
             header.is_transactional,
         )
-
-
-def _init_error(error: ErrorCode) -> tuple[ErrorCode, int, int]:
-    return error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH

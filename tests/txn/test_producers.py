@@ -301,57 +301,21 @@ def test_idle_producers_expire(clock: Clock, partition: Partition) -> None:
     assert producer.send(Batch(base_sequence=9)) == appended(3)
 
 
-# -- InitProducerId ------------------------------------------------------------------------------
+# -- producer ids --------------------------------------------------------------------------------
 
 
-def test_idempotent_producers_get_new_ids_with_epoch_zero(manager: ProducerStateManager) -> None:
-    first = manager.init_producer_id(None, 60_000, -1, -1)
-    second = manager.init_producer_id(None, 60_000, -1, -1)
-    assert first[0] == second[0] == ErrorCode.NO_ERROR
-    assert first[1] != second[1]
-    assert first[1] >= 0 and second[1] >= 0
-    assert first[2] == second[2] == 0
-
-
-def test_idempotent_producer_passing_its_id_gets_a_new_one(manager: ProducerStateManager) -> None:
-    _, producer_id, _ = manager.init_producer_id(None, 60_000, -1, -1)
-    error, bumped_id, epoch = manager.init_producer_id(None, 60_000, producer_id, 0)
-    assert (error, epoch) == (ErrorCode.NO_ERROR, 0)
-    assert bumped_id != producer_id
-
-
-@pytest.mark.parametrize(("producer_id", "epoch"), [(-1, 0), (5, -1)])
-def test_producer_id_without_epoch_is_invalid(
-    manager: ProducerStateManager, producer_id: int, epoch: int
-) -> None:
-    assert manager.init_producer_id(None, 60_000, producer_id, epoch) == (
-        ErrorCode.INVALID_REQUEST,
-        -1,
-        -1,
-    )
-
-
-@pytest.mark.parametrize(
-    ("transactional_id", "timeout_ms", "error"),
-    [
-        ("", 60_000, ErrorCode.INVALID_REQUEST),
-        ("txn", 0, ErrorCode.INVALID_TRANSACTION_TIMEOUT),
-        ("txn", 900_001, ErrorCode.INVALID_TRANSACTION_TIMEOUT),
-        ("txn", 60_000, ErrorCode.COORDINATOR_NOT_AVAILABLE),
-    ],
-)
-def test_transactional_ids_wait_for_the_coordinator(
-    manager: ProducerStateManager, transactional_id: str, timeout_ms: int, error: ErrorCode
-) -> None:
-    assert manager.init_producer_id(transactional_id, timeout_ms, -1, -1) == (error, -1, -1)
+def test_new_producer_ids_are_distinct(manager: ProducerStateManager) -> None:
+    issued = [manager.new_producer_id() for _ in range(3)]
+    assert len(set(issued)) == 3
+    assert min(issued) >= 0
 
 
 def test_producer_ids_are_not_reused_after_a_restart(tmp_path: Path) -> None:
     before = ProducerStateManager(tmp_path)
-    issued = {before.init_producer_id(None, 1000, -1, -1)[1] for _ in range(3)}
+    issued = {before.new_producer_id() for _ in range(3)}
     assert (tmp_path / BLOCK_FILE).exists()
     after = ProducerStateManager(tmp_path)
-    new_id = after.init_producer_id(None, 1000, -1, -1)[1]
+    new_id = after.new_producer_id()
     assert new_id > max(issued)
     assert new_id == PRODUCER_ID_BLOCK_SIZE
 
@@ -360,7 +324,7 @@ def test_memory_broker_ids_stay_above_ids_found_in_the_log(partition: Partition)
     partition.log.append(stored_batch(0, Batch(producer_id=4321)))
     manager = ProducerStateManager()
     manager.rebuild([partition])
-    assert manager.init_producer_id(None, 1000, -1, -1)[1] > 4321
+    assert manager.new_producer_id() > 4321
 
 
 # -- snapshot files ------------------------------------------------------------------------------
