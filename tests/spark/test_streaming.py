@@ -68,7 +68,7 @@ def test_example_pipeline_reruns_from_its_checkpoint(
             orders,
             paid_topic,
             available_now=True,
-            max_offsets_per_trigger=12,
+            max_offsets_per_trigger=20,
         )
         run_to_end(queries)
 
