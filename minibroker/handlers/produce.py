@@ -105,8 +105,9 @@ def _append_batches(
 
 
 def produce_to_partition(
-    ctx: RequestContext, topic_name: str, index: int, records: bytes | None
+    ctx: RequestContext, topic_name: str, index: int, records: bytes | memoryview | None
 ) -> PartitionResult:
+    """Validate and append one partition's records; writable records are stamped in place."""
     cluster = ctx.broker.cluster
     topic = cluster.topics.get(topic_name)
     partition = cluster.partition(topic_name, index)
@@ -116,7 +117,9 @@ def produce_to_partition(
         return _rejected(not_leader)
     now_ms = ctx.now_ms()
     try:
-        batches = validate_produce_records(records or b"", cluster.validation_config(topic), now_ms)
+        batches = validate_produce_records(
+            records or b"", cluster.validation_config(topic), now_ms, in_place=True
+        )
     except InvalidRecords as exc:
         result = _rejected(exc.error_code, exc.message)
         result.record_errors = exc.record_errors

@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Protocol
 
+from minibroker.records.batch import WritableBuffer
+
 from .config import LogConfig
 from .txnindex import AbortedTxn
 
@@ -42,9 +44,9 @@ class PartitionLog(Protocol):
     @property
     def size_bytes(self) -> int: ...
 
-    def append(self, batch: bytearray, leader_epoch: int, now_ms: int) -> int:
-        """Stamp base offset and leader epoch into one validated RecordBatch v2, store it, index
-        it, roll segments when due; returns the base offset."""
+    def append(self, batch: WritableBuffer, leader_epoch: int, now_ms: int) -> int:
+        """Stamp base offset and leader epoch into one validated RecordBatch v2 (in place),
+        store it, index it, roll segments when due; returns the base offset."""
         ...
 
     def read(self, offset: int, max_bytes: int, upper_offset: int | None = None) -> bytes:

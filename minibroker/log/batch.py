@@ -15,6 +15,7 @@ from minibroker.records.batch import (
     MAGIC_V2,
     BatchHeader,
     Buffer,
+    WritableBuffer,
     compute_crc,
     set_base_offset,
     set_partition_leader_epoch,
@@ -39,7 +40,7 @@ def offset_and_size(buf: Buffer, pos: int) -> tuple[int, int]:
     return base_offset, length + LOG_OVERHEAD
 
 
-def stamp(batch: bytearray, base_offset: int, leader_epoch: int) -> None:
+def stamp(batch: WritableBuffer, base_offset: int, leader_epoch: int) -> None:
     """Write the broker-assigned base offset and partition leader epoch into the header."""
     set_base_offset(batch, base_offset)
     set_partition_leader_epoch(batch, leader_epoch)

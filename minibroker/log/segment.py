@@ -106,7 +106,9 @@ class LogSegment:
 
     # -- append --------------------------------------------------------------------------------
 
-    def append(self, batch: bytes | bytearray, header: BatchHeader, now_ms: int) -> None:
+    def append(
+        self, batch: bytes | bytearray | memoryview, header: BatchHeader, now_ms: int
+    ) -> None:
         """Write a stamped batch at the end and index it; the log is written before its index."""
         position = self.log.size
         self.log.write_at(batch, position)

@@ -15,6 +15,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Concatenate, ParamSpec, TypeVar
 
+from minibroker.records.batch import WritableBuffer
+
 from .base import LogOfflineError, OffsetOutOfRange, RecordBatchTooLarge
 from .batch import parse_header, stamp
 from .config import LogConfig
@@ -121,7 +123,7 @@ class SegmentedLog(ABC):
     # -- append and roll -----------------------------------------------------------------------
 
     @storage_operation
-    def append(self, batch: bytearray, leader_epoch: int, now_ms: int) -> int:
+    def append(self, batch: WritableBuffer, leader_epoch: int, now_ms: int) -> int:
         if len(batch) > self.config.segment_bytes:
             raise RecordBatchTooLarge(
                 f"batch of {len(batch)} bytes exceeds segment.bytes {self.config.segment_bytes}"

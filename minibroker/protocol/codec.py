@@ -19,6 +19,7 @@ from kafka.protocol.api_message import ApiMessage
 
 from minibroker.protocol import decoder_limits
 from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.produce_request import decode_produce_request
 
 decoder_limits.install()
 
@@ -126,7 +127,16 @@ def decode_header(frame: memoryview) -> tuple[RequestHeader, int]:
     return RequestHeader(api_key, api_version, correlation_id, client_id), pos
 
 
-def decode_body(api_key: int, api_version: int, frame: memoryview, pos: int) -> Any:
+def decode_body(
+    api_key: int, api_version: int, frame: memoryview, pos: int, *, records_in_place: bool = False
+) -> Any:
+    """The request body at `frame[pos:]`. With `records_in_place`, a Produce request's
+    records are views of `frame` rather than copies (the caller owns the frame)."""
+    if records_in_place and api_key == ApiKey.Produce:
+        decoded = decode_produce_request(frame, pos, api_version)
+        if decoded is not None:
+            body, end = decoded
+            return _checked_body(body, end, frame, api_key, api_version)
     cls = request_class(api_key)
     if cls is None or not 0 <= api_version <= cls.max_version:
         raise MalformedRequest(f"no codec for API {api_key} v{api_version}")
@@ -138,6 +148,10 @@ def decode_body(api_key: int, api_version: int, frame: memoryview, pos: int) -> 
         body, end = decode(frame, pos)
     except Exception as exc:  # the generated decoder raises many kinds on bad input
         raise MalformedRequest(f"cannot decode {ApiKey.name_of(api_key)} v{api_version}") from exc
+    return _checked_body(body, end, frame, api_key, api_version)
+
+
+def _checked_body(body: Any, end: int, frame: memoryview, api_key: int, api_version: int) -> Any:
     if end > len(frame):
         raise MalformedRequest(f"the request body runs {end - len(frame)} bytes past the frame")
     body._version = api_version

@@ -69,6 +69,8 @@ _INT16 = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
+# A batch that may be stamped in place: its own bytearray, or a writable view of a request.
+WritableBuffer: TypeAlias = bytearray | memoryview
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,21 +129,21 @@ def stored_crc(batch: Buffer) -> int:
     return int(_UINT32.unpack_from(batch, CRC_OFFSET)[0])
 
 
-def write_crc(batch: bytearray) -> None:
+def write_crc(batch: WritableBuffer) -> None:
     _UINT32.pack_into(batch, CRC_OFFSET, compute_crc(batch))
 
 
-def set_base_offset(batch: bytearray, base_offset: int) -> None:
+def set_base_offset(batch: WritableBuffer, base_offset: int) -> None:
     """Stamp the base offset; outside the CRC, so the CRC stays valid."""
     _INT64.pack_into(batch, BASE_OFFSET_OFFSET, base_offset)
 
 
-def set_partition_leader_epoch(batch: bytearray, epoch: int) -> None:
+def set_partition_leader_epoch(batch: WritableBuffer, epoch: int) -> None:
     """Stamp the leader epoch; outside the CRC, so the CRC stays valid."""
     _INT32.pack_into(batch, PARTITION_LEADER_EPOCH_OFFSET, epoch)
 
 
-def set_max_timestamp(batch: bytearray, timestamp_type: int, max_timestamp: int) -> None:
+def set_max_timestamp(batch: WritableBuffer, timestamp_type: int, max_timestamp: int) -> None:
     """Kafka's `DefaultRecordBatch.setMaxTimestamp`: rewrite type bit and max timestamp, then CRC.
 
     Like Kafka it leaves the batch untouched when neither changes, and otherwise rebuilds the

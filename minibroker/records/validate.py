@@ -54,6 +54,7 @@ from minibroker.records.batch import (
     TIMESTAMP_LOG_APPEND_TIME,
     BatchHeader,
     Buffer,
+    WritableBuffer,
     batch_size_at,
     compute_crc,
     set_max_timestamp,
@@ -99,9 +100,12 @@ class ValidationConfig:
 
 @dataclass
 class ValidatedBatch:
-    """A batch ready to append; the log stamps its base offset and leader epoch."""
+    """A batch ready to append; the log stamps its base offset and leader epoch.
 
-    data: bytearray
+    `data` is the request's own bytes when they are writable (stamped where they arrived),
+    else a copy."""
+
+    data: WritableBuffer
     producer_id: int
     producer_epoch: int
     base_sequence: int
@@ -131,17 +135,25 @@ class InvalidRecords(Exception):
 
 
 def validate_produce_records(
-    records: Buffer, config: ValidationConfig, now_ms: int, *, produce_version: int | None = None
+    records: Buffer,
+    config: ValidationConfig,
+    now_ms: int,
+    *,
+    produce_version: int | None = None,
+    in_place: bool = False,
 ) -> list[ValidatedBatch]:
     """Validate one partition's records from a Produce request (v3+) and prepare them to
-    append. Raises `InvalidRecords`; Kafka accepts exactly one batch, so the list has one."""
+    append. Raises `InvalidRecords`; Kafka accepts exactly one batch, so the list has one.
+
+    With `in_place`, writable `records` become the batch to append (timestamps rewritten and,
+    later, offsets stamped into them) instead of being copied."""
     batch = _single_batch(memoryview(records))
     header = BatchHeader.parse(batch)
     _check_header(batch, header, config, produce_version)
     buf, start, end = _records_region(batch, header, config)
     summary = _scan(buf, start, end, header.records_count)
     _check_keys_and_timestamps(buf, start, header, summary, config, now_ms)
-    return [_prepare(batch, buf, start, header, summary, config, now_ms)]
+    return [_prepare(batch, buf, start, header, summary, config, now_ms, in_place)]
 
 
 def _corrupt(message: str) -> InvalidRecords:
@@ -337,6 +349,7 @@ def _prepare(
     summary: RecordsSummary,
     config: ValidationConfig,
     now_ms: int,
+    in_place: bool,
 ) -> ValidatedBatch:
     timestamp_type = _TIMESTAMP_TYPES[config.timestamp_type]
     if timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
@@ -351,7 +364,7 @@ def _prepare(
         else CODEC_NAMES[config.compression_type]
     )
     if target == header.compression:
-        data = bytearray(batch)
+        data: WritableBuffer = batch if in_place and not batch.readonly else bytearray(batch)
         set_max_timestamp(data, timestamp_type, max_timestamp)
     else:
         data = _recompress(buf, start, header, target, timestamp_type, max_timestamp, config)

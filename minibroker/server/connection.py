@@ -1,13 +1,15 @@
 """The asyncio protocol for one client connection.
 
-It only moves bytes: frames go to `dispatch`, each in its own task so that a long-polling
-Fetch does not block the requests behind it, and responses are written strictly in request
-order (clients pair responses with their oldest in-flight request). A bounded number of
-requests may be in flight; past that, frames already received stay buffered and reading
-pauses until responses drain. A new connection first claims a slot from the broker's
-`ConnectionQuotas` (closed at once, or not read from until a slot frees); the broker closes
-connections idle for `connections.max.idle.ms`, where only whole requests and responses
-count as activity.
+It only moves bytes: received bytes land in the frame decoder's own buffers (a
+`BufferedProtocol`, so a request is copied once, from the kernel), frames go to `dispatch`,
+each in its own task so that a long-polling Fetch does not block the requests behind it
+(a frame's buffer is reused once its request is answered), and responses are written
+strictly in request order (clients pair responses with their oldest in-flight request). A
+bounded number of requests may be in flight; past that, frames already received stay
+buffered and reading pauses until responses drain. A new connection first claims a slot from
+the broker's `ConnectionQuotas` (closed at once, or not read from until a slot frees); the
+broker closes connections idle for `connections.max.idle.ms`, where only whole requests and
+responses count as activity.
 """
 
 from __future__ import annotations
@@ -34,12 +36,12 @@ log = logging.getLogger(__name__)
 MAX_IN_FLIGHT_REQUESTS = 64
 
 
-class BrokerConnection(asyncio.Protocol):
+class BrokerConnection(asyncio.BufferedProtocol):
     def __init__(self, broker: Broker, listener: Listener) -> None:
         self._broker = broker
         self._listener = listener
         self._decoder = FrameDecoder(broker.config.get_int("socket.request.max.bytes"))
-        self._in_flight: deque[asyncio.Task[bytearray | None]] = deque()
+        self._in_flight: deque[tuple[asyncio.Task[bytearray | None], memoryview]] = deque()
         self._transport: asyncio.Transport | None = None
         self._reading_paused = False
         self._closed = False
@@ -84,12 +86,15 @@ class BrokerConnection(asyncio.Protocol):
         self._broker.connections.discard(self)
         if self._slot is not None:
             self._broker.quotas.close(self._slot)
-        for task in self._in_flight:
+        for task, _frame in self._in_flight:
             task.cancel()
         self._in_flight.clear()
 
-    def data_received(self, data: bytes) -> None:
-        self._decoder.feed(data)
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._decoder.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._decoder.buffer_updated(nbytes)
         self._start_buffered_frames()
 
     def _start_buffered_frames(self) -> None:
@@ -114,19 +119,19 @@ class BrokerConnection(asyncio.Protocol):
             self._transport.resume_reading()
         self._reading_paused = pause
 
-    def _start(self, frame: bytes) -> None:
+    def _start(self, frame: memoryview) -> None:
         self._last_active = time.monotonic()
         if self._authenticator is not None and not self._authenticator.complete:
-            work = self._authenticator.receive(frame, self._client_host)
+            work = self._authenticator.receive(bytes(frame), self._client_host)
         else:
             work = dispatch(self._broker, frame, self._listener, self._client_host)
         task = asyncio.get_running_loop().create_task(work)
-        self._in_flight.append(task)
+        self._in_flight.append((task, frame))
         task.add_done_callback(self._write_ready_responses)
 
     def _write_ready_responses(self, _: object) -> None:
-        while self._in_flight and self._in_flight[0].done():
-            task = self._in_flight.popleft()
+        while self._in_flight and self._in_flight[0][0].done():
+            task, frame = self._in_flight.popleft()
             if task.cancelled():
                 continue
             exc = task.exception()
@@ -134,6 +139,7 @@ class BrokerConnection(asyncio.Protocol):
                 reason = str(exc) if isinstance(exc, MalformedRequest) else repr(exc)
                 self.abort(reason)
                 return
+            self._decoder.recycle(frame)
             response = task.result()
             if response is not None and self._transport is not None and not self._closed:
                 self._transport.write(response)

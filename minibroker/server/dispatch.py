@@ -62,7 +62,10 @@ def _error_frame(api_key: int, api_version: int, correlation_id: int) -> bytearr
 
 
 async def dispatch(
-    broker: Broker, frame: bytes, listener: Listener, client_host: str = ""
+    broker: Broker,
+    frame: bytes | bytearray | memoryview,
+    listener: Listener,
+    client_host: str = "",
 ) -> bytearray | None:
     """The response frame, None when the request expects none (acks=0 Produce).
 
@@ -78,7 +81,9 @@ async def dispatch(
     if not spec.advertises(api_version):
         raise MalformedRequest(f"{ApiKey.name_of(api_key)} v{api_version} is not enabled")
     header, body_pos = decode_header(view)
-    request: Any = decode_body(api_key, api_version, view, body_pos)
+    # Recorded requests must keep the records as sent: only unrecorded ones are stamped in place.
+    in_place = not broker.faults.active and not view.readonly
+    request: Any = decode_body(api_key, api_version, view, body_pos, records_in_place=in_place)
     context = RequestContext(broker, header, listener, client_host)
     response: Any = None
     if broker.faults.active:

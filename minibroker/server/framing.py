@@ -1,10 +1,33 @@
-"""Sans-IO framing: 4-byte big-endian size, then the request (header + body)."""
+"""Sans-IO framing: 4-byte big-endian size, then the request (header + body).
+
+Bytes are received into buffers this decoder owns (`get_buffer` / `buffer_updated`, the
+shape of asyncio's `BufferedProtocol`), so a request crosses from the kernel to Python once:
+small frames are read in batches into a scratch buffer and copied out; a large frame (a
+Produce request) is read straight into a buffer of its own, which goes to the handler as a
+writable `memoryview` and comes back through `recycle` once nothing refers to it any more.
+Reusing those buffers avoids mapping fresh pages for every large request.
+"""
 
 from __future__ import annotations
 
 import struct
+import sys
 
 _SIZE = struct.Struct(">i")
+_SCRATCH_BYTES = 256 * 1024
+# Frames above this are read into a buffer of their own rather than through the scratch.
+_DIRECT_FRAME_BYTES = 32 * 1024
+_MIN_FREE_SCRATCH = 4096
+_MAX_SPARE_BUFFERS = 2
+# Buffers are allocated in steps, so that one fits the next frame of about the same size.
+_BUFFER_STEP = 64 * 1024
+# A frame's buffer starts no larger than this, whatever size the frame announces, and
+# doubles as its bytes arrive: a few bytes cannot make the broker allocate 100 MiB.
+_FIRST_ALLOCATION = 8 * 1024 * 1024
+_MAX_SPARE_BYTES = 16 * 1024 * 1024
+# `sys.getrefcount(buffer)` inside `recycle` when nothing else holds the buffer: the local
+# name and getrefcount's own argument.
+_UNSHARED_REFCOUNT = 2
 
 
 class FramingError(Exception):
@@ -12,29 +35,138 @@ class FramingError(Exception):
 
 
 class FrameDecoder:
-    """Feed bytes in, take whole frames out. Never allocates by an untrusted length."""
+    """Receive bytes in, take whole frames out. Never allocates much more than it received."""
 
     def __init__(self, max_frame_bytes: int) -> None:
-        self._buffer = bytearray()
         self._max_frame_bytes = max_frame_bytes
+        self._scratch = bytearray(_SCRATCH_BYTES)
+        self._start = 0  # unread bytes of the scratch are [_start, _end)
+        self._end = 0
+        self._direct: bytearray | None = None  # the large frame being read, if any
+        self._direct_size = 0
+        self._direct_filled = 0
+        self._spares: list[bytearray] = []
 
-    def feed(self, data: bytes) -> None:
-        self._buffer += data
+    # -- receiving ---------------------------------------------------------------------------
 
-    def next_frame(self) -> bytes | None:
-        buffer = self._buffer
-        if len(buffer) < 4:
+    def get_buffer(self) -> memoryview:
+        """Where the next received bytes go (never empty)."""
+        if self._direct is not None:
+            if self._direct_filled == len(self._direct):
+                self._grow_direct()
+            return memoryview(self._direct)[self._direct_filled : self._direct_size]
+        if len(self._scratch) - self._end < _MIN_FREE_SCRATCH:
+            self._make_room()
+        return memoryview(self._scratch)[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        """`nbytes` were written at the start of the last `get_buffer`."""
+        if self._direct is not None:
+            self._direct_filled += nbytes
+        else:
+            self._end += nbytes
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Copy `data` in (for callers that receive bytes objects)."""
+        view = memoryview(data)
+        while view:
+            target = self.get_buffer()
+            count = min(len(target), len(view))
+            target[:count] = view[:count]
+            self.buffer_updated(count)
+            view = view[count:]
+
+    def _grow_direct(self) -> None:
+        assert self._direct is not None
+        grown = _allocate(min(2 * len(self._direct), self._direct_size))
+        grown[: self._direct_filled] = self._direct
+        self._direct = grown
+
+    def _make_room(self) -> None:
+        """Move the unread bytes to the front of the scratch, or into a larger one when the
+        scratch holds more whole frames than fit (reading pauses before that goes far)."""
+        unread = self._end - self._start
+        if len(self._scratch) - unread >= _MIN_FREE_SCRATCH:
+            # Same-size slice assignment: no resize, so a transport's view stays valid.
+            self._scratch[:unread] = self._scratch[self._start : self._end]
+        else:
+            grown = bytearray(2 * len(self._scratch))
+            grown[:unread] = self._scratch[self._start : self._end]
+            self._scratch = grown
+        self._start, self._end = 0, unread
+
+    # -- frames ------------------------------------------------------------------------------
+
+    def next_frame(self) -> memoryview | None:
+        """The next whole frame (without its size), or None until more bytes arrive."""
+        if self._direct is not None:
+            return self._finish_direct()
+        unread = self._end - self._start
+        if unread < 4:
             return None
-        (size,) = _SIZE.unpack_from(buffer, 0)
+        (size,) = _SIZE.unpack_from(self._scratch, self._start)
         if size < 0 or size > self._max_frame_bytes:
             raise FramingError(f"frame size {size} outside 0..{self._max_frame_bytes}")
-        end = 4 + size
-        if len(buffer) < end:
+        body_start = self._start + 4
+        available = min(size, self._end - body_start)
+        if size <= _DIRECT_FRAME_BYTES:
+            if available < size:
+                return None
+            frame = bytearray(self._scratch[body_start : body_start + size])
+            self._consume(body_start + size)
+            return memoryview(frame)
+        self._direct = self._take_buffer(max(min(size, _FIRST_ALLOCATION), available))
+        self._direct_size = size
+        self._direct_filled = available
+        self._direct[:available] = self._scratch[body_start : body_start + available]
+        self._consume(body_start + available)
+        return self._finish_direct()
+
+    def _consume(self, position: int) -> None:
+        self._start = position
+        if self._start == self._end:
+            self._start = self._end = 0
+
+    def _finish_direct(self) -> memoryview | None:
+        if self._direct is None or self._direct_filled < self._direct_size:
             return None
-        frame = bytes(buffer[4:end])
-        del buffer[:end]
+        frame = memoryview(self._direct)[: self._direct_size]
+        self._direct = None
         return frame
+
+    def _take_buffer(self, size: int) -> bytearray:
+        for position, spare in enumerate(self._spares):
+            if len(spare) >= size:
+                return self._spares.pop(position)
+        return _allocate(min(size, _FIRST_ALLOCATION))
+
+    def recycle(self, frame: memoryview) -> None:
+        """Offer a frame's buffer for reuse once its request is answered. The buffer is kept
+        only if nothing else refers to it (no view, slice or object holds it any more)."""
+        buffer = frame.obj
+        try:
+            frame.release()
+        except BufferError:  # something still reads through this very view
+            return
+        if (
+            not isinstance(buffer, bytearray)
+            or len(buffer) <= _DIRECT_FRAME_BYTES
+            or sys.getrefcount(buffer) != _UNSHARED_REFCOUNT
+        ):
+            return
+        if len(self._spares) == _MAX_SPARE_BUFFERS:
+            smallest = min(range(len(self._spares)), key=lambda i: len(self._spares[i]))
+            if len(self._spares[smallest]) >= len(buffer):
+                return
+            del self._spares[smallest]
+        if len(buffer) + sum(map(len, self._spares)) <= _MAX_SPARE_BYTES:
+            self._spares.append(buffer)
 
     @property
     def buffered(self) -> int:
-        return len(self._buffer)
+        """Bytes received but not yet returned as frames."""
+        return self._end - self._start + (self._direct_filled if self._direct is not None else 0)
+
+
+def _allocate(size: int) -> bytearray:
+    return bytearray(-(-size // _BUFFER_STEP) * _BUFFER_STEP)
