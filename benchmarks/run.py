@@ -187,13 +187,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-def spark_rows() -> dict[str, Any]:
-    try:
-        from benchmarks.spark_rows import measure
-    except ImportError as exc:
-        return {"error": f"Spark benchmark unavailable: {exc}"}
+def spark_rows(rows: int = 200_000) -> dict[str, Any]:
+    """Rows/s of a Spark batch write and read through the minikafka source (local[2])."""
+    from benchmarks.spark_rows import local_spark, measure
+    from minibroker.testing import KafkaBroker
+
     settle("SPARK")
-    return measure()
+    spark = local_spark()
+    try:
+        with KafkaBroker(storage="memory", record_requests=False) as broker:
+            figures = measure(spark, broker.bootstrap_servers, rows)
+    finally:
+        spark.stop()
+    print(
+        f"SPARK {rows:,} rows: write {figures['write_rows_per_s']:,.0f} rows/s, "
+        f"read {figures['read_rows_per_s']:,.0f} rows/s",
+        flush=True,
+    )
+    return figures
 
 
 def main() -> None:
