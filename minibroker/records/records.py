@@ -145,78 +145,126 @@ def scan_records(buf: Buffer, pos: int, end: int, count: int) -> RecordsSummary:
     varint matches the fields inside it, header counts and key lengths are sane, offset
     deltas run 0, 1, 2, ..., and the records fill the region exactly. Raises
     `CorruptRecordsError` naming the index of the first bad record.
+
+    This loop is the produce path, so the shape nearly every client writes is recognised
+    inline: record and value lengths under 8 KiB, a timestamp delta within 64 ms of the
+    base, the expected offset delta (first 2**20 records), a null or short key and no
+    headers. Every other record, malformed ones included, goes through `_scan_record`, which
+    decodes it in general and says what is wrong; both agree on every record the inline
+    path accepts.
     """
     if count <= 0:
         raise CorruptRecordsError(f"invalid record count {count}")
-    # One-byte varints (values -64..63) are decoded inline: this loop is the produce path.
-    varint = read_varint
     min_delta = _INT64_MAX
     max_delta = _INT64_MIN
     null_keys = 0
-    index = 0
-    try:
-        for index in range(count):
-            if pos >= end:
-                raise CorruptRecordsError(
-                    f"Incorrect declared batch size, premature EOF reached after {index} records",
-                    index,
-                )
-            length, pos = varint(buf, pos)
-            body_end = pos + length
-            if length < 0 or body_end > end:
-                raise CorruptRecordsError(
-                    f"Invalid record size: expected {length} bytes in record payload, "
-                    f"but only {end - pos} remain",
-                    index,
-                )
-            timestamp_delta, pos = read_varlong(buf, pos + 1)  # + 1: attributes
-            byte = buf[pos]
-            if byte < 0x80 and byte == index << 1:
-                pos += 1
+    for index in range(count):
+        next_pos = -1
+        try:
+            raw = buf[pos]
+            if raw < 0x80:
+                p = pos + 1
             else:
-                offset_delta, pos = varint(buf, pos)
-                if offset_delta != index:
-                    raise CorruptRecordsError(
-                        f"record {index} has offset delta {offset_delta}, expected {index}", index
+                second = buf[pos + 1]
+                raw = (raw & 0x7F) | (second << 7) if second < 0x80 else 1
+                p = pos + 2
+            body_end = p + (raw >> 1)
+            timestamp = buf[p + 1]  # after the attributes
+            offset_delta = index << 1
+            if not raw & 1 and body_end <= end and timestamp < 0x80:
+                if offset_delta < 0x80:
+                    expected = buf[p + 2] == offset_delta
+                    p += 3
+                elif offset_delta < 0x4000:
+                    expected = (
+                        buf[p + 2] == (offset_delta & 0x7F) | 0x80
+                        and buf[p + 3] == offset_delta >> 7
                     )
-            byte = buf[pos]
-            if byte < 0x80:
-                pos += 1
-                if byte & 1:
-                    null_keys += 1
+                    p += 4
+                elif offset_delta < 0x200000:
+                    expected = (
+                        buf[p + 2] == (offset_delta & 0x7F) | 0x80
+                        and buf[p + 3] == ((offset_delta >> 7) & 0x7F) | 0x80
+                        and buf[p + 4] == offset_delta >> 14
+                    )
+                    p += 5
                 else:
-                    pos += byte >> 1
-            else:
-                key_length, pos = varint(buf, pos)
-                if key_length < 0:
-                    null_keys += 1
-                else:
-                    pos += key_length
-            value_length, pos = varint(buf, pos)
-            if value_length > 0:
-                pos += value_length
-            byte = buf[pos]
-            if byte == 0:
-                pos += 1
-            else:
-                pos = _skip_headers(buf, pos, body_end, index)
-            if pos != body_end:
-                raise CorruptRecordsError(
-                    f"Invalid record size: expected to read {length} bytes in record payload, "
-                    f"but instead read {pos - body_end + length}",
-                    index,
-                )
-            if timestamp_delta < min_delta:
-                min_delta = timestamp_delta
-            if timestamp_delta > max_delta:
-                max_delta = timestamp_delta
-    except IndexError:
-        raise CorruptRecordsError("Found invalid record structure", index) from None
+                    expected = False
+                key = buf[p]
+                if expected and key < 0x80:
+                    p += 1 + (0 if key & 1 else key >> 1)
+                    value = buf[p]
+                    if value < 0x80:
+                        p += 1 + (0 if value & 1 else value >> 1)
+                    else:
+                        second = buf[p + 1]
+                        if second < 0x80 and not value & 1:
+                            p += 2 + (((value & 0x7F) | (second << 7)) >> 1)
+                        else:
+                            p = -1
+                    if p + 1 == body_end and buf[p] == 0:
+                        next_pos = body_end
+                        null_key = key & 1
+                        timestamp_delta = (timestamp >> 1) ^ -(timestamp & 1)
+        except IndexError:
+            pass
+        if next_pos < 0:
+            next_pos, timestamp_delta, null_key = _scan_record(buf, pos, end, index)
+        pos = next_pos
+        null_keys += null_key
+        if timestamp_delta < min_delta:
+            min_delta = timestamp_delta
+        if timestamp_delta > max_delta:
+            max_delta = timestamp_delta
     if pos != end:
         raise CorruptRecordsError(
             "Incorrect declared batch size, records still remaining in file", count - 1
         )
     return RecordsSummary(min_delta, max_delta, null_keys)
+
+
+def _scan_record(buf: Buffer, pos: int, end: int, index: int) -> tuple[int, int, int]:
+    """(next position, timestamp delta, 1 if the key is null else 0) of record `index` at
+    `pos`, decoded in general; raises `CorruptRecordsError` for a malformed record."""
+    try:
+        if pos >= end:
+            raise CorruptRecordsError(
+                f"Incorrect declared batch size, premature EOF reached after {index} records",
+                index,
+            )
+        length, pos = read_varint(buf, pos)
+        body_end = pos + length
+        if length < 0 or body_end > end:
+            raise CorruptRecordsError(
+                f"Invalid record size: expected {length} bytes in record payload, "
+                f"but only {end - pos} remain",
+                index,
+            )
+        timestamp_delta, pos = read_varlong(buf, pos + 1)  # + 1: attributes
+        offset_delta, pos = read_varint(buf, pos)
+        if offset_delta != index:
+            raise CorruptRecordsError(
+                f"record {index} has offset delta {offset_delta}, expected {index}", index
+            )
+        key_length, pos = read_varint(buf, pos)
+        if key_length > 0:
+            pos += key_length
+        value_length, pos = read_varint(buf, pos)
+        if value_length > 0:
+            pos += value_length
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            pos = _skip_headers(buf, pos, body_end, index)
+    except IndexError:
+        raise CorruptRecordsError("Found invalid record structure", index) from None
+    if pos != body_end:
+        raise CorruptRecordsError(
+            f"Invalid record size: expected to read {length} bytes in record payload, "
+            f"but instead read {pos - body_end + length}",
+            index,
+        )
+    return pos, timestamp_delta, 1 if key_length < 0 else 0
 
 
 def _skip_headers(buf: Buffer, pos: int, body_end: int, index: int) -> int:
