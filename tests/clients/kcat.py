@@ -159,6 +159,8 @@ def consume(job: Job) -> Result:
     else:
         config["auto.offset.reset"] = "latest" if job.get("from") == "latest" else "earliest"
         argv += ["-G", group, job["topic"]]
+    if job.get("keep_going"):
+        argv.append("-E")  # kcat's default is to exit once all brokers are down
     argv += properties(job, config)
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -177,9 +179,98 @@ def consume(job: Job) -> Result:
     return {"ok": True, "records": records, "timed_out": len(records) < job["count"]}
 
 
+# --- metadata (-L) and offsets by timestamp (-Q) -------------------------------------------
+
+
+def kcat_json(job: Job, argv: list[str]) -> Any:
+    """Run a kcat query with -J and return its JSON output."""
+    deadline = Deadline(job)
+    command = [KCAT, "-b", job["bootstrap"], "-J", *argv, *properties(job, {})]
+    done = subprocess.run(
+        command, capture_output=True, timeout=deadline.remaining_ms() / 1000, check=False
+    )
+    sys.stderr.buffer.write(done.stderr)
+    if done.returncode != 0:
+        raise KcatFailed(
+            f"kcat exited with {done.returncode}: {done.stderr.decode(errors='replace')}"
+        )
+    return json.loads(done.stdout)
+
+
+def broker_address(broker: dict[str, Any]) -> dict[str, Any]:
+    host, _, port = broker["name"].rpartition(":")
+    return {"id": broker["id"], "host": host, "port": int(port)}
+
+
+def metadata(job: Job) -> Result:
+    """`kcat -L`: no cluster id (kcat does not print it); topic errors as kcat words them."""
+    argv = ["-L"]
+    for topic in job.get("topics") or []:
+        argv += ["-t", topic]
+    listed = kcat_json(job, argv)
+    return {
+        "ok": True,
+        "cluster_id": None,
+        "controller": listed.get("controllerid", -1),
+        "brokers": [broker_address(b) for b in listed["brokers"]],
+        "topics": [
+            {
+                "name": t["topic"],
+                "error": t.get("error"),
+                "error_name": None,
+                "partitions": [
+                    {"partition": p["partition"], "leader": p["leader"]} for p in t["partitions"]
+                ],
+            }
+            for t in listed["topics"]
+        ],
+    }
+
+
+# kcat -Q takes librdkafka's logical offsets as timestamps: -1 the end, -2 the beginning.
+LOGICAL_TIMESTAMPS = {"latest": -1, "earliest": -2}
+
+
+def list_offsets(job: Job) -> Result:
+    """`kcat -Q`: offsets by timestamp (librdkafka's offsets_for_times); no timestamps back,
+    no isolation choice, no max_timestamp."""
+    spec = job["spec"]
+    timestamp = LOGICAL_TIMESTAMPS[spec] if isinstance(spec, str) else int(spec)
+    partitions = job.get("partitions") or [
+        p["partition"]
+        for p in metadata({**job, "topics": [job["topic"]]})["topics"][0]["partitions"]
+    ]
+    argv = ["-Q"]
+    for partition in partitions:
+        argv += ["-t", f"{job['topic']}:{partition}:{timestamp}"]
+    found = kcat_json(job, argv).get(job["topic"], {})
+    offsets = []
+    for partition in partitions:
+        answer = found.get(str(partition), {})
+        error = answer.get("error")
+        offsets.append(
+            {
+                "partition": partition,
+                "offset": answer.get("offset", -1),
+                "timestamp": -1,
+                "error": error,
+                "error_name": None,
+            }
+        )
+    return {"ok": True, "offsets": offsets}
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--kcat"]:
         KCAT = sys.argv[2]
         del sys.argv[1:3]
     os.environ.setdefault("KCAT_CONFIG", os.devnull)
-    jobio.serve({"produce": produce, "consume": consume}, error_name)
+    jobio.serve(
+        {
+            "produce": produce,
+            "consume": consume,
+            "metadata": metadata,
+            "list_offsets": list_offsets,
+        },
+        error_name,
+    )

@@ -172,5 +172,130 @@ def consume(job: Job) -> Result:
     return asyncio.run(consume_async(job))
 
 
+# --- metadata, offsets by timestamp and DeleteRecords (AIOKafkaAdminClient, consumer) --------
+
+
+def error_fields(code: int) -> dict[str, str | None]:
+    from aiokafka.errors import for_code
+
+    if code == 0:
+        return {"error": None, "error_name": None}
+    error_type = for_code(code)
+    return {"error": error_type.__name__, "error_name": str(error_type.message)}
+
+
+async def metadata_async(job: Job) -> Result:
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=job["bootstrap"], **(job.get("config") or {}))
+    await admin.start()
+    try:
+        cluster = await admin.describe_cluster()
+        topics = await admin.describe_topics(job.get("topics"))
+    finally:
+        await admin.close()
+    return {
+        "ok": True,
+        "cluster_id": cluster.get("cluster_id"),
+        "controller": cluster.get("controller_id", -1),
+        "brokers": [
+            {"id": b["node_id"], "host": b["host"], "port": b["port"]} for b in cluster["brokers"]
+        ],
+        "topics": [
+            {
+                "name": t["topic"],
+                **error_fields(t["error_code"]),
+                "partitions": [
+                    {"partition": p["partition"], "leader": p["leader"]} for p in t["partitions"]
+                ],
+            }
+            for t in topics
+        ],
+    }
+
+
+async def list_offsets_async(job: Job) -> Result:
+    """The consumer's beginning_offsets / end_offsets / offsets_for_times; no max_timestamp,
+    and the isolation level is the consumer's."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=job["bootstrap"],
+        isolation_level=job.get("isolation", "read_uncommitted"),
+        **(job.get("config") or {}),
+    )
+    await consumer.start()
+    try:
+        numbers = job.get("partitions") or sorted(
+            consumer.partitions_for_topic(job["topic"]) or await topic_partitions(job)
+        )
+        partitions = [TopicPartition(job["topic"], p) for p in numbers]
+        spec = job["spec"]
+        found: dict[Any, Any]
+        if spec == "earliest":
+            found = {
+                tp: (offset, -1)
+                for tp, offset in (await consumer.beginning_offsets(partitions)).items()
+            }
+        elif spec == "latest":
+            found = {
+                tp: (offset, -1) for tp, offset in (await consumer.end_offsets(partitions)).items()
+            }
+        else:
+            by_time = await consumer.offsets_for_times({tp: int(spec) for tp in partitions})
+            found = {
+                tp: (-1, -1) if answer is None else (answer.offset, answer.timestamp)
+                for tp, answer in by_time.items()
+            }
+    finally:
+        await consumer.stop()
+    return {
+        "ok": True,
+        "offsets": [
+            {
+                "partition": tp.partition,
+                "offset": found[tp][0],
+                "timestamp": found[tp][1],
+                "error": None,
+                "error_name": None,
+            }
+            for tp in partitions
+        ],
+    }
+
+
+async def delete_records_async(job: Job) -> Result:
+    from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=job["bootstrap"], **(job.get("config") or {}))
+    await admin.start()
+    items = []
+    try:
+        for partition, offset in job["offsets"].items():
+            tp = TopicPartition(job["topic"], int(partition))
+            item: dict[str, Any] = {"partition": tp.partition, "low_watermark": -1}
+            try:
+                deleted = await admin.delete_records({tp: RecordsToDelete(int(offset))})
+                item.update(low_watermark=deleted[tp], error=None, error_name=None)
+            except KafkaError as exc:
+                item.update(error=f"{type(exc).__name__}: {exc}", error_name=error_name(exc))
+            items.append(item)
+    finally:
+        await admin.close()
+    return {"ok": True, "partitions": items}
+
+
+def metadata(job: Job) -> Result:
+    return asyncio.run(metadata_async(job))
+
+
+def list_offsets(job: Job) -> Result:
+    return asyncio.run(list_offsets_async(job))
+
+
+def delete_records(job: Job) -> Result:
+    return asyncio.run(delete_records_async(job))
+
+
 if __name__ == "__main__":
-    jobio.serve({"produce": produce, "consume": consume}, error_name)
+    ops = {"produce": produce, "consume": consume, "metadata": metadata}
+    ops.update(list_offsets=list_offsets, delete_records=delete_records)
+    jobio.serve(ops, error_name)

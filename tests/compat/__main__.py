@@ -1,0 +1,3 @@
+from tests.compat.cli import main
+
+raise SystemExit(main())

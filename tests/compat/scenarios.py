@@ -1,0 +1,495 @@
+"""The scenarios of the matrix, each a function `(context, client) -> None` that drives one real
+client through the harness's job protocol (tests/clients/README.md) and raises CellFailed
+with a one-line reason (the client's own error where it reported one) if anything differs.
+
+Set-up that is not what a scenario tests (topics, records to seek in) goes through tools.py,
+so each cell exercises the client under test only where the scenario says.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.clients.runner import CAPABILITIES, ClientRunError, run_client
+from tests.compat import tools
+from tests.compat.target import OwnBroker
+from tests.compat.tools import SetupRecord, b64, unb64
+
+LARGE_VALUE_BYTES = 1 << 20
+LARGE_LIMIT = 3 * LARGE_VALUE_BYTES
+# Client settings that let a producer send a 1 MiB record (kafkajs has no such limit).
+LARGE_CONFIGS: dict[str, dict[str, Any]] = {
+    "java-4.3": {"max.request.size": str(LARGE_LIMIT)},
+    "java-3.9": {"max.request.size": str(LARGE_LIMIT)},
+    "kafka-python-3": {"max_request_size": LARGE_LIMIT},
+    "kafka-python-2": {"max_request_size": LARGE_LIMIT},
+    "aiokafka": {"max_request_size": LARGE_LIMIT},
+    "confluent-kafka": {"message.max.bytes": str(LARGE_LIMIT)},
+    "kcat": {"message.max.bytes": str(LARGE_LIMIT)},
+    "kafkajs": {},
+}
+CONSUME_TIMEOUT_MS = 20_000
+# Broker clocks may differ from this machine's by a little; LogAppendTime must still be "now".
+CLOCK_SLACK_MS = 60_000
+
+
+class CellFailed(AssertionError):
+    """The scenario did not go as Kafka would have it; `reason` is one line, `detail` more."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+
+
+class NotApplicable(Exception):
+    """The scenario cannot run against this target (e.g. a restart with --bootstrap)."""
+
+
+@dataclass(frozen=True)
+class Context:
+    bootstrap: str
+    # The matrix started minibroker itself, with these `--override`s: it may start more.
+    own_broker: bool
+    broker_overrides: tuple[str, ...] = field(default_factory=tuple)
+
+
+Scenario = Callable[[Context, str], None]
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def run(client: str, op: str, bootstrap: str, **fields: Any) -> dict[str, Any]:
+    """Run one job; a failed result or a crashed program becomes CellFailed."""
+    job = {"op": op, "bootstrap": bootstrap, **fields}
+    try:
+        result = run_client(client, job)
+    except ClientRunError as exc:
+        raise CellFailed(f"{op}: {one_line(str(exc))}", str(exc)) from exc
+    if not result.get("ok"):
+        detail = f"{result.get('traceback', '')}\nstderr:\n{result.get('stderr', '')}"
+        raise CellFailed(f"{op}: {one_line(str(result.get('error')))}", detail)
+    return result
+
+
+def check(condition: bool, reason: str) -> None:
+    if not condition:
+        raise CellFailed(reason)
+
+
+def produce(client: str, bootstrap: str, topic: str, records: list[dict[str, Any]], **job: Any):
+    result = run(client, "produce", bootstrap, topic=topic, records=records, **job)
+    check(
+        len(result["results"]) == len(records),
+        f"produce: {len(result['results'])} acknowledgements for {len(records)} records",
+    )
+    return result
+
+
+def consume(client: str, bootstrap: str, topic: str, count: int, **job: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "topic": topic,
+        "count": count,
+        "from": "earliest",
+        "timeout_ms": CONSUME_TIMEOUT_MS,
+        "group": None,
+        **job,
+    }
+    result = run(client, "consume", bootstrap, **fields)
+    got = len(result["records"])
+    check(got == count or job.get("expect_timeout"), f"consume: {got} of {count} records")
+    return result
+
+
+def values(records: list[dict[str, Any]]) -> list[bytes | None]:
+    return [unb64(r["value"]) for r in records]
+
+
+def record(key: bytes | None, value: bytes | None, *headers: tuple[str, bytes | None]):
+    return {"key": b64(key), "value": b64(value), "headers": [[n, b64(v)] for n, v in headers]}
+
+
+def comparable(record: dict[str, Any], client: str) -> tuple[Any, ...]:
+    headers = [tuple(h) for h in record.get("headers") or []]
+    if not CAPABILITIES[client].header_order:
+        headers.sort()
+    return record["key"], record["value"], headers
+
+
+def check_round_trip(client: str, sent: list[dict[str, Any]], got: list[dict[str, Any]]) -> None:
+    check(
+        [r["offset"] for r in got] == list(range(len(sent))),
+        f"consumed offsets {[r['offset'] for r in got]}, expected 0..{len(sent) - 1}",
+    )
+    for index, (before, after) in enumerate(zip(sent, got, strict=True)):
+        check(
+            comparable(before, client) == comparable(after, client),
+            f"record {index} came back as {comparable(after, client)!r}, sent "
+            f"{comparable(before, client)!r}",
+        )
+
+
+# --- scenarios -----------------------------------------------------------------------------
+
+
+def connect_and_metadata(ctx: Context, client: str) -> None:
+    topic = tools.unique_topic("meta", client)
+    tools.create_topic(ctx.bootstrap, topic, partitions=3)
+    result = run(client, "metadata", ctx.bootstrap, topics=[topic])
+    brokers = {b["id"] for b in result["brokers"]}
+    check(bool(brokers), "metadata: no brokers")
+    check(all(b["host"] and b["port"] > 0 for b in result["brokers"]), "metadata: broker address")
+    described = [t for t in result["topics"] if t["name"] == topic]
+    check(len(described) == 1, f"metadata: topic {topic} missing")
+    (topic_answer,) = described
+    check(topic_answer["error"] is None, f"metadata: {topic_answer['error']}")
+    leaders = {p["partition"]: p["leader"] for p in topic_answer["partitions"]}
+    check(sorted(leaders) == [0, 1, 2], f"metadata: partitions {sorted(leaders)}")
+    check(set(leaders.values()) <= brokers, f"metadata: leaders {leaders} not among {brokers}")
+
+
+def codec_records() -> list[dict[str, Any]]:
+    return [
+        record(b"key-1", b"plain value"),
+        record(b"key-2", b"\x00\x01binary\xff" * 20),
+        record(b"k" * 100, b"compressible " * 200),
+    ]
+
+
+def codec_scenario(codec: str) -> Scenario:
+    def produce_and_consume(ctx: Context, client: str) -> None:
+        topic = tools.unique_topic(f"codec-{codec}", client)
+        tools.create_topic(ctx.bootstrap, topic)
+        sent = codec_records()
+        produce(client, ctx.bootstrap, topic, sent, compression=codec)
+        got = consume(client, ctx.bootstrap, topic, len(sent))["records"]
+        check_round_trip(client, sent, got)
+        # A client may leave a batch uncompressed when compression would not shrink it
+        # (librdkafka does), but the compressible record's batch must carry the codec.
+        stored = {
+            tools.CODEC_NAMES[batch.compression]
+            for batch in tools.stored_batches(ctx.bootstrap, topic)
+        }
+        check(stored - {"none"} == {codec} - {"none"}, f"stored batches use {sorted(stored)}")
+
+    produce_and_consume.__doc__ = f"produce and consume with {codec}"
+    return produce_and_consume
+
+
+# kcat puts header values on its command line (text only) and sends an empty key as null.
+TEXT_HEADERS_ONLY = {"kcat"}
+
+
+def headers_keys_tombstones(ctx: Context, client: str) -> None:
+    caps = CAPABILITIES[client]
+    topic = tools.unique_topic("records", client)
+    tools.create_topic(ctx.bootstrap, topic)
+    sent = [
+        record(None, b"no key"),
+        record(b"deleted", None),
+        record(b"h", b"v", ("trace", b"abc"), ("span", b"1"), ("trace", b"again")),
+    ]
+    if client not in TEXT_HEADERS_ONLY:
+        sent.append(record(b"", b"empty key", ("bin", b"\x00\xff\x7f"), ("zero", b"")))
+    if caps.null_header_values:
+        sent.append(record(b"null-header", b"v", ("empty", None)))
+    produce(client, ctx.bootstrap, topic, sent)
+    got = consume(client, ctx.bootstrap, topic, len(sent))["records"]
+    check_round_trip(client, sent, got)
+
+
+def one_mebibyte_values(ctx: Context, client: str) -> None:
+    topic = tools.unique_topic("large", client)
+    tools.create_topic(ctx.bootstrap, topic, configs={"max.message.bytes": str(LARGE_LIMIT)})
+    sent_values = [bytes([i]) * LARGE_VALUE_BYTES for i in (1, 2)]
+    sent = [record(b"big", value) for value in sent_values]
+    produce(client, ctx.bootstrap, topic, sent, config=LARGE_CONFIGS[client])
+    got = consume(client, ctx.bootstrap, topic, len(sent))["records"]
+    check(values(got) == sent_values, "1 MiB values came back different")
+
+
+def log_append_time(ctx: Context, client: str) -> None:
+    caps = CAPABILITIES[client]
+    topic = tools.unique_topic("lat", client)
+    tools.create_topic(ctx.bootstrap, topic, configs={"message.timestamp.type": "LogAppendTime"})
+    sent = [record(None, b"stamped %d" % i) for i in range(3)]
+    if caps.record_timestamps:
+        for each in sent:
+            each["timestamp"] = 1_000_000
+    before = int(time.time() * 1000) - CLOCK_SLACK_MS
+    produced = produce(client, ctx.bootstrap, topic, sent)
+    after = int(time.time() * 1000) + CLOCK_SLACK_MS
+    if caps.ack_timestamps:
+        acked = [r["timestamp"] for r in produced["results"]]
+        check(all(before <= t <= after for t in acked), f"acknowledged timestamps {acked}")
+    got = consume(client, ctx.bootstrap, topic, len(sent))["records"]
+    stamps = [r["timestamp"] for r in got]
+    check(all(before <= t <= after for t in stamps), f"consumed timestamps {stamps}")
+    types = {r["timestamp_type"] for r in got}
+    check(types <= {"LogAppendTime", None}, f"consumed timestamp types {sorted(map(str, types))}")
+
+
+def idempotent_producer(ctx: Context, client: str) -> None:
+    topic = tools.unique_topic("idem", client)
+    tools.create_topic(ctx.bootstrap, topic)
+    sent = [record(b"k%d" % i, b"v%d" % i) | {"partition": 0} for i in range(10)]
+    produced = produce(client, ctx.bootstrap, topic, sent, idempotent=True)
+    offsets = [r["offset"] for r in produced["results"]]
+    check(offsets == list(range(10)), f"produce: offsets {offsets}")
+    batches = tools.stored_batches(ctx.bootstrap, topic)
+    check(
+        all(batch.producer_id >= 0 for batch in batches),
+        f"stored batches carry producer ids {sorted({b.producer_id for b in batches})}",
+    )
+    check(batches[0].base_sequence == 0, f"first sequence {batches[0].base_sequence}")
+    got = consume(client, ctx.bootstrap, topic, len(sent))["records"]
+    check_round_trip(client, sent, got)
+
+
+GROUP_PARTITIONS = 2
+
+
+def group_values(records: list[dict[str, Any]]) -> list[int]:
+    return sorted(int(value or b"-1") for value in values(records))
+
+
+def put_numbers(bootstrap: str, topic: str, numbers: range) -> None:
+    tools.put_records(
+        bootstrap,
+        topic,
+        [SetupRecord(n % GROUP_PARTITIONS, str(n).encode()) for n in numbers],
+    )
+
+
+def consumer_group(ctx: Context, client: str) -> None:
+    """Join and commit alone; two members at once (a rebalance) resume from those commits and
+    share what is new; a last member resumes where they committed."""
+    topic = tools.unique_topic("group", client)
+    group = f"{topic}-g"
+    tools.create_topic(ctx.bootstrap, topic, partitions=GROUP_PARTITIONS)
+    put_numbers(ctx.bootstrap, topic, range(20))
+    first = consume(client, ctx.bootstrap, topic, 20, group=group)["records"]
+    check(group_values(first) == list(range(20)), f"first member read {group_values(first)}")
+
+    put_numbers(ctx.bootstrap, topic, range(20, 30))
+    # Each member asks for all ten new records: both run until their timeout unless one of
+    # them gets everything, and what they read together must be the new records only.
+    pair: list[dict[str, Any]] = []
+    members = [
+        threading.Thread(target=lambda: pair.append(group_member(client, ctx, topic, group)))
+        for _ in range(2)
+    ]
+    for member in members:
+        member.start()
+    for member in members:
+        member.join()
+    failures = [r for r in pair if "failed" in r]
+    if failures:
+        raise failures[0]["failed"]
+    together = sorted(set().union(*(group_values(r["records"]) for r in pair)))
+    check(together == list(range(20, 30)), f"two members read {together} after the commits")
+
+    put_numbers(ctx.bootstrap, topic, range(30, 34))
+    last = consume(client, ctx.bootstrap, topic, 4, group=group)["records"]
+    check(group_values(last) == list(range(30, 34)), f"last member read {group_values(last)}")
+
+
+def group_member(client: str, ctx: Context, topic: str, group: str) -> dict[str, Any]:
+    try:
+        return consume(
+            client, ctx.bootstrap, topic, 10, group=group, timeout_ms=10_000, expect_timeout=True
+        )
+    except CellFailed as exc:
+        return {"failed": exc}
+
+
+SEEK_BASE_MS = 1_600_000_000_000
+
+
+def seek_by_timestamp(ctx: Context, client: str) -> None:
+    topic = tools.unique_topic("seek", client)
+    tools.create_topic(ctx.bootstrap, topic)
+    tools.put_records(
+        ctx.bootstrap,
+        topic,
+        [SetupRecord(0, b"%d" % i, timestamp=SEEK_BASE_MS + 1000 * i) for i in range(10)],
+    )
+    target = SEEK_BASE_MS + 4500  # between records 4 and 5: the first at or after is 5
+    found = run(client, "list_offsets", ctx.bootstrap, topic=topic, partitions=[0], spec=target)
+    (answer,) = found["offsets"]
+    check(answer.get("error") is None, f"list_offsets: {answer.get('error')}")
+    check(answer["offset"] == 5, f"list_offsets: offset {answer['offset']} for the timestamp")
+    check(
+        answer["timestamp"] in (-1, SEEK_BASE_MS + 5000),
+        f"list_offsets: timestamp {answer['timestamp']}",
+    )
+    got = consume(client, ctx.bootstrap, topic, 5, partitions=[0], **{"from": 5})["records"]
+    check(values(got) == [b"%d" % i for i in range(5, 10)], f"read {values(got)} after seeking")
+
+
+def admin_topics_and_configs(ctx: Context, client: str) -> None:
+    topic = tools.unique_topic("admin", client)
+    spec = {"name": topic, "partitions": 2, "replication_factor": 1}
+    created = run(
+        client,
+        "create_topics",
+        ctx.bootstrap,
+        topics=[spec | {"configs": {"retention.ms": "3600000"}}],
+    )
+    check_items(created["topics"], "create_topics")
+    again = run(client, "create_topics", ctx.bootstrap, topics=[spec])["topics"][0]
+    check(
+        again["error_name"] == "TOPIC_ALREADY_EXISTS",
+        f"create_topics again: {again['error_name']}",
+    )
+    meta = run(client, "metadata", ctx.bootstrap, topics=[topic])
+    node = meta["brokers"][0]["id"]
+    check_config(client, ctx, topic, "retention.ms", "3600000", broker=str(node))
+    altered = run(
+        client,
+        "alter_configs",
+        ctx.bootstrap,
+        resources=[{"type": "topic", "name": topic, "set": {"retention.ms": "7200000"}}],
+    )
+    check_items(altered["resources"], "alter_configs")
+    check_config(client, ctx, topic, "retention.ms", "7200000")
+    grown = run(client, "create_partitions", ctx.bootstrap, topics=[{"name": topic, "count": 3}])
+    check_items(grown["topics"], "create_partitions")
+    meta = run(client, "metadata", ctx.bootstrap, topics=[topic])
+    partitions = [p["partition"] for t in meta["topics"] for p in t["partitions"]]
+    check(sorted(partitions) == [0, 1, 2], f"metadata after create_partitions: {partitions}")
+    deleted = run(client, "delete_topics", ctx.bootstrap, topics=[topic])
+    check_items(deleted["topics"], "delete_topics")
+
+
+def check_items(items: list[dict[str, Any]], op: str) -> None:
+    for item in items:
+        check(item.get("error") is None, f"{op}: {item.get('error')}")
+
+
+def check_config(
+    client: str, ctx: Context, topic: str, name: str, value: str, broker: str | None = None
+) -> None:
+    resources = [{"type": "topic", "name": topic}]
+    if broker is not None:
+        resources.append({"type": "broker", "name": broker})
+    described = run(client, "describe_configs", ctx.bootstrap, resources=resources)["resources"]
+    check_items(described, "describe_configs")
+    found = described[0]["configs"].get(name, {}).get("value")
+    check(found == value, f"describe_configs: {name}={found}, expected {value}")
+    if broker is not None:
+        check(bool(described[1]["configs"]), "describe_configs: no broker configs")
+
+
+def transactions(ctx: Context, client: str) -> None:
+    topic = tools.unique_topic("txn", client)
+    tools.create_topic(ctx.bootstrap, topic)
+    transactional_id = f"{topic}-tx"
+
+    def in_transaction(names: list[bytes], outcome: str) -> None:
+        sent = [record(None, name) | {"partition": 0} for name in names]
+        produce(
+            client,
+            ctx.bootstrap,
+            topic,
+            sent,
+            transactional_id=transactional_id,
+            transaction=outcome,
+        )
+
+    in_transaction([b"c0", b"c1", b"c2"], "commit")
+    in_transaction([b"a0", b"a1", b"a2"], "abort")
+    in_transaction([b"c3", b"c4"], "commit")
+    batches = tools.stored_batches(ctx.bootstrap, topic)
+    check(
+        any(batch.is_transactional for batch in batches),
+        "produce with transactional_id stored no transactional batch",
+    )
+    got = consume(client, ctx.bootstrap, topic, 5, isolation="read_committed")["records"]
+    expected = [b"c0", b"c1", b"c2", b"c3", b"c4"]
+    check(values(got) == expected, f"read_committed read {values(got)}")
+
+
+def delete_records(ctx: Context, client: str) -> None:
+    topic = tools.unique_topic("delrec", client)
+    tools.create_topic(ctx.bootstrap, topic)
+    tools.put_records(ctx.bootstrap, topic, [SetupRecord(0, b"%d" % i) for i in range(10)])
+    deleted = run(client, "delete_records", ctx.bootstrap, topic=topic, offsets={"0": 4})
+    (answer,) = deleted["partitions"]
+    check(answer.get("error") is None, f"delete_records: {answer.get('error')}")
+    check(answer["low_watermark"] == 4, f"delete_records: low watermark {answer['low_watermark']}")
+    got = consume(client, ctx.bootstrap, topic, 6)["records"]
+    offsets = [r["offset"] for r in got]
+    check(offsets == list(range(4, 10)), f"read offsets {offsets} after deleting before 4")
+
+
+RESTART_RECORDS = 40
+
+
+def restart_mid_stream(ctx: Context, client: str) -> None:
+    """A consumer started before anything is written reads across a broker restart; one
+    producer writes before the restart and one after: each record once, none lost."""
+    if not ctx.own_broker:
+        raise NotApplicable("needs the broker the matrix starts itself (not --bootstrap)")
+    with OwnBroker(ctx.broker_overrides) as broker:
+        topic = tools.unique_topic("restart", client)
+        tools.create_topic(broker.bootstrap, topic, partitions=2)
+        half = RESTART_RECORDS // 2
+        sent = [
+            record(b"k%d" % i, b"%d" % i) | {"partition": i % 2} for i in range(RESTART_RECORDS)
+        ]
+        reader: list[dict[str, Any]] = []
+        consumer = threading.Thread(
+            target=lambda: reader.append(restart_reader(client, broker.bootstrap, topic))
+        )
+        consumer.start()
+        try:
+            produce(client, broker.bootstrap, topic, sent[:half], compression="gzip")
+            broker.restart()
+            produce(client, broker.bootstrap, topic, sent[half:], compression="gzip")
+        finally:
+            consumer.join()
+        stored = sum(
+            batch.records_count
+            for partition in (0, 1)
+            for batch in tools.stored_batches(broker.bootstrap, topic, partition)
+        )
+    if "failed" in reader[0]:
+        raise reader[0]["failed"]
+    got = reader[0]["records"]
+    numbers = sorted(int(v or b"-1") for v in values(got))
+    check(numbers == list(range(RESTART_RECORDS)), f"consumer read {numbers}")
+    check(stored == RESTART_RECORDS, f"{stored} records stored for {RESTART_RECORDS} sent")
+
+
+def restart_reader(client: str, bootstrap: str, topic: str) -> dict[str, Any]:
+    try:
+        return consume(client, bootstrap, topic, RESTART_RECORDS, timeout_ms=60_000)
+    except CellFailed as exc:
+        return {"failed": exc}
+
+
+SCENARIOS: dict[str, tuple[str, Scenario]] = {
+    "connect-metadata": ("connect and metadata", connect_and_metadata),
+    **{
+        f"codec-{codec}": (f"produce/consume {codec}", codec_scenario(codec))
+        for codec in tools.CODEC_NAMES
+    },
+    "headers-keys-tombstones": ("headers, null keys, tombstones", headers_keys_tombstones),
+    "large-values": ("1 MiB values", one_mebibyte_values),
+    "log-append-time": ("LogAppendTime topic", log_append_time),
+    "idempotent": ("idempotent producer", idempotent_producer),
+    "group": ("group join, rebalance, commit, resume", consumer_group),
+    "seek-timestamp": ("seek by timestamp", seek_by_timestamp),
+    "admin": ("admin topics and configs", admin_topics_and_configs),
+    "transactions": ("transactions commit/abort, read_committed", transactions),
+    "delete-records": ("DeleteRecords", delete_records),
+    "restart": ("broker restart mid-stream", restart_mid_stream),
+}

@@ -1,0 +1,127 @@
+"""The broker the matrix runs against: one given by address, or minibroker started here as
+`python -m minibroker serve` on a free 127.0.0.1 port (which can also be restarted)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+
+READY = re.compile(r"minibroker ready on (\S+):(\d+)")
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 30.0
+
+
+class BrokerStartError(RuntimeError):
+    pass
+
+
+class OwnBroker:
+    """`python -m minibroker serve` in a subprocess, with its data in a temporary folder.
+
+    `restart()` stops it with SIGTERM (a clean shutdown) and starts it again on the same port
+    and data directory.
+    """
+
+    def __init__(self, overrides: Sequence[str] = ()) -> None:
+        self._overrides = list(overrides)
+        self._folder = Path(tempfile.mkdtemp(prefix="minibroker-compat-"))
+        self._port = 0
+        self._process: subprocess.Popen[str] | None = None
+        self._log = open(self._folder / "broker.log", "a")  # noqa: SIM115 (closed in close())
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self._port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self._folder / "broker.log"
+
+    def start(self) -> OwnBroker:
+        argv = [sys.executable, "-m", "minibroker", "serve", "--listen", self.bootstrap]
+        argv += ["--data-dir", str(self._folder / "data")]
+        for override in self._overrides:
+            argv += ["--override", override]
+        process = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=self._log, text=True, env=dict(os.environ)
+        )
+        self._process = process
+        port = self._wait_until_ready(process)
+        if port is None:
+            self.stop()
+            raise BrokerStartError(
+                f"minibroker did not start; its log:\n{self.log_path.read_text()[-5000:]}"
+            )
+        self._port = port
+        threading.Thread(target=self._drain, args=(process,), daemon=True).start()
+        return self
+
+    def _wait_until_ready(self, process: subprocess.Popen[str]) -> int | None:
+        """The port of the ready line, or None if the broker exits or stays silent too long."""
+        found: list[int] = []
+
+        def read() -> None:
+            assert process.stdout is not None
+            for line in process.stdout:
+                match = READY.search(line)
+                if match:
+                    found.append(int(match.group(2)))
+                    return
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(START_TIMEOUT_S)
+        return found[0] if found else None
+
+    @staticmethod
+    def _drain(process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None
+        for _ in process.stdout:
+            pass
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def close(self) -> None:
+        self.stop()
+        self._log.close()
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+    def __enter__(self) -> OwnBroker:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+@contextmanager
+def own_broker(overrides: Sequence[str] = ()) -> Iterator[OwnBroker]:
+    with OwnBroker(overrides) as broker:
+        yield broker

@@ -1,0 +1,110 @@
+"""What a scenario needs besides the client under test: topics created, records put in place
+(confluent-kafka, in this process) and raw stored batches read back (a hand-built Fetch),
+so that a cell tests one client at a time."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.records.batch import BatchHeader, split_batches
+from tests.wire import WireClient
+
+SETUP_TIMEOUT_S = 30.0
+QUIET = 3  # librdkafka's log level for the set-up clients: errors only, no shutdown chatter
+CODEC_NAMES = ["none", "gzip", "snappy", "lz4", "zstd"]
+
+
+class SetupFailed(RuntimeError):
+    """The matrix's own set-up failed (not the client under test)."""
+
+
+def b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode()
+
+
+def unb64(text: str | None) -> bytes | None:
+    return None if text is None else base64.b64decode(text)
+
+
+def unique_topic(scenario: str, client: str) -> str:
+    """Fresh per cell and per run, so that runs against a long-lived broker never collide."""
+    return f"compat-{scenario}-{client.replace('.', '_')}-{uuid.uuid4().hex[:8]}"
+
+
+def create_topic(
+    bootstrap: str, name: str, partitions: int = 1, configs: Mapping[str, str] | None = None
+) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": QUIET})
+    futures = admin.create_topics(
+        [NewTopic(name, partitions, 1, config=dict(configs or {}))],
+        request_timeout=SETUP_TIMEOUT_S,
+    )
+    try:
+        futures[name].result(timeout=SETUP_TIMEOUT_S)
+    except KafkaException as exc:
+        raise SetupFailed(f"creating topic {name}: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class SetupRecord:
+    partition: int
+    value: bytes
+    key: bytes | None = None
+    timestamp: int | None = None
+
+
+def put_records(bootstrap: str, topic: str, records: Iterable[SetupRecord]) -> None:
+    """Produce `records` (acks=all) and wait for every acknowledgement."""
+    errors: list[str] = []
+
+    def delivered(error: Any, _message: Any) -> None:
+        if error is not None:
+            errors.append(str(error))
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": QUIET})
+    for record in records:
+        producer.produce(
+            topic,
+            value=record.value,
+            key=record.key,
+            partition=record.partition,
+            timestamp=record.timestamp or 0,
+            on_delivery=delivered,
+        )
+    left = producer.flush(SETUP_TIMEOUT_S)
+    if left or errors:
+        raise SetupFailed(f"producing set-up records to {topic}: {errors or f'{left} unsent'}")
+
+
+def stored_batches(bootstrap: str, topic: str, partition: int = 0) -> list[BatchHeader]:
+    """The headers of the batches stored in a partition, as a Fetch returns them."""
+    with WireClient(bootstrap) as client:
+        response = client.call(
+            ApiKey.Fetch,
+            4,
+            replica_id=-1,
+            max_wait_ms=0,
+            min_bytes=0,
+            max_bytes=16 << 20,
+            isolation_level=0,
+            topics=[
+                {
+                    "topic": topic,
+                    "partitions": [
+                        {"partition": partition, "fetch_offset": 0, "partition_max_bytes": 8 << 20}
+                    ],
+                }
+            ],
+        )
+    answer = response.responses[0].partitions[0]
+    if answer.error_code != 0:
+        raise SetupFailed(f"fetching {topic}-{partition}: error code {answer.error_code}")
+    return [BatchHeader.parse(batch) for batch in split_batches(answer.records or b"")]
