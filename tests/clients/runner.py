@@ -133,10 +133,13 @@ def install_all(names: Iterable[str] = CLIENTS) -> dict[str, install.ClientComma
         return dict(zip(names, pool.map(installed, names), strict=True))
 
 
-def run_client(name: str, job: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+def run_client(
+    name: str, job: dict[str, Any], timeout_s: float | None = None, *, keep_stderr: bool = False
+) -> dict[str, Any]:
     """Run `job` with client `name`; return its result (`ok` true or false).
 
     `timeout_s` bounds the whole subprocess; by default the job's `timeout_ms` plus start-up.
+    `keep_stderr`: the result carries the program's `stderr` also when `ok`.
     """
     command = installed(name)
     if timeout_s is None:
@@ -168,6 +171,7 @@ def run_client(name: str, job: dict[str, Any], timeout_s: float | None = None) -
         ) from exc
     if not result.get("ok"):
         result["client"] = name
+    if keep_stderr or not result.get("ok"):
         result["stderr"] = done.stderr[-20_000:]
     return result
 

@@ -70,7 +70,7 @@ def run(client: str, op: str, bootstrap: str, **fields: Any) -> dict[str, Any]:
     """Run one job; a failed result or a crashed program becomes CellFailed."""
     job = {"op": op, "bootstrap": bootstrap, **fields}
     try:
-        result = run_client(client, job)
+        result = run_client(client, job, keep_stderr=True)
     except ClientRunError as exc:
         raise CellFailed(f"{op}: {one_line(str(exc))}", str(exc)) from exc
     if not result.get("ok"):
@@ -104,7 +104,8 @@ def consume(client: str, bootstrap: str, topic: str, count: int, **job: Any) -> 
     }
     result = run(client, "consume", bootstrap, **fields)
     got = len(result["records"])
-    check(got == count or job.get("expect_timeout"), f"consume: {got} of {count} records")
+    if got != count and not job.get("expect_timeout"):
+        raise CellFailed(f"consume: {got} of {count} records", f"stderr:\n{result['stderr']}")
     return result
 
 
@@ -254,6 +255,9 @@ def idempotent_producer(ctx: Context, client: str) -> None:
 
 
 GROUP_PARTITIONS = 2
+# Long enough for two JVMs to start and join on a loaded machine; members wait it out unless
+# one of them reads everything new.
+GROUP_MEMBER_MS = 25_000
 
 
 def group_values(records: list[dict[str, Any]]) -> list[int]:
@@ -304,7 +308,13 @@ def consumer_group(ctx: Context, client: str) -> None:
 def group_member(client: str, ctx: Context, topic: str, group: str) -> dict[str, Any]:
     try:
         return consume(
-            client, ctx.bootstrap, topic, 10, group=group, timeout_ms=10_000, expect_timeout=True
+            client,
+            ctx.bootstrap,
+            topic,
+            10,
+            group=group,
+            timeout_ms=GROUP_MEMBER_MS,
+            expect_timeout=True,
         )
     except CellFailed as exc:
         return {"failed": exc}
@@ -471,7 +481,10 @@ def restart_mid_stream(ctx: Context, client: str) -> None:
 
 def restart_reader(client: str, bootstrap: str, topic: str) -> dict[str, Any]:
     try:
-        return consume(client, bootstrap, topic, RESTART_RECORDS, timeout_ms=60_000)
+        # keep_going: kcat's -E; without it kcat exits once all brokers are down.
+        return consume(
+            client, bootstrap, topic, RESTART_RECORDS, timeout_ms=60_000, keep_going=True
+        )
     except CellFailed as exc:
         return {"failed": exc}
 

@@ -172,7 +172,9 @@ async function consume(job) {
   const records = []
   await consumer.connect()
   try {
-    await consumer.subscribe({ topics: [job.topic], fromBeginning: (job.from ?? 'earliest') !== 'latest' })
+    // From an offset: start at the end and seek; starting at the beginning would deliver
+    // records before the seek takes effect.
+    await consumer.subscribe({ topics: [job.topic], fromBeginning: (job.from ?? 'earliest') === 'earliest' })
     let finished
     const done = new Promise(resolve => (finished = resolve))
     const timer = setTimeout(finished, job.timeout_ms ?? DEFAULT_TIMEOUT_MS)
