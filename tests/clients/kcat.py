@@ -22,6 +22,8 @@ import re
 import secrets
 import subprocess
 import sys
+import tempfile
+import time
 from itertools import groupby
 from typing import Any
 
@@ -260,6 +262,53 @@ def list_offsets(job: Job) -> Result:
     return {"ok": True, "offsets": offsets}
 
 
+# --- produce_paced: one record at a time, for a broker restart while a producer sends ---
+
+
+def produce_paced(job: Job) -> Result:
+    """One kcat run fed a line per record `interval_ms` apart (newline-delimited, so keys and
+    values may not contain newlines). Records go to their `partition` if all name the same
+    one, else to librdkafka's partitioner; results come in delivery order (kcat does not say
+    which record a delivery report is for). `-E`: keep going while the broker is away."""
+    deadline = Deadline(job)
+    records = job["records"]
+    key_delimiter = delimiter(records)
+    argv = [KCAT, "-P", "-b", job["bootstrap"], "-t", job["topic"], "-Z", "-vvv", "-E"]
+    argv += ["-K", key_delimiter.decode()]
+    partitions = {r.get("partition") for r in records}
+    if len(partitions) == 1 and None not in partitions:
+        argv += ["-p", str(partitions.pop())]
+    argv += properties(job, producer_properties(job, deadline))
+    with tempfile.TemporaryFile() as log:  # a file: kcat may log more than a pipe holds
+        process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=log, stderr=log)
+        assert process.stdin is not None
+        for record in records:
+            line = (unb64(record.get("key")) or b"") + key_delimiter
+            line += unb64(record.get("value")) or b""
+            if b"\n" in line:
+                raise KcatFailed("produce_paced sends one line per record: no newlines")
+            process.stdin.write(line + b"\n")
+            process.stdin.flush()
+            time.sleep(job.get("interval_ms", 50) / 1000)
+        try:
+            process.communicate(timeout=deadline.remaining_ms() / 1000)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+        log.seek(0)
+        stderr = log.read()
+    sys.stderr.buffer.write(stderr)
+    delivered = DELIVERED.findall(stderr)
+    if process.returncode != 0 or len(delivered) != len(records):
+        raise KcatFailed(
+            f"kcat exited with {process.returncode}: {stderr.decode(errors='replace')}"
+        )
+    return {
+        "ok": True,
+        "results": [{"partition": int(p), "offset": int(o), "timestamp": -1} for p, o in delivered],
+    }
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--kcat"]:
         KCAT = sys.argv[2]
@@ -268,6 +317,7 @@ if __name__ == "__main__":
     jobio.serve(
         {
             "produce": produce,
+            "produce_paced": produce_paced,
             "consume": consume,
             "metadata": metadata,
             "list_offsets": list_offsets,

@@ -295,7 +295,53 @@ def delete_records(job: Job) -> Result:
     return asyncio.run(delete_records_async(job))
 
 
+# --- produce_paced: one record at a time, for a broker restart while a producer sends ---
+
+
+async def produce_paced_async(job: Job) -> Result:
+    deadline = Deadline(job)
+    config: dict[str, Any] = {
+        "bootstrap_servers": job["bootstrap"],
+        "acks": ACKS[job.get("acks", "all")],
+        "compression_type": None
+        if job.get("compression", "none") == "none"
+        else job["compression"],
+        "request_timeout_ms": deadline.remaining_ms(),
+    }
+    if job.get("idempotent") is not None:
+        config["enable_idempotence"] = job["idempotent"]
+    config.update(job.get("config") or {})
+    producer = AIOKafkaProducer(**config)
+    await producer.start()
+    futures = []
+    try:
+        for record in job["records"]:
+            futures.append(
+                await producer.send(
+                    job["topic"],
+                    key=unb64(record.get("key")),
+                    value=unb64(record.get("value")),
+                    headers=headers_in(record),
+                    partition=record.get("partition"),
+                    timestamp_ms=record.get("timestamp"),
+                )
+            )
+            await asyncio.sleep(job.get("interval_ms", 50) / 1000)
+        sent = await asyncio.wait_for(asyncio.gather(*futures), deadline.remaining_ms() / 1000)
+    finally:
+        await producer.stop()
+    results = [
+        {"partition": m.partition, "offset": m.offset, "timestamp": m.timestamp} for m in sent
+    ]
+    return {"ok": True, "results": results}
+
+
+def produce_paced(job: Job) -> Result:
+    return asyncio.run(produce_paced_async(job))
+
+
 if __name__ == "__main__":
     ops = {"produce": produce, "consume": consume, "metadata": metadata}
     ops.update(list_offsets=list_offsets, delete_records=delete_records)
+    ops.update(produce_paced=produce_paced)
     jobio.serve(ops, error_name)

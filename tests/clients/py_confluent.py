@@ -5,6 +5,7 @@ Usage: python py_confluent.py '<job json>'  (or the job on stdin); see README.md
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -468,8 +469,55 @@ def fence(job: Job) -> Result:
     return {"ok": True, "older_error": None, "older_error_name": None}
 
 
+# --- produce_paced: one record at a time, for a broker restart while a producer sends ---
+
+
+def produce_paced(job: Job) -> Result:
+    deadline = Deadline(job)
+    config: dict[str, Any] = {
+        "bootstrap.servers": job["bootstrap"],
+        "acks": job.get("acks", "all"),
+        "compression.type": job.get("compression", "none"),
+        "message.timeout.ms": deadline.remaining_ms(),
+    }
+    if job.get("idempotent") is not None:
+        config["enable.idempotence"] = job["idempotent"]
+    config.update(job.get("config") or {})
+    producer = Producer(config)
+    delivered: dict[int, Message] = {}
+    for index, record in enumerate(job["records"]):
+        optional = {k: record[k] for k in ("partition", "timestamp") if record.get(k) is not None}
+        producer.produce(
+            job["topic"],
+            key=unb64(record.get("key")),
+            value=unb64(record.get("value")),
+            headers=[*headers_in(record)],
+            on_delivery=lambda _error, message, index=index: delivered.__setitem__(index, message),
+            **optional,
+        )
+        producer.poll(0)
+        time.sleep(job.get("interval_ms", 50) / 1000)
+    producer.flush(deadline.remaining_ms() / 1000)
+    if len(delivered) < len(job["records"]):
+        raise TimeoutError(f"{len(delivered)} of {len(job['records'])} records acknowledged")
+    results = []
+    for index in range(len(job["records"])):
+        message = delivered[index]
+        if message.error() is not None:
+            raise DeliveryFailed(message.error())
+        results.append(
+            {
+                "partition": message.partition(),
+                "offset": message.offset(),
+                "timestamp": message.timestamp()[1],
+            }
+        )
+    return {"ok": True, "results": results}
+
+
 OPS = {
     "produce": produce,
+    "produce_paced": produce_paced,
     "consume": consume,
     "metadata": metadata,
     "create_topics": create_topics,

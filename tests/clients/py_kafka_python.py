@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from typing import Any
 
 import jobio
@@ -412,8 +413,49 @@ def delete_records(job: Job) -> Result:
     return {"ok": True, "partitions": items}
 
 
+# --- produce_paced: one record at a time, for a broker restart while a producer sends ---
+
+
+def produce_paced(job: Job) -> Result:
+    deadline = Deadline(job)
+    config: dict[str, Any] = {
+        "bootstrap_servers": job["bootstrap"],
+        "acks": ACKS[job.get("acks", "all")],
+        "compression_type": None
+        if job.get("compression", "none") == "none"
+        else job["compression"],
+    }
+    if job.get("idempotent") is not None:
+        config["enable_idempotence"] = job["idempotent"]
+    config.update(extra_config(job))
+    producer = KafkaProducer(**config)
+    futures = []
+    try:
+        for record in job["records"]:
+            futures.append(
+                producer.send(
+                    job["topic"],
+                    key=unb64(record.get("key")),
+                    value=unb64(record.get("value")),
+                    headers=headers_in(record),
+                    partition=record.get("partition"),
+                    timestamp_ms=record.get("timestamp"),
+                )
+            )
+            time.sleep(job.get("interval_ms", 50) / 1000)
+        producer.flush(timeout=deadline.remaining_ms() / 1000)
+        sent = [future.get(timeout=deadline.remaining_ms() / 1000) for future in futures]
+    finally:
+        producer.close(timeout=5)
+    results = [
+        {"partition": m.partition, "offset": m.offset, "timestamp": m.timestamp} for m in sent
+    ]
+    return {"ok": True, "results": results}
+
+
 OPS = {
     "produce": produce,
+    "produce_paced": produce_paced,
     "consume": consume,
     "metadata": metadata,
     "create_topics": create_topics,

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from tests.clients.runner import CAPABILITIES, ClientRunError, run_client
 from tests.compat import tools
@@ -440,53 +440,112 @@ def delete_records(ctx: Context, client: str) -> None:
     check(offsets == list(range(4, 10)), f"read offsets {offsets} after deleting before 4")
 
 
-RESTART_RECORDS = 40
+# Consumers commit as they go, and (as every client does with auto-commit on) before giving
+# up their partitions in a rebalance: a client may rebalance when it loses every broker
+# (Java 4's metadata rebootstrap), which must not replay records.
+AUTO_COMMIT: dict[str, dict[str, Any]] = {
+    "java-4.3": {"enable.auto.commit": "true", "auto.commit.interval.ms": "200"},
+    "java-3.9": {"enable.auto.commit": "true", "auto.commit.interval.ms": "200"},
+    "kafka-python-3": {"enable_auto_commit": True, "auto_commit_interval_ms": 200},
+    "kafka-python-2": {"enable_auto_commit": True, "auto_commit_interval_ms": 200},
+    "aiokafka": {"enable_auto_commit": True, "auto_commit_interval_ms": 200},
+    "confluent-kafka": {"enable.auto.commit": True, "auto.commit.interval.ms": 200},
+    "kcat": {"enable.auto.commit": "true", "auto.commit.interval.ms": "200"},
+    "kafkajs": {},  # a group consumer commits automatically
+}
+RESTART_RECORDS = 60
+RESTART_INTERVAL_MS = 50
+WAIT_S = 60.0
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:
+    """Poll `condition` until it holds; CellFailed naming `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise CellFailed(f"waited {timeout_s:.0f} s for {what}")
+        time.sleep(0.1)
 
 
 def restart_mid_stream(ctx: Context, client: str) -> None:
-    """A consumer started before anything is written reads across a broker restart; one
-    producer writes before the restart and one after: each record once, none lost."""
+    """A group consumer and an idempotent producer sending one record every 50 ms both run
+    while the broker restarts (SIGTERM, then the same port and data): each record is stored
+    once and read once."""
     if not ctx.own_broker:
         raise NotApplicable("needs the broker the matrix starts itself (not --bootstrap)")
     with OwnBroker(ctx.broker_overrides) as broker:
+        bootstrap = broker.bootstrap
         topic = tools.unique_topic("restart", client)
-        tools.create_topic(broker.bootstrap, topic, partitions=2)
-        half = RESTART_RECORDS // 2
-        sent = [
-            record(b"k%d" % i, b"%d" % i) | {"partition": i % 2} for i in range(RESTART_RECORDS)
-        ]
-        reader: list[dict[str, Any]] = []
-        consumer = threading.Thread(
-            target=lambda: reader.append(restart_reader(client, broker.bootstrap, topic))
+        group = f"{topic}-g"
+        tools.create_topic(bootstrap, topic, partitions=2)
+        reader = Background(
+            consume,
+            client,
+            bootstrap,
+            topic,
+            RESTART_RECORDS,
+            group=group,
+            config=AUTO_COMMIT[client],
+            timeout_ms=120_000,
+            keep_going=True,  # kcat's -E; without it kcat exits once all brokers are down
         )
-        consumer.start()
-        try:
-            produce(client, broker.bootstrap, topic, sent[:half], compression="gzip")
-            broker.restart()
-            produce(client, broker.bootstrap, topic, sent[half:], compression="gzip")
-        finally:
-            consumer.join()
-        stored = sum(
-            batch.records_count
-            for partition in (0, 1)
-            for batch in tools.stored_batches(broker.bootstrap, topic, partition)
+        wait_until(lambda: tools.group_is_stable(bootstrap, group), "the consumer to join")
+        sent = [record(b"k%d" % i, b"%d" % i) for i in range(RESTART_RECORDS)]
+        writer = Background(
+            run,
+            client,
+            "produce_paced",
+            bootstrap,
+            topic=topic,
+            records=sent,
+            interval_ms=RESTART_INTERVAL_MS,
+            idempotent=True,
+            timeout_ms=90_000,
         )
-    if "failed" in reader[0]:
-        raise reader[0]["failed"]
-    got = reader[0]["records"]
-    numbers = sorted(int(v or b"-1") for v in values(got))
-    check(numbers == list(range(RESTART_RECORDS)), f"consumer read {numbers}")
+        wait_until(
+            lambda: tools.stored_count(bootstrap, topic, 2) >= RESTART_RECORDS // 4,
+            "the first records",
+        )
+        if not writer.running():
+            raise CellFailed("inconclusive: the producer finished before the restart")
+        broker.restart()
+        produced, consumed = writer.result(), reader.result()
+        stored = tools.stored_count(bootstrap, topic, 2)
+    check(len(produced["results"]) == RESTART_RECORDS, "produce: not every record acknowledged")
+    numbers = sorted(int(v or b"-1") for v in values(consumed["records"]))
+    missing = sorted(set(range(RESTART_RECORDS)) - set(numbers))
+    twice = sorted({n for n in numbers if numbers.count(n) > 1})
+    if missing or twice:
+        raise CellFailed(
+            f"consumer: missing {missing}, read twice {twice}",
+            f"consumer stderr:\n{consumed.get('stderr', '')}",
+        )
     check(stored == RESTART_RECORDS, f"{stored} records stored for {RESTART_RECORDS} sent")
 
 
-def restart_reader(client: str, bootstrap: str, topic: str) -> dict[str, Any]:
-    try:
-        # keep_going: kcat's -E; without it kcat exits once all brokers are down.
-        return consume(
-            client, bootstrap, topic, RESTART_RECORDS, timeout_ms=60_000, keep_going=True
-        )
-    except CellFailed as exc:
-        return {"failed": exc}
+class Background:
+    """Run `function(*args, **kwargs)` on a thread; `result()` joins and re-raises."""
+
+    def __init__(self, function: Callable[..., dict[str, Any]], *args: Any, **kwargs: Any):
+        self._outcome: list[Any] = []
+        self._thread = threading.Thread(target=self._run, args=(function, args, kwargs))
+        self._thread.start()
+
+    def _run(self, function: Callable[..., Any], args: Any, kwargs: Any) -> None:
+        try:
+            self._outcome.append(function(*args, **kwargs))
+        except BaseException as exc:  # handed to the thread that calls result()
+            self._outcome.append(exc)
+
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def result(self) -> dict[str, Any]:
+        self._thread.join()
+        (outcome,) = self._outcome
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return cast(dict[str, Any], outcome)
 
 
 SCENARIOS: dict[str, tuple[str, Scenario]] = {

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import ConsumerGroupState, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from minibroker.protocol.api_keys import ApiKey
@@ -108,3 +108,24 @@ def stored_batches(bootstrap: str, topic: str, partition: int = 0) -> list[Batch
     if answer.error_code != 0:
         raise SetupFailed(f"fetching {topic}-{partition}: error code {answer.error_code}")
     return [BatchHeader.parse(batch) for batch in split_batches(answer.records or b"")]
+
+
+def stored_count(bootstrap: str, topic: str, partitions: int) -> int:
+    """Records stored in the topic's partitions, counted from their batch headers."""
+    return sum(
+        batch.records_count
+        for partition in range(partitions)
+        for batch in stored_batches(bootstrap, topic, partition)
+        if not batch.is_control
+    )
+
+
+def group_is_stable(bootstrap: str, group: str) -> bool:
+    """The group has members and has handed out its assignment."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": QUIET})
+    futures = admin.describe_consumer_groups([group], request_timeout=SETUP_TIMEOUT_S)
+    try:
+        described = futures[group].result(timeout=SETUP_TIMEOUT_S)
+    except KafkaException:
+        return False
+    return bool(described.members) and described.state == ConsumerGroupState.STABLE

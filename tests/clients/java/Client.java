@@ -79,6 +79,8 @@ public final class Client {
     switch (job.get("op").asText()) {
       case "produce":
         return produce(job);
+      case "produce_paced":
+        return producePaced(job);
       case "consume":
         return consume(job);
       case "metadata":
@@ -359,6 +361,60 @@ public final class Client {
         .put("ok", true)
         .put("processed", processed)
         .put("committed", committed);
+  }
+
+  // --- produce_paced: one record at a time, for a broker restart while a producer sends ---
+
+  private static ObjectNode producePaced(JsonNode job) throws Exception {
+    Properties props = properties(job);
+    props.put("key.serializer", ByteArraySerializer.class.getName());
+    props.put("value.serializer", ByteArraySerializer.class.getName());
+    props.put("acks", job.path("acks").asText("all"));
+    props.put("compression.type", job.path("compression").asText("none"));
+    long requestTimeoutMs = Math.min(timeoutMs(job), 30_000);
+    props.put("request.timeout.ms", String.valueOf(requestTimeoutMs));
+    props.put("linger.ms", "5");
+    // Kafka requires delivery.timeout.ms >= linger.ms + request.timeout.ms.
+    props.put("delivery.timeout.ms", String.valueOf(Math.max(timeoutMs(job), requestTimeoutMs + 5)));
+    if (job.hasNonNull("idempotent")) {
+      props.put("enable.idempotence", job.get("idempotent").asText());
+    }
+    addConfig(props, job);
+    String topic = job.get("topic").asText();
+    long intervalMs = job.path("interval_ms").asLong(50);
+    List<Future<RecordMetadata>> futures = new ArrayList<>();
+    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
+      for (JsonNode record : job.get("records")) {
+        List<Header> headers = new ArrayList<>();
+        for (JsonNode header : record.path("headers")) {
+          headers.add(new RecordHeader(header.get(0).asText(), bytes(header.get(1))));
+        }
+        Long timestamp = record.hasNonNull("timestamp") ? record.get("timestamp").asLong() : null;
+        futures.add(
+            producer.send(
+                new ProducerRecord<>(
+                    topic,
+                    optionalInt(record.get("partition")),
+                    timestamp,
+                    bytes(record.get("key")),
+                    bytes(record.get("value")),
+                    headers)));
+        Thread.sleep(intervalMs);
+      }
+      producer.flush();
+      ArrayNode results = JSON.createArrayNode();
+      for (Future<RecordMetadata> future : futures) {
+        RecordMetadata sent = future.get(timeoutMs(job), TimeUnit.MILLISECONDS);
+        results
+            .addObject()
+            .put("partition", sent.partition())
+            .put("offset", sent.offset())
+            .put("timestamp", sent.timestamp());
+      }
+      ObjectNode result = JSON.createObjectNode().put("ok", true);
+      result.set("results", results);
+      return result;
+    }
   }
 
   private static ObjectNode recordOut(ConsumerRecord<byte[], byte[]> record) {

@@ -150,6 +150,39 @@ async function endTransaction(transaction, job) {
   return ending === 'open'
 }
 
+// --- produce_paced: one record at a time, for a broker restart while a producer sends ---
+// kafkajs acknowledges each send() on its own, so each record waits for its ack before the
+// next one (then interval_ms).
+async function producePaced(job) {
+  const producer = kafkaFor(job).producer({ idempotent: job.idempotent === true })
+  await producer.connect()
+  const results = []
+  try {
+    for (const record of job.records) {
+      const [ack] = await producer.send({
+        topic: job.topic,
+        messages: [
+          {
+            key: unb64(record.key),
+            value: unb64(record.value),
+            headers: headersIn(record.headers),
+            partition: record.partition ?? undefined,
+            timestamp: String(record.timestamp ?? Date.now()),
+          },
+        ],
+        acks: ACKS[job.acks ?? 'all'],
+        compression: COMPRESSION[job.compression ?? 'none'],
+        timeout: job.timeout_ms ?? DEFAULT_TIMEOUT_MS,
+      })
+      results.push({ partition: ack.partition, offset: Number(ack.baseOffset), timestamp: -1 })
+      await new Promise(resolve => setTimeout(resolve, job.interval_ms ?? 50))
+    }
+    return { ok: true, results }
+  } finally {
+    await producer.disconnect()
+  }
+}
+
 async function topicPartitions(job) {
   const admin = kafkaFor(job).admin()
   await admin.connect()
@@ -409,6 +442,7 @@ const deleteRecords = job =>
 
 const OPS = {
   produce,
+  produce_paced: producePaced,
   consume,
   metadata,
   create_topics: createTopics,
