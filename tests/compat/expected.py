@@ -11,16 +11,6 @@ Every other cell must pass against minibroker (tests/compat/test_matrix.py).
 
 from __future__ import annotations
 
-ALL_CLIENTS = (
-    "java-4.3",
-    "java-3.9",
-    "kafka-python-3",
-    "kafka-python-2",
-    "aiokafka",
-    "confluent-kafka",
-    "kcat",
-    "kafkajs",
-)
 NO_ADMIN_OPS = {
     "kcat": "kcat has no admin API",
     "kafka-python-2": "harness drives kafka-python 3's admin API only (2.x's signatures differ)",
@@ -36,9 +26,6 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
     **{(client, "admin"): reason for client, reason in NO_ADMIN_OPS.items()},
 }
 
-TRANSACTIONS_PENDING = (
-    "produce job's transactional_id/transaction (transactions engineer) not on main yet"
-)
 # kafka-python 2.3.3's admin asks Metadata for authorized operations; minibroker answers the
 # "not requested" value (INT32_MIN) instead of the operations allowed (all, with no authorizer).
 AUTHORIZED_OPERATIONS_GAP = (
@@ -46,11 +33,6 @@ AUTHORIZED_OPERATIONS_GAP = (
     "admin fails with 'ValueError: 31 is not a valid ACLOperation'"
 )
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    **{
-        (client, "transactions"): TRANSACTIONS_PENDING
-        for client in ALL_CLIENTS
-        if (client, "transactions") not in NOT_APPLICABLE
-    },
     ("kafka-python-2", "connect-metadata"): AUTHORIZED_OPERATIONS_GAP,
     ("kafka-python-2", "delete-records"): AUTHORIZED_OPERATIONS_GAP,
 }

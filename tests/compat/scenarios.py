@@ -425,6 +425,12 @@ def transactions(ctx: Context, client: str) -> None:
     got = consume(client, ctx.bootstrap, topic, 5, isolation="read_committed")["records"]
     expected = [b"c0", b"c1", b"c2", b"c3", b"c4"]
     check(values(got) == expected, f"read_committed read {values(got)}")
+    everything = consume(client, ctx.bootstrap, topic, 8, isolation="read_uncommitted")
+    expected = [b"c0", b"c1", b"c2", b"a0", b"a1", b"a2", b"c3", b"c4"]
+    check(
+        values(everything["records"]) == expected,
+        f"read_uncommitted read {values(everything['records'])}",
+    )
 
 
 def delete_records(ctx: Context, client: str) -> None:
