@@ -2,9 +2,9 @@
 
 - NOT_APPLICABLE: the client (or its harness program) cannot express the scenario; the cell
   is not run and shows `n/a` with the reason.
-- KNOWN_FAILURES: the cell runs and is expected to fail (a minibroker gap, or an interface
-  another engineer is adding); it shows `fail (known)`. When one starts passing, the matrix
-  reports it so that this list is kept current.
+- KNOWN_FAILURES: the cell runs and is expected to fail (a minibroker gap, a client bug, or
+  an interface another engineer is adding); it shows `fail (known)`. When one starts
+  passing, the matrix reports it so that this list is kept current.
 
 Every other cell must pass against minibroker (tests/compat/test_matrix.py).
 """
@@ -35,6 +35,11 @@ AUTHORIZED_OPERATIONS_GAP = (
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("kafka-python-2", "connect-metadata"): AUTHORIZED_OPERATIONS_GAP,
     ("kafka-python-2", "delete-records"): AUTHORIZED_OPERATIONS_GAP,
+    ("kafka-python-3", "restart"): (
+        "kafka-python 3.0.12: a group consumer's poll() raises KafkaConnectionError (111 "
+        "ECONNREFUSED) when its coordinator lookup refreshes metadata while the broker is down "
+        "(passes when the broker is back first)"
+    ),
 }
 
 
