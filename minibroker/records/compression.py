@@ -42,6 +42,9 @@ _INT32 = struct.Struct(">i")
 # A zstd block regenerates at most 128 KiB and takes at least 4 input bytes (header + RLE
 # byte), so feeding N input bytes yields at most about N * 32 KiB of output.
 _ZSTD_MAX_EXPANSION = 32 * 1024
+# lz4 output is taken in steps of at least 1 MiB, and 8 bytes per compressed byte.
+_LZ4_MIN_STEP = 1 << 20
+_LZ4_STEP_PER_INPUT_BYTE = 8
 _ZSTD_MIN_FEED = 64
 # Frames declare the window the decoder must allocate: allow what real compressors use
 # (2 MiB at the default level, 8 MiB at the highest) and up to Kafka's 128 MiB for large
@@ -176,23 +179,33 @@ def _xerial_compress(data: Buffer) -> bytes:
 
 
 def _unlz4(data: Buffer, max_size: int) -> bytes:
-    out = bytearray()
-    pending = bytes(data)
+    """LZ4 frames one after another, through lz4's chunk decoder itself: its
+    `LZ4FrameDecompressor` wrapper copies the input, and the decoder allocates the whole
+    `max_length` it is given, so output is taken in steps sized from the input (one step
+    usually holds a whole batch, and is then returned as it is)."""
+    view = memoryview(data)
+    step = max(_LZ4_MIN_STEP, _LZ4_STEP_PER_INPUT_BYTE * len(view))
+    parts: list[bytes] = []
+    total = 0
+    pos = 0
     while True:
-        decoder = lz4.frame.LZ4FrameDecompressor()
-        chunk = decoder.decompress(pending, max_length=max_size - len(out) + 1)
+        context = lz4.frame.create_decompression_context()
         while True:
-            out += chunk
-            if len(out) > max_size:
+            limit = min(step, max_size - total + 1)
+            chunk, read, end_of_frame = lz4.frame.decompress_chunk(
+                context, view[pos:], max_length=limit
+            )
+            pos += read
+            total += len(chunk)
+            if total > max_size:
                 raise _too_large(max_size)
-            if decoder.eof or decoder.needs_input:
+            parts.append(chunk)
+            if end_of_frame:
                 break
-            chunk = decoder.decompress(b"", max_length=max_size - len(out) + 1)
-        if not decoder.eof:
-            raise CompressionError("truncated lz4 frame")
-        pending = decoder.unused_data
-        if not pending:
-            return bytes(out)
+            if (len(chunk) < limit and pos >= len(view)) or not (chunk or read):
+                raise CompressionError("truncated lz4 frame")
+        if pos >= len(view):
+            return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _unzstd(data: Buffer, max_size: int) -> bytes:

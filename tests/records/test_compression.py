@@ -88,6 +88,14 @@ def test_reads_what_the_reference_libraries_write() -> None:
     assert decompress(ZSTD, zstd_stream, len(PAYLOAD)) == PAYLOAD
 
 
+def test_lz4_output_larger_than_one_step() -> None:
+    payload = bytes(3 << 20) + PAYLOAD + bytes(1 << 20)
+    assert decompress(LZ4, compress(LZ4, payload), len(payload)) == payload
+    assert decompress(LZ4, compress(LZ4, payload) * 2, 2 * len(payload)) == payload * 2
+    with pytest.raises(CompressionError, match="exceeds"):
+        decompress(LZ4, compress(LZ4, payload), len(payload) - 1)
+
+
 @pytest.mark.parametrize("codec", [GZIP, LZ4, ZSTD])
 def test_concatenated_frames(codec: int) -> None:
     assert decompress(codec, compress(codec, b"ab") + compress(codec, b"cd"), 10) == b"abcd"
