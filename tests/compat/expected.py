@@ -36,9 +36,9 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("kafka-python-2", "connect-metadata"): AUTHORIZED_OPERATIONS_GAP,
     ("kafka-python-2", "delete-records"): AUTHORIZED_OPERATIONS_GAP,
     ("kafka-python-3", "restart"): (
-        "kafka-python 3.0.12: a group consumer's poll() raises KafkaConnectionError (111 "
-        "ECONNREFUSED) when its coordinator lookup refreshes metadata while the broker is down "
-        "(passes when the broker is back first)"
+        "kafka-python 3.0.12 (intermittent): a group consumer's poll() raises "
+        "KafkaConnectionError (111 ECONNREFUSED) when its coordinator lookup refreshes "
+        "metadata while the broker is down"
     ),
 }
 
