@@ -340,8 +340,161 @@ def produce_paced(job: Job) -> Result:
     return asyncio.run(produce_paced_async(job))
 
 
+# --- topic and config admin (AIOKafkaAdminClient): one request per item, for its own error ---
+
+
+def admin_client(job: Job) -> Any:
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    return AIOKafkaAdminClient(bootstrap_servers=job["bootstrap"], **(job.get("config") or {}))
+
+
+def answers(response: Any) -> list[dict[str, Any]]:
+    """The per-item answers of an admin response, whatever its version calls the list."""
+    found = response.to_object()
+    for field in ("topic_errors", "topic_error_codes", "topics", "results", "resources"):
+        if field in found:
+            return list(found[field])
+    raise ValueError(f"no per-item answers in {sorted(found)}")
+
+
+async def per_item(job: Job, names: list[str], call: Any) -> list[dict[str, Any]]:
+    admin = admin_client(job)
+    await admin.start()
+    items = []
+    try:
+        for name in names:
+            item: dict[str, Any] = {"name": name}
+            try:
+                (answer,) = answers(await call(admin, name))
+                item.update(error_fields(answer["error_code"]))
+            except KafkaError as exc:
+                item.update(error=f"{type(exc).__name__}: {exc}", error_name=error_name(exc))
+            items.append(item)
+    finally:
+        await admin.close()
+    return items
+
+
+async def create_topics_async(job: Job) -> Result:
+    from aiokafka.admin import NewTopic
+
+    specs = {spec["name"]: spec for spec in job["topics"]}
+
+    def create(admin: Any, name: str) -> Any:
+        spec = specs[name]
+        topic = NewTopic(
+            name,
+            spec.get("partitions") or -1,
+            spec.get("replication_factor") or -1,
+            topic_configs=spec.get("configs") or {},
+        )
+        return admin.create_topics([topic])
+
+    return {"ok": True, "topics": await per_item(job, list(specs), create)}
+
+
+async def delete_topics_async(job: Job) -> Result:
+    def delete(admin: Any, name: str) -> Any:
+        return admin.delete_topics([name])
+
+    return {"ok": True, "topics": await per_item(job, job["topics"], delete)}
+
+
+async def create_partitions_async(job: Job) -> Result:
+    from aiokafka.admin import NewPartitions
+
+    counts = {spec["name"]: spec["count"] for spec in job["topics"]}
+
+    def grow(admin: Any, name: str) -> Any:
+        return admin.create_partitions({name: NewPartitions(counts[name])})
+
+    return {"ok": True, "topics": await per_item(job, list(counts), grow)}
+
+
+def config_resource(spec: dict[str, Any], configs: Any = None) -> Any:
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+    return ConfigResource(ConfigResourceType[spec["type"].upper()], spec["name"], configs)
+
+
+CONFIG_SOURCES = {
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+}
+
+
+def config_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "value": entry["config_value"],
+        "source": CONFIG_SOURCES.get(entry.get("config_source", -1), "UNKNOWN"),
+        "read_only": entry["read_only"],
+        "sensitive": entry["is_sensitive"],
+    }
+
+
+async def describe_configs_async(job: Job) -> Result:
+    admin = admin_client(job)
+    await admin.start()
+    items = []
+    try:
+        for spec in job["resources"]:
+            item: dict[str, Any] = {"type": spec["type"], "name": spec["name"], "configs": {}}
+            try:
+                (response,) = await admin.describe_configs([config_resource(spec)])
+                (answer,) = answers(response)
+                item.update(error_fields(answer["error_code"]))
+                item["configs"] = {
+                    entry["config_names"]: config_entry(entry) for entry in answer["config_entries"]
+                }
+            except KafkaError as exc:
+                item.update(error=f"{type(exc).__name__}: {exc}", error_name=error_name(exc))
+            items.append(item)
+    finally:
+        await admin.close()
+    return {"ok": True, "resources": items}
+
+
+async def alter_configs_async(job: Job) -> Result:
+    """aiokafka sends the legacy AlterConfigs, which replaces the resource's dynamic configs
+    with `set`; `delete` is refused."""
+    admin = admin_client(job)
+    await admin.start()
+    items = []
+    try:
+        for spec in job["resources"]:
+            if spec.get("delete"):
+                raise ValueError("aiokafka's AlterConfigs cannot delete a single config")
+            item: dict[str, Any] = {"type": spec["type"], "name": spec["name"]}
+            try:
+                (response,) = await admin.alter_configs([config_resource(spec, spec["set"])])
+                (answer,) = answers(response)
+                item.update(error_fields(answer["error_code"]))
+            except KafkaError as exc:
+                item.update(error=f"{type(exc).__name__}: {exc}", error_name=error_name(exc))
+            items.append(item)
+    finally:
+        await admin.close()
+    return {"ok": True, "resources": items}
+
+
+ADMIN_OPS = {
+    "create_topics": create_topics_async,
+    "delete_topics": delete_topics_async,
+    "create_partitions": create_partitions_async,
+    "describe_configs": describe_configs_async,
+    "alter_configs": alter_configs_async,
+}
+
+
 if __name__ == "__main__":
     ops = {"produce": produce, "consume": consume, "metadata": metadata}
     ops.update(list_offsets=list_offsets, delete_records=delete_records)
     ops.update(produce_paced=produce_paced)
+    for name, admin_op in ADMIN_OPS.items():
+        ops[name] = lambda job, admin_op=admin_op: asyncio.run(admin_op(job))
     jobio.serve(ops, error_name)

@@ -14,7 +14,6 @@ from __future__ import annotations
 NO_ADMIN_OPS = {
     "kcat": "kcat has no admin API",
     "kafka-python-2": "harness drives kafka-python 3's admin API only (2.x's signatures differ)",
-    "aiokafka": "harness program drives no topic/config admin ops of AIOKafkaAdminClient",
 }
 
 NOT_APPLICABLE: dict[tuple[str, str], str] = {
