@@ -15,6 +15,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any
 
+from minibroker.cluster.acl import CLUSTER_OPERATIONS, authorized_operations
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -27,16 +28,6 @@ _Broker = struct_type(ApiKey.DescribeCluster, "response", "DescribeClusterBroker
 class EndpointType(IntEnum):
     BROKER = 1
     CONTROLLER = 2
-
-
-class AclOperation(IntEnum):
-    CREATE = 5
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
 
 
 def _endpoint_error(endpoint_type: int) -> tuple[ErrorCode, str] | None:
@@ -71,7 +62,9 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
     for node in ctx.broker.nodes.live_brokers():
         host, port = node.advertised_endpoint(ctx.listener)
         brokers.append(_Broker(broker_id=node.node_id, host=host, port=port, rack=None))
-    operations = set(AclOperation) if request.include_cluster_authorized_operations else None
+    operations = authorized_operations(
+        request.include_cluster_authorized_operations, CLUSTER_OPERATIONS
+    )
     return new_response(
         ApiKey.DescribeCluster,
         ctx.api_version,

@@ -11,9 +11,9 @@ when asked, else INT32_MIN; v4+ carry members' `group_instance_id`; v5 is flexib
 
 from __future__ import annotations
 
-from enum import IntEnum
 from typing import Any
 
+from minibroker.cluster.acl import GROUP_OPERATIONS, authorized_operations
 from minibroker.groups.group import Group, GroupState, Member
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
@@ -23,12 +23,6 @@ from minibroker.server.context import RequestContext
 
 _Group = struct_type(ApiKey.DescribeGroups, "response", "DescribedGroup")
 _Member = struct_type(ApiKey.DescribeGroups, "response", "DescribedGroup", "DescribedGroupMember")
-
-
-class GroupAclOperation(IntEnum):
-    READ = 3
-    DELETE = 6
-    DESCRIBE = 8
 
 
 def _member(member: Member, group: Group, stable: bool) -> Any:
@@ -69,9 +63,7 @@ def _described(group_id: str, group: Group | None, operations: set[int] | None) 
 
 @handles(ApiKey.DescribeGroups, 0, 5)
 async def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
-    operations: set[int] | None = None
-    if request.include_authorized_operations:
-        operations = set(GroupAclOperation)
+    operations = authorized_operations(request.include_authorized_operations, GROUP_OPERATIONS)
     groups = ctx.broker.groups.groups
     return new_response(
         ApiKey.DescribeGroups,

@@ -10,8 +10,9 @@ otherwise UNKNOWN_TOPIC_OR_PARTITION; illegal names get INVALID_TOPIC_EXCEPTION.
 requested by id only (v12) that we don't know get UNKNOWN_TOPIC_ID.
 
 Version notes: the topic list means "all topics" when it is empty at v0 and when it is null
-at v1+; an empty list at v1+ means none. Authorized operations are not computed
-(INT32_MIN, Kafka's "not requested" value).
+at v1+; an empty list at v1+ means none. v8+ report authorized operations when asked
+(topic: v8+, cluster: v8-10): every operation Kafka supports, as there are no ACLs;
+otherwise INT32_MIN, Kafka's "not requested" value.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from minibroker.cluster.state import Cluster, Topic, TopicError, check_topic_name
+from minibroker.cluster.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized_operations
+from minibroker.cluster.state import Topic, TopicError, check_topic_name
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -40,7 +42,7 @@ def _wants_all_topics(ctx: RequestContext, request: Any) -> bool:
     return request.topics is None
 
 
-def _topic_entry(ctx: RequestContext, topic: Topic) -> Any:
+def _topic_entry(ctx: RequestContext, request: Any, topic: Topic) -> Any:
     leader_of = ctx.broker.nodes.leader_of
     return _Topic(
         error_code=ErrorCode.NO_ERROR,
@@ -59,7 +61,9 @@ def _topic_entry(ctx: RequestContext, topic: Topic) -> Any:
             )
             for partition in topic.partitions
         ],
-        authorized_operations=None,
+        authorized_operations=authorized_operations(
+            request.include_topic_authorized_operations, TOPIC_OPERATIONS
+        ),
     )
 
 
@@ -74,39 +78,40 @@ def _error_entry(name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> Any
     )
 
 
-def _find_or_create(ctx: RequestContext, cluster: Cluster, name: str, allow_create: bool) -> Any:
+def _find_or_create(ctx: RequestContext, request: Any, name: str) -> Any:
+    cluster = ctx.broker.cluster
     topic = cluster.topics.get(name)
     if topic is not None:
-        return _topic_entry(ctx, topic)
+        return _topic_entry(ctx, request, topic)
     try:
         check_topic_name(name)
     except TopicError as exc:
         return _error_entry(name, _NULL_TOPIC_ID, exc.error_code)
     config = ctx.broker.config
+    allow_create = ctx.api_version < 4 or request.allow_auto_topic_creation
     if not (allow_create and config.get_bool("auto.create.topics.enable")):
         return _error_entry(name, _NULL_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     try:
         topic = cluster.create_topic(name, config.get_int("num.partitions"))
     except TopicError as exc:
         return _error_entry(name, _NULL_TOPIC_ID, exc.error_code)
-    return _topic_entry(ctx, topic)
+    return _topic_entry(ctx, request, topic)
 
 
 def _requested_topics(ctx: RequestContext, request: Any) -> list[Any]:
     cluster = ctx.broker.cluster
-    allow_create = ctx.api_version < 4 or request.allow_auto_topic_creation
     entries = []
     for wanted in request.topics:
         topic_id = wanted.topic_id if ctx.api_version >= 10 else None
         if wanted.name is None and topic_id not in (None, _NULL_TOPIC_ID):
             topic = cluster.topics_by_id.get(topic_id)
             entries.append(
-                _topic_entry(ctx, topic)
+                _topic_entry(ctx, request, topic)
                 if topic is not None
                 else _error_entry(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
             )
         else:
-            entries.append(_find_or_create(ctx, cluster, wanted.name or "", allow_create))
+            entries.append(_find_or_create(ctx, request, wanted.name or ""))
     return entries
 
 
@@ -121,7 +126,7 @@ def broker_entries(ctx: RequestContext) -> list[Any]:
 @handles(ApiKey.Metadata, 0, 12)
 async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
     if _wants_all_topics(ctx, request):
-        topics = [_topic_entry(ctx, topic) for topic in ctx.broker.cluster.topics.values()]
+        topics = [_topic_entry(ctx, request, topic) for topic in ctx.broker.cluster.topics.values()]
     else:
         topics = _requested_topics(ctx, request)
     return new_response(
@@ -132,5 +137,7 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
         cluster_id=ctx.broker.cluster_id,
         controller_id=ctx.broker.nodes.controller_id(),
         topics=topics,
-        authorized_operations=None,
+        authorized_operations=authorized_operations(
+            request.include_cluster_authorized_operations, CLUSTER_OPERATIONS
+        ),
     )

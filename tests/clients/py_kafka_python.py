@@ -204,20 +204,30 @@ def metadata(job: Job) -> Result:
         "cluster_id": cluster["cluster_id"],
         "controller": cluster["controller_id"],
         "brokers": [
-            {"id": b["broker_id"], "host": b["host"], "port": b["port"]} for b in cluster["brokers"]
+            {"id": either(b, "broker_id", "node_id"), "host": b["host"], "port": b["port"]}
+            for b in cluster["brokers"]
         ],
         "topics": [
             {
-                "name": t["name"],
+                "name": either(t, "name", "topic"),
                 **error_fields(t["error_code"]),
                 "partitions": [
-                    {"partition": p["partition_index"], "leader": p["leader_id"]}
+                    {
+                        "partition": either(p, "partition_index", "partition"),
+                        "leader": either(p, "leader_id", "leader"),
+                    }
                     for p in t["partitions"]
                 ],
             }
             for t in topics
         ],
     }
+
+
+def either(entry: dict[str, Any], name_3x: str, name_2x: str) -> Any:
+    """A field of an admin answer: kafka-python 3 names it as Kafka's JSON schemas do, 2.x
+    (Metadata-based describe_cluster/describe_topics) by its older protocol names."""
+    return entry[name_3x] if name_3x in entry else entry[name_2x]
 
 
 def answer_error_codes(response: Any) -> list[int]:

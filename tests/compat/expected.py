@@ -25,15 +25,7 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
     **{(client, "admin"): reason for client, reason in NO_ADMIN_OPS.items()},
 }
 
-# kafka-python 2.3.3's admin asks Metadata for authorized operations; minibroker answers the
-# "not requested" value (INT32_MIN) instead of the operations allowed (all, with no authorizer).
-AUTHORIZED_OPERATIONS_GAP = (
-    "minibroker gap: Metadata ignores include_*_authorized_operations; kafka-python 2 "
-    "admin fails with 'ValueError: 31 is not a valid ACLOperation'"
-)
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    ("kafka-python-2", "connect-metadata"): AUTHORIZED_OPERATIONS_GAP,
-    ("kafka-python-2", "delete-records"): AUTHORIZED_OPERATIONS_GAP,
     ("kafka-python-3", "restart"): (
         "kafka-python 3.0.12 (intermittent): a group consumer's poll() raises "
         "KafkaConnectionError (111 ECONNREFUSED) when its coordinator lookup refreshes "

@@ -5,6 +5,8 @@ from __future__ import annotations
 import struct
 import time
 
+import pytest
+
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.testing.threaded import ThreadedBroker
@@ -119,6 +121,27 @@ def test_metadata_without_auto_creation(bootstrap: str) -> None:
             ApiKey.Metadata, 12, topics=[{"name": "absent"}], allow_auto_topic_creation=False
         )
     assert response.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+@pytest.mark.parametrize(("version", "cluster_field"), [(8, True), (10, True), (12, False)])
+def test_metadata_authorized_operations_only_when_asked(
+    bootstrap: str, version: int, cluster_field: bool
+) -> None:
+    topic_operations = {3, 4, 5, 6, 7, 8, 10, 11}
+    with WireClient(bootstrap) as client:
+        asked = client.call(
+            ApiKey.Metadata,
+            version,
+            topics=[{"name": "acl-ops"}],
+            include_cluster_authorized_operations=cluster_field,
+            include_topic_authorized_operations=True,
+        )
+        not_asked = client.call(ApiKey.Metadata, version, topics=[{"name": "acl-ops"}])
+    assert asked.topics[0].authorized_operations == topic_operations
+    assert not_asked.topics[0].authorized_operations is None
+    if cluster_field:
+        assert asked.authorized_operations == {5, 7, 8, 9, 10, 11, 12}
+        assert not_asked.authorized_operations is None
 
 
 def test_fetch_long_poll_is_woken_by_an_append(bootstrap: str) -> None:
