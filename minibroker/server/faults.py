@@ -6,7 +6,8 @@ node and API is added; holds keep it until released or their condition holds (kf
 SleepControl); hooks (`control`, kfake's ControlKey) may answer it, pass, or close the
 connection; pushed errors (librdkafka's push_request_errors) answer it with an error code.
 A broker with nothing configured only pays for the recording, and not even that when
-recording is off.
+recording is off. Only the last `max_recorded_requests` requests are kept (a ring buffer), so
+a long-running test broker does not grow without bound.
 
 Methods may be called from any thread: the configuration is guarded by a lock and holds
 wake their waiters through the event loop they wait on.
@@ -188,10 +189,15 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
+DEFAULT_MAX_RECORDED_REQUESTS = 10_000
+
+
 @dataclass
 class Faults:
     record_requests: bool = False
-    _recorded: list[RecordedRequest] = field(default_factory=list)
+    _recorded: deque[RecordedRequest] = field(
+        default_factory=lambda: deque(maxlen=DEFAULT_MAX_RECORDED_REQUESTS)
+    )
     _errors: list[_PushedErrors] = field(default_factory=list)
     _latency: dict[tuple[int | None, int | None], float] = field(default_factory=dict)
     _holds: list[Hold] = field(default_factory=list)
@@ -211,6 +217,19 @@ class Faults:
         )
 
     # ---- configuration -------------------------------------------------------------------
+
+    @property
+    def max_recorded_requests(self) -> int:
+        return self._recorded.maxlen or 0
+
+    def set_recording(self, enabled: bool, max_recorded_requests: int) -> None:
+        """Record requests or not; keep only the last `max_recorded_requests` (the oldest
+        are dropped first)."""
+        if max_recorded_requests < 1:
+            raise ValueError("max_recorded_requests must be at least 1")
+        with self._lock:
+            self.record_requests = enabled
+            self._recorded = deque(self._recorded, maxlen=max_recorded_requests)
 
     def push_errors(
         self,

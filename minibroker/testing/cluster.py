@@ -31,7 +31,13 @@ from minibroker.records.batch import HEADER_SIZE, BatchHeader
 from minibroker.records.records import Header, build_batch, iter_records
 from minibroker.records.validate import validate_produce_records
 from minibroker.server.broker import Broker
-from minibroker.server.faults import Faults, Hold, Hook, RecordedRequest
+from minibroker.server.faults import (
+    DEFAULT_MAX_RECORDED_REQUESTS,
+    Faults,
+    Hold,
+    Hook,
+    RecordedRequest,
+)
 from minibroker.server.nodes import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, NodeError
 
 T = TypeVar("T")
@@ -298,7 +304,8 @@ class AsyncKafkaCluster(_Helpers):
     `config`: broker settings by Kafka name (`{"num.partitions": 3}`); `storage`: "disk" (a
     temporary directory removed on stop, or `data_dir`, kept) or "memory"; `port`: the
     first node's port, the others consecutive (0: any free ones). Requests are recorded
-    (`requests()`) unless `record_requests` is false.
+    (`requests()`) unless `record_requests` is false; only the last `max_recorded_requests`
+    are kept.
     """
 
     def __init__(
@@ -311,9 +318,12 @@ class AsyncKafkaCluster(_Helpers):
         host: str = "127.0.0.1",
         port: int = 0,
         record_requests: bool = True,
+        max_recorded_requests: int = DEFAULT_MAX_RECORDED_REQUESTS,
     ) -> None:
         if nodes < 1:
             raise ValueError("a cluster has at least one node")
+        if max_recorded_requests < 1:
+            raise ValueError("max_recorded_requests must be at least 1")
         if storage not in ("disk", "memory"):
             raise ValueError(f"storage is 'disk' or 'memory', not {storage!r}")
         self.node_count = nodes
@@ -324,6 +334,7 @@ class AsyncKafkaCluster(_Helpers):
         self._host = host
         self._port = port
         self._record_requests = record_requests
+        self._max_recorded_requests = max_recorded_requests
         self._brokers: dict[int, Broker] = {}
 
     # ---- lifecycle -----------------------------------------------------------------------
@@ -389,7 +400,7 @@ class AsyncKafkaCluster(_Helpers):
             config = self._node_config(node_id, port)
             if owner is None:
                 owner = Broker(config, in_memory=self.storage == "memory")
-                owner.faults.record_requests = self._record_requests
+                owner.faults.set_recording(self._record_requests, self._max_recorded_requests)
                 broker = owner
             else:
                 broker = Broker(config, shared_with=owner)
@@ -465,6 +476,7 @@ class AsyncKafkaBroker(AsyncKafkaCluster):
         host: str = "127.0.0.1",
         port: int = 0,
         record_requests: bool = True,
+        max_recorded_requests: int = DEFAULT_MAX_RECORDED_REQUESTS,
     ) -> None:
         super().__init__(
             1,
@@ -474,6 +486,7 @@ class AsyncKafkaBroker(AsyncKafkaCluster):
             host=host,
             port=port,
             record_requests=record_requests,
+            max_recorded_requests=max_recorded_requests,
         )
 
 

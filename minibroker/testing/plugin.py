@@ -31,7 +31,8 @@ DEFAULT_CLUSTER_NODES = 3
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(nodes=1, config=None, storage='disk', record_requests=True): "
+        f"{MARKER}(nodes=1, config=None, storage='disk', record_requests=True, "
+        "max_recorded_requests=10000): "
         "options of the kafka_broker / kafka_cluster fixtures for this test",
     )
 

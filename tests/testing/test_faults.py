@@ -280,6 +280,18 @@ def test_recording_can_be_turned_off() -> None:
         assert kafka.requests() == []
 
 
+def test_only_the_last_max_recorded_requests_are_kept() -> None:
+    with KafkaBroker(storage="memory", max_recorded_requests=3) as kafka:
+        with WireClient(kafka.bootstrap_servers) as client:
+            for _ in range(5):
+                client.call(ApiKey.ApiVersions, 3)
+        assert [r.correlation_id for r in kafka.requests()] == [3, 4, 5]
+    with KafkaBroker(storage="memory") as kafka:
+        assert kafka.faults.max_recorded_requests == 10_000
+    with pytest.raises(ValueError):
+        KafkaBroker(max_recorded_requests=0)
+
+
 def test_errors_and_latency_can_target_one_node() -> None:
     with KafkaCluster(nodes=2, storage="memory") as cluster:
         cluster.push_errors(ApiKey.Heartbeat, ErrorCode.NOT_COORDINATOR, node=2)
