@@ -8,7 +8,10 @@
 Test clusters' faults, hooks and recording (`server/faults.py`) see each decoded request
 before its handler and may answer it instead. In an in-process cluster, group and
 transaction requests sent to a node that does not coordinate their key are answered
-NOT_COORDINATOR here (`server/nodes.py`), so no handler needs to know about nodes.
+NOT_COORDINATOR here (`server/nodes.py`), so no handler needs to know about nodes; requests
+naming several groups (or transactional ids) get it for the keys of other coordinators only,
+and their handler answers the rest, as pushed errors for some partitions are merged with the
+handler's answer for the others.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from minibroker.handlers.registry import REGISTRY
+from minibroker.handlers.registry import REGISTRY, Handler
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import (
     MalformedRequest,
@@ -32,7 +35,14 @@ from minibroker.protocol.codec import (
 )
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.context import RequestContext
-from minibroker.server.faults import RecordedRequest, error_response
+from minibroker.server.faults import (
+    EntryErrors,
+    EntryKey,
+    RecordedRequest,
+    error_response,
+    with_entry_errors,
+    without_entries,
+)
 
 if TYPE_CHECKING:
     from minibroker.config import Listener
@@ -86,25 +96,56 @@ async def dispatch(
     request: Any = decode_body(api_key, api_version, view, body_pos, records_in_place=in_place)
     context = RequestContext(broker, header, listener, client_host)
     response: Any = None
+    entry_errors: dict[EntryKey, ErrorCode] = {}
     if broker.faults.active:
         response = await broker.faults.intercept(_recorded(broker, header, client_host, request))
+        if isinstance(response, EntryErrors):
+            entry_errors, response = dict(response.errors), None
     if response is None:
-        not_coordinator = broker.nodes.request_coordinator_error(
-            api_key, api_version, request, broker.node_id
-        )
-        if not_coordinator is not None:
-            response = error_response(api_key, api_version, request, not_coordinator)
+        response = _not_coordinator_answer(broker, api_key, api_version, request, entry_errors)
     try:
         if response is None:
-            response = await spec.handler(context, request)
+            response = await _handled(spec.handler, context, request, entry_errors)
     except MalformedRequest:
         raise
     except Exception:
         log.exception("%s v%d failed", ApiKey.name_of(api_key), api_version)
         return _error_frame(api_key, api_version, correlation_id)
-    if response is None:
+    if response is None or (api_key == ApiKey.Produce and request.acks == 0):
         return None
     return encode_response(api_key, api_version, correlation_id, response)
+
+
+def _not_coordinator_answer(
+    broker: Broker,
+    api_key: int,
+    api_version: int,
+    request: Any,
+    entry_errors: dict[EntryKey, ErrorCode],
+) -> Any:
+    """NOT_COORDINATOR for the whole request, or (added to `entry_errors`) for the groups or
+    transactional ids of a batched request that this node does not coordinate."""
+    nodes = broker.nodes
+    not_coordinator = nodes.request_coordinator_error(api_key, api_version, request, broker.node_id)
+    if not_coordinator is not None:
+        return error_response(api_key, api_version, request, not_coordinator)
+    entry_errors.update(
+        nodes.keyed_coordinator_errors(api_key, api_version, request, broker.node_id)
+    )
+    return None
+
+
+async def _handled(
+    handler: Handler, context: RequestContext, request: Any, entry_errors: dict[EntryKey, ErrorCode]
+) -> Any:
+    """The handler's response; with entry errors, those entries are answered with their error
+    and only the rest of the request is handled."""
+    if not entry_errors:
+        return await handler(context, request)
+    api_key, api_version = context.header.api_key, context.api_version
+    rest = without_entries(api_key, api_version, request, entry_errors)
+    handled = None if rest is None else await handler(context, rest)
+    return with_entry_errors(api_key, api_version, request, handled, entry_errors)
 
 
 def _recorded(

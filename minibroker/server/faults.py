@@ -16,6 +16,7 @@ wake their waiters through the event loop they wait on.
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import logging
 import threading
@@ -105,12 +106,18 @@ class _Match:
             return False
         if self.node_id is not None and request.node_id != self.node_id:
             return False
-        if self.topic is None and self.partition is None:
+        if not self.names_partitions:
             return True
-        return any(
-            (self.topic is None or topic == self.topic)
-            and (self.partition is None or partition == self.partition)
-            for topic, partition in request.partitions()
+        return any(self.covers(key) for key in request.partitions())
+
+    @property
+    def names_partitions(self) -> bool:
+        return self.topic is not None or self.partition is not None
+
+    def covers(self, key: PartitionKey) -> bool:
+        topic, partition = key
+        return (self.topic is None or topic == self.topic) and (
+            self.partition is None or partition == self.partition
         )
 
 
@@ -241,8 +248,9 @@ class Faults:
     ) -> None:
         """The next len(errors) matching requests are answered with these codes, in order.
 
-        With a topic and/or partition, only requests naming it match, and every partition of
-        a matching request gets the error. The request is not handled (nothing is written).
+        Without a topic or partition, the whole request gets the error and is not handled
+        (nothing is written). With a topic and/or partition, only requests naming it match,
+        and only the matching partitions get the error; the handler answers the others.
         """
         check_error_response(api_key)
         if (topic is not None or partition is not None) and api_key not in _PARTITIONED:
@@ -335,7 +343,8 @@ class Faults:
     # ---- the request path ----------------------------------------------------------------
 
     async def intercept(self, request: RecordedRequest) -> Any:
-        """None to handle the request, or the response to send instead of handling it.
+        """None to handle the request, the response to send instead of handling it, or
+        `EntryErrors` for the partitions that get a pushed error (the rest is handled).
 
         Raises CloseConnection when the connection must close without an answer.
         """
@@ -354,9 +363,9 @@ class Faults:
         if answer is not None:
             return answer
         error = self._take_error(request)
-        if error is not None:
+        if isinstance(error, ErrorCode):
             return error_response(request.api_key, request.api_version, request.body, error)
-        return None
+        return error
 
     def _recheck_holds(self) -> None:
         with self._lock:
@@ -410,18 +419,48 @@ class Faults:
             return result
         return None
 
-    def _take_error(self, request: RecordedRequest) -> ErrorCode | None:
+    def _take_error(self, request: RecordedRequest) -> ErrorCode | EntryErrors | None:
+        """The error for the whole request, or for the partitions that pushed errors with a
+        topic/partition name (each such push gives its next code to every partition of the
+        request it covers; a request with several takes one code from each)."""
+        taken: dict[EntryKey, ErrorCode] = {}
         with self._lock:
-            for pushed in self._errors:
-                if pushed.errors and pushed.match.matches(request):
-                    error = pushed.errors.popleft()
-                    if not pushed.errors:
-                        self._errors.remove(pushed)
-                    return error
-        return None
+            for pushed in list(self._errors):
+                if not pushed.match.matches(request):
+                    continue
+                if not pushed.match.names_partitions:
+                    if taken:
+                        continue
+                    return self._next_error(pushed)
+                covered = [
+                    key
+                    for key in request.partitions()
+                    if pushed.match.covers(key) and key not in taken
+                ]
+                if covered:
+                    taken.update(dict.fromkeys(covered, self._next_error(pushed)))
+        return EntryErrors(taken) if taken else None
+
+    def _next_error(self, pushed: _PushedErrors) -> ErrorCode:
+        error = pushed.errors.popleft()
+        if not pushed.errors:
+            self._errors.remove(pushed)
+        return error
 
 
 # ---- error responses built from the request ----------------------------------------------
+
+PartitionKey = tuple[str, int]
+EntryKey = PartitionKey | str
+"""A partition (topic, index) of a partitioned request, or a group / transactional id."""
+
+
+@dataclass(frozen=True)
+class EntryErrors:
+    """Errors for some entries of a request: these get the error, the handler answers the
+    others (`without_entries`, `with_entry_errors`)."""
+
+    errors: dict[EntryKey, ErrorCode]
 
 
 @dataclass(frozen=True)
@@ -430,11 +469,12 @@ class _Shape:
 
     request_topics: str
     request_partitions: str
-    request_index: str
+    request_index: str | None  # None: the partitions are the indexes themselves
     response_topics: str
     response_partitions: str
     response_index: str
     response_topic_name: str = "name"
+    response_error: str = "error_code"
 
 
 _PARTITIONED: dict[int, _Shape] = {
@@ -459,6 +499,42 @@ _PARTITIONED: dict[int, _Shape] = {
     ApiKey.OffsetForLeaderEpoch: _Shape(
         "topics", "partitions", "partition", "topics", "partitions", "partition", "topic"
     ),
+    ApiKey.AddPartitionsToTxn: _Shape(  # v0-3, the versions served
+        "v3_and_below_topics",
+        "partitions",
+        None,
+        "results_by_topic_v3_and_below",
+        "results_by_partition",
+        "partition_index",
+        response_error="partition_error_code",
+    ),
+}
+
+# Fields Kafka sets on a partition answered with an error, where they differ from the defaults.
+_ERROR_PARTITION_FIELDS: dict[int, dict[str, Any]] = {
+    ApiKey.Produce: {"base_offset": -1},
+    ApiKey.Fetch: {"high_watermark": -1},
+}
+
+
+@dataclass(frozen=True)
+class _Keyed:
+    """An API whose request lists several groups (or transactional ids), answered per key."""
+
+    request_list: str
+    request_key: str | None  # None: the items are the keys themselves
+    response_list: str
+    response_key: str
+    min_version: int = 0
+
+
+KEYED: dict[int, _Keyed] = {
+    ApiKey.OffsetFetch: _Keyed("groups", "group_id", "groups", "group_id", min_version=8),
+    ApiKey.DescribeGroups: _Keyed("groups", None, "groups", "group_id"),
+    ApiKey.DeleteGroups: _Keyed("groups_names", None, "results", "group_id"),
+    ApiKey.DescribeTransactions: _Keyed(
+        "transactional_ids", None, "transaction_states", "transactional_id"
+    ),
 }
 
 
@@ -467,13 +543,35 @@ def _topic_name(topic: Any) -> str:
     return str(name if name is not None else getattr(topic, "topic", ""))
 
 
-def _request_partitions(api_key: int, body: Any) -> Iterable[tuple[str, int]]:
+def _index(shape: _Shape, partition: Any) -> int:
+    return int(
+        partition if shape.request_index is None else getattr(partition, shape.request_index)
+    )
+
+
+def _request_partitions(api_key: int, body: Any) -> Iterable[PartitionKey]:
     shape = _PARTITIONED.get(api_key)
     if shape is None:
         return
     for topic in getattr(body, shape.request_topics, None) or []:
         for partition in getattr(topic, shape.request_partitions, None) or []:
-            yield _topic_name(topic), getattr(partition, shape.request_index)
+            yield _topic_name(topic), _index(shape, partition)
+
+
+def _keyed(api_key: int, api_version: int) -> _Keyed | None:
+    keyed = KEYED.get(api_key)
+    return keyed if keyed is not None and api_version >= keyed.min_version else None
+
+
+def request_keys(api_key: int, api_version: int, body: Any) -> list[str]:
+    """The groups (or transactional ids) of a request answered per key (`KEYED`)."""
+    keyed = _keyed(api_key, api_version)
+    if keyed is None:
+        return []
+    items = getattr(body, keyed.request_list, None) or []
+    return [
+        item if keyed.request_key is None else getattr(item, keyed.request_key) for item in items
+    ]
 
 
 def _struct_of(message: Any, field_name: str) -> Any:
@@ -492,24 +590,115 @@ def check_error_response(api_key: int) -> None:
 
 def error_response(api_key: int, api_version: int, body: Any, error: ErrorCode) -> Any:
     """The response to `body` with `error` for every partition it names, else top-level."""
-    shape = _PARTITIONED.get(api_key)
-    if shape is None:
+    if api_key not in _PARTITIONED:
         return new_response(api_key, api_version, error_code=error)
+    errors: dict[EntryKey, ErrorCode] = dict.fromkeys(_request_partitions(api_key, body), error)
+    return with_entry_errors(api_key, api_version, body, None, errors)
+
+
+def without_entries(api_key: int, api_version: int, body: Any, keys: Iterable[EntryKey]) -> Any:
+    """A copy of the request without these partitions or keys; None when nothing remains.
+    The request as sent (which recording keeps) is not changed."""
+    dropped = set(keys)
+    remaining = copy.copy(body)
+    shape = _PARTITIONED.get(api_key)
+    keyed = _keyed(api_key, api_version)
+    if shape is not None:
+        topics = []
+        for topic in getattr(body, shape.request_topics, None) or []:
+            name = _topic_name(topic)
+            kept = [
+                partition
+                for partition in getattr(topic, shape.request_partitions, None) or []
+                if (name, _index(shape, partition)) not in dropped
+            ]
+            if kept:
+                topics.append(copy.copy(topic))
+                setattr(topics[-1], shape.request_partitions, kept)
+        setattr(remaining, shape.request_topics, topics)
+        if api_key == ApiKey.Fetch:
+            remaining.max_wait_ms = 0  # a partition in error answers the fetch at once (Kafka)
+        return remaining if topics else None
+    if keyed is not None:
+        items = getattr(body, keyed.request_list, None) or []
+        keys_of = request_keys(api_key, api_version, body)
+        kept = [item for item, key in zip(items, keys_of, strict=True) if key not in dropped]
+        setattr(remaining, keyed.request_list, kept)
+        return remaining if kept else None
+    raise ValueError(f"{ApiKey.name_of(api_key)} requests have no entries to answer apart")
+
+
+def with_entry_errors(
+    api_key: int,
+    api_version: int,
+    body: Any,
+    handled: Any,
+    errors: dict[EntryKey, ErrorCode],
+) -> Any:
+    """The handler's response to the rest of the request (`handled`, None when nothing was
+    left to handle) with `errors` answered for their entries, in the request's order."""
+    if handled is None:
+        handled = new_response(api_key, api_version)
+    shape = _PARTITIONED.get(api_key)
+    if shape is not None:
+        _merge_partitions(api_key, shape, body, handled, errors)
+    else:
+        keyed = _keyed(api_key, api_version)
+        assert keyed is not None, f"{ApiKey.name_of(api_key)} is not answered per entry"
+        _merge_keys(api_key, api_version, keyed, body, handled, errors)
+    return handled
+
+
+def _merge_partitions(
+    api_key: int, shape: _Shape, body: Any, handled: Any, errors: dict[EntryKey, ErrorCode]
+) -> None:
     topic_type = _struct_of(response_class(api_key), shape.response_topics)
     partition_type = _struct_of(topic_type, shape.response_partitions)
+    error_fields = _ERROR_PARTITION_FIELDS.get(api_key, {})
+    handled_topics: dict[str, Any] = {}
+    answered: dict[PartitionKey, Any] = {}
+    for topic in getattr(handled, shape.response_topics, None) or []:
+        name = str(getattr(topic, shape.response_topic_name))
+        handled_topics.setdefault(name, topic)
+        for partition in getattr(topic, shape.response_partitions, None) or []:
+            answered[(name, getattr(partition, shape.response_index))] = partition
     topics = []
-    for topic in getattr(body, shape.request_topics, None) or []:
-        partitions = [
-            partition_type(
-                **{shape.response_index: getattr(partition, shape.request_index)},
-                error_code=error,
-            )
-            for partition in getattr(topic, shape.request_partitions, None) or []
-        ]
-        topics.append(
-            topic_type(
-                **{shape.response_topic_name: _topic_name(topic)},
-                **{shape.response_partitions: partitions},
-            )
-        )
-    return new_response(api_key, api_version, **{shape.response_topics: topics})
+    for request_topic in getattr(body, shape.request_topics, None) or []:
+        name = _topic_name(request_topic)
+        partitions = []
+        for request_partition in getattr(request_topic, shape.request_partitions, None) or []:
+            key = (name, _index(shape, request_partition))
+            if key in errors:
+                fields = {shape.response_index: key[1], shape.response_error: errors[key]}
+                partitions.append(partition_type(**fields, **error_fields))
+            elif key in answered:
+                partitions.append(answered[key])
+        if name in handled_topics:
+            topic = handled_topics[name]
+        else:
+            topic = topic_type(**{shape.response_topic_name: name})
+        setattr(topic, shape.response_partitions, partitions)
+        topics.append(topic)
+    setattr(handled, shape.response_topics, topics)
+
+
+def _merge_keys(
+    api_key: int,
+    api_version: int,
+    keyed: _Keyed,
+    body: Any,
+    handled: Any,
+    errors: dict[EntryKey, ErrorCode],
+) -> None:
+    entry_type = _struct_of(response_class(api_key), keyed.response_list)
+    answered = {
+        getattr(entry, keyed.response_key): entry
+        for entry in getattr(handled, keyed.response_list, None) or []
+    }
+    entries = []
+    for key in request_keys(api_key, api_version, body):
+        if key in errors:
+            entries.append(entry_type(**{keyed.response_key: key}, error_code=errors[key]))
+        elif key in answered:
+            entries.append(answered[key])
+    setattr(handled, keyed.response_list, entries)

@@ -17,6 +17,7 @@ from weakref import WeakKeyDictionary
 
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
+from minibroker.server.faults import EntryKey, request_keys
 
 if TYPE_CHECKING:
     from minibroker.cluster.state import Partition
@@ -40,6 +41,16 @@ COORDINATED: dict[int, tuple[int, str]] = {
     ApiKey.InitProducerId: (TRANSACTION_KEY_TYPE, "transactional_id"),
     ApiKey.AddOffsetsToTxn: (TRANSACTION_KEY_TYPE, "transactional_id"),
     ApiKey.EndTxn: (TRANSACTION_KEY_TYPE, "transactional_id"),
+    ApiKey.AddPartitionsToTxn: (TRANSACTION_KEY_TYPE, "v3_and_below_transactional_id"),
+}
+
+# Requests naming several keys (`faults.KEYED`: OffsetFetch v8+, DescribeGroups, ...),
+# answered NOT_COORDINATOR per key, each key's coordinator being asked separately.
+COORDINATED_PER_KEY: dict[int, int] = {
+    ApiKey.OffsetFetch: GROUP_KEY_TYPE,
+    ApiKey.DescribeGroups: GROUP_KEY_TYPE,
+    ApiKey.DeleteGroups: GROUP_KEY_TYPE,
+    ApiKey.DescribeTransactions: TRANSACTION_KEY_TYPE,
 }
 
 
@@ -135,12 +146,27 @@ class Nodes:
         if len(self.brokers) == 1 or coordinated is None:
             return None
         if api_key == ApiKey.OffsetFetch and api_version >= BATCHED_OFFSET_FETCH_VERSION:
-            return None  # one entry per group; each group's coordinator is asked separately
+            return None  # one entry per group: keyed_coordinator_errors
         key_type, field = coordinated
         key = getattr(request, field, None)
         if key is None:  # InitProducerId without a transactional id: any node
             return None
         return self.coordinator_error(key_type, key, node_id)
+
+    def keyed_coordinator_errors(
+        self, api_key: int, api_version: int, request: object, node_id: int
+    ) -> dict[EntryKey, ErrorCode]:
+        """NOT_COORDINATOR for each key of a request naming several (`COORDINATED_PER_KEY`)
+        that `node_id` does not coordinate."""
+        key_type = COORDINATED_PER_KEY.get(api_key)
+        if len(self.brokers) == 1 or key_type is None:
+            return {}
+        errors: dict[EntryKey, ErrorCode] = {}
+        for key in request_keys(api_key, api_version, request):
+            error = self.coordinator_error(key_type, key, node_id)
+            if error is not None:
+                errors[key] = error
+        return errors
 
     # ---- liveness ------------------------------------------------------------------------
 

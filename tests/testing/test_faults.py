@@ -67,7 +67,7 @@ def test_pushed_errors_answer_the_next_matching_requests_in_order(kafka: KafkaBr
         ]
     assert untouched.responses[0].partitions[0].error_code == ErrorCode.NO_ERROR
     assert [p.error_code for p in failed.responses[0].partitions] == [
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.NO_ERROR,
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
     ]
     assert again.responses[0].partitions[0].error_code == ErrorCode.NO_ERROR
@@ -97,6 +97,19 @@ def test_confluent_producer_retries_pushed_errors_and_writes_once(kafka: KafkaBr
     assert delivered == [None]
     assert kafka.values("t") == [b"v"]
     assert len(kafka.requests(ApiKey.Produce)) == 3
+
+
+def test_kafka_python_retries_only_the_partition_given_a_pushed_error(kafka: KafkaBroker) -> None:
+    kafka.push_errors(ApiKey.Produce, ErrorCode.NOT_LEADER_OR_FOLLOWER, topic="t", partition=1)
+    producer = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers, linger_ms=60_000, retries=5)
+    futures = [producer.send("t", value, partition=p) for p, value in enumerate([b"a", b"b"])]
+    producer.flush(DEADLINE_S)  # both partitions ready at once: one request
+    assert [future.get(timeout=DEADLINE_S).offset for future in futures] == [0, 0]
+    producer.close()
+    produced = [request.partitions() for request in kafka.requests(ApiKey.Produce)]
+    assert produced == [{("t", 0), ("t", 1)}, {("t", 1)}]
+    assert kafka.values("t", partition=0) == [b"a"]
+    assert kafka.values("t", partition=1) == [b"b"]
 
 
 def test_latency_shows_in_the_clients_measured_round_trip() -> None:
