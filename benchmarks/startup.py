@@ -4,15 +4,18 @@
 from __future__ import annotations
 
 import asyncio
+import compileall
 import socket
 import struct
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from confluent_kafka import Producer
 
+import minibroker
 from minibroker.testing.cluster import AsyncKafkaCluster, Storage
 
 API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 1, 5) + b"bench"
@@ -60,8 +63,17 @@ def _answered(port: int) -> bool:
         return False
 
 
+def _compile_minibroker() -> None:
+    """Bytecode for every module, as pip writes it when it installs the package (and the
+    Docker image has it). Without it an editable checkout under PYTHONDONTWRITEBYTECODE (set
+    here, as in many CI and container setups) compiles all ~130 modules at every start."""
+    compileall.compile_dir(Path(minibroker.__file__).parent, quiet=1)
+
+
 def serve_ms() -> float:
-    """Spawn `minibroker serve` and poll until it answers ApiVersions."""
+    """Spawn `minibroker serve` (bytecode compiled, as installed) and poll until it answers
+    ApiVersions."""
+    _compile_minibroker()
     port = _free_port()
     with tempfile.TemporaryDirectory() as tmp:
         argv = [sys.executable, "-m", "minibroker", "serve", "--listen", f"127.0.0.1:{port}"]

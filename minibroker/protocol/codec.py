@@ -11,6 +11,7 @@ librdkafka 2.16 sends an all-topics Metadata v12 request with three stray bytes 
 
 from __future__ import annotations
 
+import importlib
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +42,14 @@ class RequestHeader:
     client_id: str
 
 
+# The packages defining the messages, imported here rather than through kafka-python's own
+# __init__ (which `minibroker serve` defers).
+_MESSAGE_PACKAGES = ("admin", "consumer", "metadata", "producer", "sasl")
+
+
 def _message_classes() -> dict[tuple[int, str], type[ApiMessage]]:
+    for package in _MESSAGE_PACKAGES:
+        importlib.import_module(f"kafka.protocol.{package}")
     classes: dict[tuple[int, str], type[ApiMessage]] = {}
     pending = list(ApiMessage.__subclasses__())
     while pending:

@@ -11,7 +11,12 @@ import struct
 from dataclasses import dataclass
 from typing import Self, TypeAlias
 
-import crc32c
+try:
+    # The C function itself: the package's __init__ also reads its own version through
+    # importlib.metadata (10-15 ms of `minibroker serve`'s start, which defers that __init__).
+    from crc32c._crc32c import crc32c as _crc32c
+except ImportError:  # other layouts of the crc32c package
+    from crc32c import crc32c as _crc32c
 
 HEADER_STRUCT = struct.Struct(
     ">q"  # base_offset            int64
@@ -122,7 +127,7 @@ class BatchHeader:
 def compute_crc(batch: Buffer) -> int:
     """CRC-32C of a whole batch from `attributes` to its end, as stored in its `crc` field."""
     view = memoryview(batch)
-    return int(crc32c.crc32c(view[ATTRIBUTES_OFFSET:]))
+    return int(_crc32c(view[ATTRIBUTES_OFFSET:]))
 
 
 def stored_crc(batch: Buffer) -> int:

@@ -74,3 +74,20 @@ def test_advertised_address_and_environment(tmp_path: Path) -> None:
     finally:
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=5) == 0
+
+
+def test_serve_defers_kafka_pythons_clients_and_the_package_stays_whole() -> None:
+    script = """
+import sys
+from minibroker.cli import defer_package_init
+defer_package_init("kafka")
+from minibroker.protocol import codec
+assert "kafka.admin" not in sys.modules and "kafka.consumer" not in sys.modules
+assert codec.response_class(51).__name__ == "AlterUserScramCredentialsResponse"
+import kafka
+from kafka import TopicPartition
+assert kafka.KafkaConsumer.__name__ == "KafkaConsumer" and kafka.__version__
+assert TopicPartition("t", 0).partition == 0 and "kafka.admin" in sys.modules
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
