@@ -16,6 +16,7 @@ from typing import Any
 
 from minibroker import healthcheck
 from minibroker.config import BrokerConfig, ConfigError, Listener, load_config, parse_overrides
+from minibroker.log.manager import LogDirError
 
 
 def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -162,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     defer_package_init("crc32c")
     try:
         run_event_loop(_serve(config, args.in_memory, args.nodes))
-    except ConfigError as exc:  # e.g. a TLS keystore that cannot be read
+    except (ConfigError, LogDirError) as exc:  # e.g. a TLS keystore that cannot be read
         print(f"minibroker: {exc}", file=sys.stderr)
         return 2
     return 0

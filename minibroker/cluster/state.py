@@ -57,6 +57,12 @@ def check_topic_name(name: str) -> None:
         )
 
 
+def _known_topic_id(logs: list[PartitionLog]) -> uuid.UUID:
+    """The topic id its partitions' `partition.metadata` give (an offline partition's may be
+    unreadable: the zero id)."""
+    return next((plog.topic_id for plog in logs if plog.topic_id.int), logs[0].topic_id)
+
+
 AppendListener = Callable[["Partition"], None]
 
 
@@ -117,7 +123,7 @@ class Cluster:
             by_topic.setdefault(partition_log.topic, []).append(partition_log)
         for name, logs in by_topic.items():
             logs.sort(key=lambda plog: plog.partition)
-            topic = Topic(name, logs[0].topic_id, [], stored_configs.get(name, {}))
+            topic = Topic(name, _known_topic_id(logs), [], stored_configs.get(name, {}))
             topic.partitions = [Partition(name, plog.partition, plog) for plog in logs]
             self._register(topic)
         for topic in self.topics.values():

@@ -2,7 +2,7 @@
 
 from .base import LogOfflineError, OffsetOutOfRange, PartitionLog, RecordBatchTooLarge
 from .config import LogConfig
-from .manager import InconsistentLogDirError, LogManager
+from .manager import InconsistentLogDirError, LogDirError, LogManager
 from .memory import MemoryPartitionLog
 from .partition import FilePartitionLog
 
@@ -10,6 +10,7 @@ __all__ = [
     "FilePartitionLog",
     "InconsistentLogDirError",
     "LogConfig",
+    "LogDirError",
     "LogManager",
     "LogOfflineError",
     "MemoryPartitionLog",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import uuid
 from pathlib import Path
 
@@ -30,15 +31,22 @@ from .checkpoints import (
 )
 from .config import LogConfig
 from .memory import MemoryPartitionLog
+from .offline import OfflinePartitionLog
 from .partition import FilePartitionLog, parse_partition_directory_name, partition_directory_name
 from .segmented import SegmentedLog
 
 logger = logging.getLogger(__name__)
 
 _UNKNOWN_TOPIC_ID = uuid.UUID(int=0)
+_WRITE_CHECK_FILE = ".minibroker-write-check"
 
 
-class InconsistentLogDirError(Exception):
+class LogDirError(Exception):
+    """The data directory cannot be used: the broker does not start (Kafka shuts down when
+    none of its log directories can be used, and minibroker has one)."""
+
+
+class InconsistentLogDirError(LogDirError):
     """meta.properties names another cluster or node than this broker's."""
 
 
@@ -58,12 +66,16 @@ class LogManager:
         self.cluster_id = cluster_id
         self.default_config = default_config
         self.pool = FilePool(max_open_files)
-        self._logs: dict[tuple[str, int], SegmentedLog] = {}
+        self._logs: dict[tuple[str, int], SegmentedLog | OfflinePartitionLog] = {}
         self._clean_shutdown = False
         if data_dir is not None:
-            data_dir.mkdir(parents=True, exist_ok=True)
-            self._check_or_write_meta_properties(data_dir)
-            self._clean_shutdown = self._take_clean_shutdown_marker(data_dir)
+            try:
+                data_dir.mkdir(parents=True, exist_ok=True)
+                _check_writable(data_dir)
+                self._check_or_write_meta_properties(data_dir)
+                self._clean_shutdown = self._take_clean_shutdown_marker(data_dir)
+            except OSError as exc:
+                raise LogDirError(f"log directory {data_dir} cannot be used: {exc}") from exc
 
     @staticmethod
     def _take_clean_shutdown_marker(data_dir: Path) -> bool:
@@ -102,30 +114,54 @@ class LogManager:
     # -- partitions ----------------------------------------------------------------------------
 
     def load(self) -> list[PartitionLog]:
-        """Open every partition directory, recovering those not cleanly shut down."""
+        """Open every partition directory, recovering those not cleanly shut down; one that
+        cannot be opened or recovered comes up offline."""
         if self.data_dir is None:
             return list(self._logs.values())
         recovery_points = self._read_checkpoint(RECOVERY_POINT_CHECKPOINT)
         log_starts = self._read_checkpoint(LOG_START_CHECKPOINT)
-        for directory in sorted(self.data_dir.iterdir()):
+        try:
+            directories = sorted(self.data_dir.iterdir())
+        except OSError as exc:
+            raise LogDirError(f"log directory {self.data_dir} cannot be read: {exc}") from exc
+        for directory in directories:
             parsed = parse_partition_directory_name(directory.name)
-            if parsed is None or not directory.is_dir() or parsed in self._logs:
+            if parsed is None or parsed in self._logs or not _is_directory(directory):
                 continue
-            topic, partition = parsed
-            self._logs[parsed] = self._watch(
-                FilePartitionLog.open(
-                    directory,
-                    topic,
-                    partition,
-                    read_partition_metadata(directory) or _UNKNOWN_TOPIC_ID,
-                    self.default_config,
-                    self.pool,
-                    recovery_point=recovery_points.get(parsed, 0),
-                    log_start_offset=log_starts.get(parsed, 0),
-                    clean_shutdown=self._clean_shutdown,
+            recovery_point = recovery_points.get(parsed, 0)
+            log_start = log_starts.get(parsed, 0)
+            try:
+                log: SegmentedLog | OfflinePartitionLog = self._watch(
+                    self._open(directory, *parsed, recovery_point, log_start)
                 )
-            )
+            except (OSError, CorruptCheckpointError) as exc:
+                logger.error("%s is offline: it could not be opened: %s", directory, exc)
+                self.pool.close_all()  # the failed log's descriptors; the pool reopens others
+                log = OfflinePartitionLog(
+                    *parsed,
+                    _readable_topic_id(directory),
+                    self.default_config,
+                    exc if isinstance(exc, OSError) else LogOfflineError(str(exc)),
+                    recovery_point=recovery_point,
+                    log_start_offset=log_start,
+                )
+            self._logs[parsed] = log
         return list(self._logs.values())
+
+    def _open(
+        self, directory: Path, topic: str, partition: int, recovery_point: int, log_start: int
+    ) -> FilePartitionLog:
+        return FilePartitionLog.open(
+            directory,
+            topic,
+            partition,
+            read_partition_metadata(directory) or _UNKNOWN_TOPIC_ID,
+            self.default_config,
+            self.pool,
+            recovery_point=recovery_point,
+            log_start_offset=log_start,
+            clean_shutdown=self._clean_shutdown,
+        )
 
     def _read_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
         assert self.data_dir is not None
@@ -185,7 +221,7 @@ class LogManager:
         log_starts = {
             key: log.log_start_offset
             for key, log in self._logs.items()
-            if log.log_start_offset > log.segments()[0][0]
+            if log.log_start_offset > _first_base_offset(log)
         }
         write_offset_checkpoint(self.data_dir / LOG_START_CHECKPOINT, log_starts)
 
@@ -226,3 +262,33 @@ def _closed_cleanly(log: PartitionLog) -> bool:
     except OSError as exc:
         log.storage_error = log.storage_error or exc
     return log.storage_error is None
+
+
+def _check_writable(data_dir: Path) -> None:
+    """Create, sync and remove a file: a read-only or full data directory fails here, with its
+    name, rather than somewhere in recovery (root passes `os.access` whatever the modes)."""
+    probe = data_dir / _WRITE_CHECK_FILE
+    with probe.open("wb") as file:
+        file.write(b"minibroker")
+        file.flush()
+        os.fsync(file.fileno())
+    probe.unlink()
+
+
+def _is_directory(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # is_dir() is False for a missing path but raises on EIO and the like
+        return True
+
+
+def _readable_topic_id(directory: Path) -> uuid.UUID:
+    try:
+        return read_partition_metadata(directory) or _UNKNOWN_TOPIC_ID
+    except (OSError, CorruptCheckpointError):
+        return _UNKNOWN_TOPIC_ID
+
+
+def _first_base_offset(log: PartitionLog) -> int:
+    segments = log.segments()
+    return segments[0][0] if segments else 0

@@ -2,9 +2,10 @@
 working, the broker stays up, and nothing stored before the failure is damaged.
 
 The full disk is real: a small tmpfs mounted over one partition's directory (needs root with
-CAP_SYS_ADMIN, as this machine and CI have). The read-only case injects EROFS into that
-partition's file writes (root ignores file modes, and a tmpfs cannot be remounted read-only
-while the broker holds its files open).
+CAP_SYS_ADMIN, as this machine and CI have). The read-only case while running injects EROFS
+into that partition's file writes (root ignores file modes, and a tmpfs cannot be remounted
+read-only while the broker holds its files open). The read-only cases at startup are real: a
+tmpfs holding a copy of the directory, remounted read-only before the broker starts.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import errno
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -129,8 +131,7 @@ def _mount_small_tmpfs(directory: Path, keep: Path) -> None:
         text=True,
     )
     assert result.returncode == 0, f"mount needs root with CAP_SYS_ADMIN: {result.stderr}"
-    for item in keep.iterdir():
-        shutil.copy2(item, directory / item.name)
+    shutil.copytree(keep, directory, dirs_exist_ok=True)
 
 
 def test_full_disk_takes_only_that_partition_offline(data_dir: Path, tmp_path: Path) -> None:
@@ -185,3 +186,41 @@ def test_read_only_partition_answers_storage_error(
         assert _fetch(client, FAILING) == (ErrorCode.NO_ERROR, failing_before)
         assert _produce(client, FAILING, 4) == ErrorCode.NO_ERROR
     assert dump_log_problems(data_dir) == []
+
+
+@contextmanager
+def _read_only_copy(directory: Path, keep: Path) -> Iterator[None]:
+    """`directory` on a read-only tmpfs holding a copy of it, until the block ends."""
+    _mount_small_tmpfs(directory, keep)
+    try:
+        subprocess.run(["mount", "-o", "remount,ro", str(directory)], check=True)
+        yield
+    finally:
+        subprocess.run(["umount", str(directory)], check=True)
+
+
+def test_read_only_partition_at_startup_comes_up_offline(data_dir: Path, tmp_path: Path) -> None:
+    with _client(data_dir) as client:
+        failing_before = _fetch(client, FAILING)[1]
+        healthy_before = _fetch(client, HEALTHY)[1]
+    read_only = _read_only_copy(data_dir / f"{FAILING}-0", tmp_path / "copy")
+    with read_only, _client(data_dir) as client:
+        _check_offline_and_others_fine(client, healthy_before)
+    with _client(data_dir) as client:
+        assert _fetch(client, FAILING) == (ErrorCode.NO_ERROR, failing_before)
+        assert _produce(client, FAILING, 3) == ErrorCode.NO_ERROR
+    assert dump_log_problems(data_dir) == []
+
+
+def test_read_only_data_dir_stops_the_start_with_its_name(data_dir: Path, tmp_path: Path) -> None:
+    serve = [sys.executable, "-m", "minibroker", "serve", "--listen", "127.0.0.1:0"]
+    with _read_only_copy(data_dir, tmp_path / "copy"):
+        result = subprocess.run(
+            [*serve, "--data-dir", str(data_dir)], capture_output=True, text=True, timeout=60
+        )
+    assert result.returncode == 2, result.stderr
+    assert f"minibroker: log directory {data_dir} cannot be used" in result.stderr
+    assert "Read-only file system" in result.stderr
+    assert "Traceback" not in result.stderr
+    with _client(data_dir) as client:
+        assert _count_records(_fetch(client, FAILING)[1]) == 3
