@@ -11,10 +11,26 @@ from typing import Any
 import jobio
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
+from aiokafka.helpers import create_ssl_context
 from jobio import Deadline, Job, Result, b64, headers_in, headers_out, unb64
 
 ACKS: dict[str, Any] = {"all": "all", "1": 1, "0": 0}
 TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
+SSL_FILE_OPTIONS = ("ssl_cafile", "ssl_certfile", "ssl_keyfile")
+
+
+def client_config(job: Job) -> dict[str, Any]:
+    """The job's client properties. aiokafka takes TLS settings only as an `ssl_context`, so
+    CA, certificate and key files given in kafka-python's names become one."""
+    config = dict(job.get("config") or {})
+    files = {name: config.pop(name) for name in SSL_FILE_OPTIONS if name in config}
+    if files:
+        config["ssl_context"] = create_ssl_context(
+            cafile=files.get("ssl_cafile"),
+            certfile=files.get("ssl_certfile"),
+            keyfile=files.get("ssl_keyfile"),
+        )
+    return config
 
 
 def error_name(exc: BaseException) -> str | None:
@@ -36,7 +52,7 @@ async def produce_async(job: Job) -> Result:
     if job.get("idempotent") is not None:
         config["enable_idempotence"] = job["idempotent"]
     config.update(transactional_config(job))
-    config.update(job.get("config") or {})
+    config.update(client_config(job))
     producer = AIOKafkaProducer(**config)
     await producer.start()
     crash = False
@@ -95,7 +111,7 @@ async def end_transaction(producer: AIOKafkaProducer, job: Job) -> bool:
 async def topic_partitions(job: Job) -> set[int]:
     """The topic's partitions, asked for by name: the consumer only fetches metadata for
     all topics, which librdkafka's mock cluster answers with none."""
-    producer = AIOKafkaProducer(bootstrap_servers=job["bootstrap"])
+    producer = AIOKafkaProducer(bootstrap_servers=job["bootstrap"], **client_config(job))
     await producer.start()
     try:
         partitions: set[int] = await producer.partitions_for(job["topic"])
@@ -141,7 +157,7 @@ async def consume_async(job: Job) -> Result:
         "enable_auto_commit": False,
         "isolation_level": job.get("isolation", "read_uncommitted"),
     }
-    config.update(job.get("config") or {})
+    config.update(client_config(job))
     consumer = AIOKafkaConsumer(**config)
     await consumer.start()
     records: list[dict[str, Any]] = []
@@ -187,7 +203,7 @@ def error_fields(code: int) -> dict[str, str | None]:
 async def metadata_async(job: Job) -> Result:
     from aiokafka.admin import AIOKafkaAdminClient
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=job["bootstrap"], **(job.get("config") or {}))
+    admin = AIOKafkaAdminClient(bootstrap_servers=job["bootstrap"], **client_config(job))
     await admin.start()
     try:
         cluster = await admin.describe_cluster()
@@ -220,7 +236,7 @@ async def list_offsets_async(job: Job) -> Result:
     consumer = AIOKafkaConsumer(
         bootstrap_servers=job["bootstrap"],
         isolation_level=job.get("isolation", "read_uncommitted"),
-        **(job.get("config") or {}),
+        **client_config(job),
     )
     await consumer.start()
     try:
@@ -265,7 +281,7 @@ async def list_offsets_async(job: Job) -> Result:
 async def delete_records_async(job: Job) -> Result:
     from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=job["bootstrap"], **(job.get("config") or {}))
+    admin = AIOKafkaAdminClient(bootstrap_servers=job["bootstrap"], **client_config(job))
     await admin.start()
     items = []
     try:
@@ -310,7 +326,7 @@ async def produce_paced_async(job: Job) -> Result:
     }
     if job.get("idempotent") is not None:
         config["enable_idempotence"] = job["idempotent"]
-    config.update(job.get("config") or {})
+    config.update(client_config(job))
     producer = AIOKafkaProducer(**config)
     await producer.start()
     futures = []
@@ -346,7 +362,7 @@ def produce_paced(job: Job) -> Result:
 def admin_client(job: Job) -> Any:
     from aiokafka.admin import AIOKafkaAdminClient
 
-    return AIOKafkaAdminClient(bootstrap_servers=job["bootstrap"], **(job.get("config") or {}))
+    return AIOKafkaAdminClient(bootstrap_servers=job["bootstrap"], **client_config(job))
 
 
 def answers(response: Any) -> list[dict[str, Any]]:

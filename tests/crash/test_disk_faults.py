@@ -191,12 +191,13 @@ def test_read_only_partition_answers_storage_error(
 @contextmanager
 def _read_only_copy(directory: Path, keep: Path) -> Iterator[None]:
     """`directory` on a read-only tmpfs holding a copy of it, until the block ends."""
-    _mount_small_tmpfs(directory, keep)
     try:
+        _mount_small_tmpfs(directory, keep)
         subprocess.run(["mount", "-o", "remount,ro", str(directory)], check=True)
         yield
     finally:
-        subprocess.run(["umount", str(directory)], check=True)
+        if directory.is_mount():
+            subprocess.run(["umount", str(directory)], check=True)
 
 
 def test_read_only_partition_at_startup_comes_up_offline(data_dir: Path, tmp_path: Path) -> None:

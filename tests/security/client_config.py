@@ -7,7 +7,14 @@ from typing import Any
 
 from tests.security.pki import Pki
 
-TLS_AND_SASL_CLIENTS = ["java-4.3", "confluent-kafka", "kafka-python-3", "kafkajs", "kcat"]
+TLS_AND_SASL_CLIENTS = [
+    "java-4.3",
+    "confluent-kafka",
+    "kafka-python-3",
+    "aiokafka",
+    "kafkajs",
+    "kcat",
+]
 
 _JAAS_MODULES = {
     "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
@@ -35,8 +42,8 @@ def client_config(client: str, security: Security) -> dict[str, Any]:
         return _java(security)
     if client in ("confluent-kafka", "kcat"):
         return _librdkafka(security)
-    if client.startswith("kafka-python"):
-        return _kafka_python(security)
+    if client.startswith("kafka-python") or client == "aiokafka":
+        return _kafka_python(security)  # the aiokafka program makes an ssl_context of the files
     if client == "kafkajs":
         return _kafkajs(security)
     raise KeyError(client)
