@@ -16,7 +16,6 @@ from typing import Any
 
 from minibroker import healthcheck
 from minibroker.config import BrokerConfig, ConfigError, Listener, load_config, parse_overrides
-from minibroker.log.manager import LogDirError
 
 
 def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -161,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     defer_package_init("kafka")
     defer_package_init("crc32c")
+    from minibroker.log.manager import LogDirError
+
     try:
         run_event_loop(_serve(config, args.in_memory, args.nodes))
     except (ConfigError, LogDirError) as exc:  # e.g. a TLS keystore that cannot be read
