@@ -98,6 +98,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("max.connections.per.ip", INT, "2147483647"),
         _broker("max.connections.per.ip.overrides", S, ""),
         _broker(
+            "queued.max.request.bytes",
+            L,
+            "536870912",
+            "Bytes of requests being handled, across all connections, past which no more "
+            "requests are read (-1: unbounded, Kafka's default; minibroker bounds it).",
+        ),
+        _broker(
             "connections.max.idle.ms",
             L,
             "600000",

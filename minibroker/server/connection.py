@@ -6,10 +6,11 @@ each in its own task so that a long-polling Fetch does not block the requests be
 (a frame's buffer is reused once its request is answered), and responses are written
 strictly in request order (clients pair responses with their oldest in-flight request). A
 bounded number of requests may be in flight; past that, frames already received stay
-buffered and reading pauses until responses drain. A new connection first claims a slot from
-the broker's `ConnectionQuotas` (closed at once, or not read from until a slot frees); the
-broker closes connections idle for `connections.max.idle.ms`, where only whole requests and
-responses count as activity.
+buffered and reading pauses until responses drain; the same happens while the requests
+being handled on all connections hold `queued.max.request.bytes`. A new connection first
+claims a slot from the broker's `ConnectionQuotas` (closed at once, or not read from until a
+slot frees); the broker closes connections idle for `connections.max.idle.ms`, where only
+whole requests and responses count as activity.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._client_host = ""
         self._slot: Slot | None = None
         self._waiting_for_slot = False
+        self._waiting_for_request_bytes = False
         self._last_active = time.monotonic()
         security = broker.security[listener.name]
         self._authenticator = (
@@ -88,7 +90,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
             self._broker.quotas.close(self._slot)
         for task, _frame in self._in_flight:
             task.cancel()
+        held = sum(len(frame) for _task, frame in self._in_flight)
         self._in_flight.clear()
+        self._broker.quotas.release_request_bytes(held)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._decoder.get_buffer()
@@ -102,6 +106,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             while (
                 not self._closed
                 and len(self._in_flight) < MAX_IN_FLIGHT_REQUESTS
+                and self._may_start_request()
                 and (frame := self._decoder.next_frame()) is not None
             ):
                 self._start(frame)
@@ -109,10 +114,27 @@ class BrokerConnection(asyncio.BufferedProtocol):
             self.abort(str(exc))
         self._update_reading()
 
+    def _may_start_request(self) -> bool:
+        """Room in `queued.max.request.bytes`; otherwise wait (not reading) until freed."""
+        if self._slot is None or self._broker.quotas.take_request_bytes(
+            self._slot, self._request_bytes_freed
+        ):
+            return True
+        self._waiting_for_request_bytes = True
+        return False
+
+    def _request_bytes_freed(self) -> None:
+        self._waiting_for_request_bytes = False
+        self._start_buffered_frames()
+
     def _update_reading(self) -> None:
         if self._transport is None or self._closed:
             return
-        pause = self._waiting_for_slot or len(self._in_flight) >= MAX_IN_FLIGHT_REQUESTS
+        pause = (
+            self._waiting_for_slot
+            or self._waiting_for_request_bytes
+            or len(self._in_flight) >= MAX_IN_FLIGHT_REQUESTS
+        )
         if pause and not self._reading_paused:
             self._transport.pause_reading()
         elif not pause and self._reading_paused:
@@ -127,11 +149,13 @@ class BrokerConnection(asyncio.BufferedProtocol):
             work = dispatch(self._broker, frame, self._listener, self._client_host)
         task = asyncio.get_running_loop().create_task(work)
         self._in_flight.append((task, frame))
+        self._broker.quotas.add_request_bytes(len(frame))
         task.add_done_callback(self._write_ready_responses)
 
     def _write_ready_responses(self, _: object) -> None:
         while self._in_flight and self._in_flight[0][0].done():
             task, frame = self._in_flight.popleft()
+            self._broker.quotas.release_request_bytes(len(frame))
             if task.cancelled():
                 continue
             exc = task.exception()

@@ -7,6 +7,10 @@
   connection closes, so new clients wait in the listen backlog. Here they are accepted
   but not read from (their requests wait, unanswered) until a slot frees, in arrival
   order; at most `socket.listen.backlog.size` wait, beyond that a new one is closed.
+- `queued.max.request.bytes`: the bytes of requests being handled, over all connections. As
+  Kafka's memory pool, a request is taken while any room is left (so one larger than the
+  bound still passes alone); once the total is at the bound, connections stop starting
+  requests and stop reading, and resume in arrival order as handled requests free bytes.
 """
 
 from __future__ import annotations
@@ -68,9 +72,13 @@ class ConnectionQuotas:
     max_per_ip: int
     per_ip_overrides: dict[str, int]
     backlog: int
+    max_queued_request_bytes: int = -1
     counts: dict[str, int] = field(default_factory=dict)
     total: int = 0
     waiting: deque[Slot] = field(default_factory=deque)
+    queued_request_bytes: int = 0
+    # Connections waiting for request bytes, in arrival order, with how each resumes.
+    waiting_for_bytes: dict[Slot, Callable[[], None]] = field(default_factory=dict)
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> ConnectionQuotas:
@@ -79,7 +87,29 @@ class ConnectionQuotas:
             max_per_ip=config.get_int("max.connections.per.ip"),
             per_ip_overrides=parse_overrides(config.get_str("max.connections.per.ip.overrides")),
             backlog=config.get_int("socket.listen.backlog.size"),
+            max_queued_request_bytes=config.get_int("queued.max.request.bytes"),
         )
+
+    def take_request_bytes(self, slot: Slot, resume: Callable[[], None]) -> bool:
+        """Whether the connection may start a request now; if not, `resume` runs once it may
+        (the caller then counts the request in with `add_request_bytes`)."""
+        if self._room_for_requests():
+            return True
+        self.waiting_for_bytes[slot] = resume
+        return False
+
+    def add_request_bytes(self, size: int) -> None:
+        self.queued_request_bytes += size
+
+    def release_request_bytes(self, size: int) -> None:
+        self.queued_request_bytes -= size
+        while self.waiting_for_bytes and self._room_for_requests():
+            slot = next(iter(self.waiting_for_bytes))
+            self.waiting_for_bytes.pop(slot)()
+
+    def _room_for_requests(self) -> bool:
+        limit = self.max_queued_request_bytes
+        return limit < 0 or self.queued_request_bytes < limit
 
     def max_for(self, address: str) -> int:
         return self.per_ip_overrides.get(address, self.max_per_ip)
@@ -112,6 +142,7 @@ class ConnectionQuotas:
 
     def close(self, slot: Slot) -> None:
         """The connection is gone: free its slot and admit whoever waits for one."""
+        self.waiting_for_bytes.pop(slot, None)
         if not slot.counted:
             if slot in self.waiting:
                 self.waiting.remove(slot)

@@ -189,3 +189,53 @@ def test_requests_in_flight_are_bounded_even_within_one_read(broker: ThreadedBro
             correlation_id, _ = client.recv(ApiKey.Fetch, 4)
             assert correlation_id == expected
         assert 0 < peak <= MAX_IN_FLIGHT_REQUESTS
+
+
+def _send_long_poll(client: WireClient, topic: str, max_wait_ms: int) -> None:
+    """A Fetch at the end of an empty topic: it stays in flight for `max_wait_ms`."""
+    client.call(ApiKey.Metadata, 4, topics=[{"name": topic}], allow_auto_topic_creation=True)
+    partitions = [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1024}]
+    client.send(
+        ApiKey.Fetch,
+        4,
+        replica_id=-1,
+        max_wait_ms=max_wait_ms,
+        min_bytes=1,
+        max_bytes=1024,
+        isolation_level=0,
+        topics=[{"topic": topic, "partitions": partitions}],
+    )
+
+
+@pytest.mark.parametrize("limited", [{"queued.max.request.bytes": "1"}], indirect=True)
+def test_queued_request_bytes_bound_holds_other_connections(limited: ThreadedBroker) -> None:
+    """One long-polling Fetch holds the whole bound: a second connection's request is not
+    started until the Fetch is answered, then it is. Meanwhile both connections wait, as
+    Kafka mutes every channel while its memory pool is exhausted."""
+    assert limited.broker is not None
+    quotas = limited.broker.quotas
+    address = limited.bootstrap_servers
+    with WireClient(address) as polling, WireClient(address) as other:
+        _send_long_poll(polling, "queued", max_wait_ms=1500)
+        _wait_for(lambda: len(quotas.waiting_for_bytes) == 1, "the polling connection held")
+        other.send(ApiKey.ApiVersions, 0)
+        _wait_for(lambda: len(quotas.waiting_for_bytes) == 2, "the other request held")
+        assert quotas.queued_request_bytes > 0  # the Fetch still holds the bytes
+        polling.recv(ApiKey.Fetch, 4)
+        assert other.recv(ApiKey.ApiVersions, 0)[1].error_code == ErrorCode.NO_ERROR
+        assert _works(polling) and _works(other)
+    _wait_for(lambda: quotas.queued_request_bytes == 0, "every request byte released")
+
+
+def test_queued_request_bytes_default_lets_connections_proceed(broker: ThreadedBroker) -> None:
+    """Under the default bound a long poll holds nothing up; a closed connection's request
+    bytes are released."""
+    assert broker.broker is not None
+    quotas = broker.broker.quotas
+    with WireClient(broker.bootstrap_servers) as polling:
+        _send_long_poll(polling, "unqueued", max_wait_ms=60_000)
+        _wait_for(lambda: quotas.queued_request_bytes > 0, "the Fetch in flight")
+        with WireClient(broker.bootstrap_servers) as other:
+            assert _works(other)
+        assert quotas.queued_request_bytes > 0 and not quotas.waiting_for_bytes
+    _wait_for(lambda: quotas.queued_request_bytes == 0, "the closed connection's bytes")
