@@ -21,6 +21,7 @@ from kafka.protocol.api_message import ApiMessage
 from minibroker.protocol import decoder_limits
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.produce_request import decode_produce_request
+from minibroker.protocol.produce_response import encode_produce_response
 
 decoder_limits.install()
 
@@ -171,7 +172,7 @@ def encode_response(
     api_key: int, api_version: int, correlation_id: int, body: ApiMessage
 ) -> bytearray:
     """A whole response frame: size, header (v1 when flexible, except ApiVersions), body."""
-    encoded = body.encode(version=api_version)
+    encoded = _encoded_body(api_key, api_version, body)
     flexible_header = api_key != ApiKey.ApiVersions and is_flexible(api_key, api_version)
     header_size = 5 if flexible_header else 4
     frame = bytearray(4 + header_size)
@@ -181,6 +182,15 @@ def encode_response(
         frame[8:9] = _EMPTY_TAGGED_FIELDS
     frame += encoded
     return frame
+
+
+def _encoded_body(api_key: int, api_version: int, body: ApiMessage) -> bytes | bytearray:
+    if api_key == ApiKey.Produce:
+        fast = encode_produce_response(body, api_version)
+        if fast is not None:
+            return fast
+    encoded: bytes | bytearray = body.encode(version=api_version)
+    return encoded
 
 
 def new_response(api_key: int, api_version: int, **fields: Any) -> Any:

@@ -1,0 +1,112 @@
+"""A hand-written encoder for Produce responses v3-11, the answer to every produce request.
+
+kafka-python's generic encoder walks the schema for each response; this one writes the few
+fields a Produce response has directly, byte for byte what the generic encoder writes (a
+property test holds them together). A response with tagged fields set (CurrentLeader,
+NodeEndpoints or unknown tags) returns None and goes through the generic encoder.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+FIRST_VERSION = 3
+LAST_VERSION = 11
+_FIRST_FLEXIBLE_VERSION = 9
+_FIRST_LOG_START_OFFSET_VERSION = 5
+_FIRST_RECORD_ERRORS_VERSION = 8
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_PARTITION = struct.Struct(">ihqq")  # index, error_code, base_offset, log_append_time_ms
+_INT64 = struct.Struct(">q")
+_NO_TAGGED_FIELDS = b"\x00"
+
+
+class _HasTags(Exception):
+    """A struct carries tagged fields: left to the generic encoder."""
+
+
+def encode_produce_response(response: Any, version: int) -> bytes | None:
+    """The response body, or None when the generic encoder must write it."""
+    if not FIRST_VERSION <= version <= LAST_VERSION:
+        return None
+    writer = _Writer(version)
+    try:
+        writer.response(response)
+    except (_HasTags, AttributeError, TypeError, struct.error, UnicodeEncodeError):
+        return None  # the generic encoder answers these as it always did
+    return b"".join(writer.parts)
+
+
+class _Writer:
+    def __init__(self, version: int) -> None:
+        self.version = version
+        self.flexible = version >= _FIRST_FLEXIBLE_VERSION
+        self.parts: list[bytes] = []
+
+    def response(self, response: Any) -> None:
+        _untagged(response)
+        self.length(len(response.responses))
+        for topic in response.responses:
+            _untagged(topic)
+            self.string(topic.name)
+            self.length(len(topic.partition_responses))
+            for partition in topic.partition_responses:
+                self.partition(partition)
+            self.end_struct()
+        self.parts.append(_INT32.pack(response.throttle_time_ms))
+        self.end_struct()
+
+    def partition(self, partition: Any) -> None:
+        _untagged(partition)
+        self.parts.append(
+            _PARTITION.pack(
+                partition.index,
+                partition.error_code,
+                partition.base_offset,
+                partition.log_append_time_ms,
+            )
+        )
+        if self.version >= _FIRST_LOG_START_OFFSET_VERSION:
+            self.parts.append(_INT64.pack(partition.log_start_offset))
+        if self.version >= _FIRST_RECORD_ERRORS_VERSION:
+            self.length(len(partition.record_errors))
+            for record_error in partition.record_errors:
+                _untagged(record_error)
+                self.parts.append(_INT32.pack(record_error.batch_index))
+                self.string(record_error.batch_index_error_message)
+                self.end_struct()
+            self.string(partition.error_message)
+        self.end_struct()
+
+    def length(self, count: int) -> None:
+        """An array count (never null here)."""
+        self.parts.append(_uvarint(count + 1) if self.flexible else _INT32.pack(count))
+
+    def string(self, text: str | None) -> None:
+        if text is None:
+            self.parts.append(b"\x00" if self.flexible else _INT16.pack(-1))
+            return
+        data = text.encode()
+        self.parts.append(_uvarint(len(data) + 1) if self.flexible else _INT16.pack(len(data)))
+        self.parts.append(data)
+
+    def end_struct(self) -> None:
+        if self.flexible:
+            self.parts.append(_NO_TAGGED_FIELDS)
+
+
+def _untagged(struct_value: Any) -> None:
+    if struct_value.tags or struct_value.unknown_tags:
+        raise _HasTags
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
