@@ -23,30 +23,27 @@ incremental fetch (session id != 0) gets FETCH_SESSION_ID_NOT_FOUND. Preferred r
 from __future__ import annotations
 
 import asyncio
-import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from minibroker.cluster.state import Partition
 from minibroker.handlers.registry import handles
 from minibroker.log import OffsetOutOfRange
+from minibroker.log.blob import FileRegion
 from minibroker.protocol.api_keys import ApiKey
-from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.codec import EncodedFrame
 from minibroker.protocol.errors import ErrorCode
-from minibroker.records.batch import BatchHeader
+from minibroker.protocol.fetch_response import (
+    FetchedPartition,
+    encode_fetch_response,
+    fetch_response_message,
+)
 from minibroker.server.context import RequestContext
 
-_Topic = struct_type(ApiKey.Fetch, "response", "FetchableTopicResponse")
-_Partition = struct_type(ApiKey.Fetch, "response", "FetchableTopicResponse", "PartitionData")
-_AbortedTxn = struct_type(
-    ApiKey.Fetch, "response", "FetchableTopicResponse", "PartitionData", "AbortedTransaction"
-)
-_BATCH_LENGTH = struct.Struct(">i")
-_BATCH_LENGTH_OFFSET = 8
-_BATCH_OVERHEAD = 12
 READ_COMMITTED = 1
 FINAL_EPOCH = -1
 INITIAL_EPOCH = 0
+_NO_RECORDS = b""
 
 
 @dataclass
@@ -57,62 +54,39 @@ class PartitionRead:
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
-    records: bytes = b""
-    aborted_transactions: list[Any] | None = None
+    records: bytes | FileRegion = _NO_RECORDS
+    next_offset: int = -1  # the offset after the last batch in `records`
+    aborted_transactions: list[tuple[int, int]] | None = None
+
+    def drop_records(self) -> None:
+        if isinstance(self.records, FileRegion):
+            self.records.close()
+        self.records = _NO_RECORDS
 
     def collect_aborted_transactions(self, partition: Partition, fetch_offset: int) -> None:
         """The aborted transactions overlapping the records read (read_committed only)."""
         self.aborted_transactions = []
         if not self.records:
             return
-        upper_bound = offset_after_batches(self.records)
         try:
-            aborted = partition.log.collect_aborted_txns(fetch_offset, upper_bound)
+            aborted = partition.log.collect_aborted_txns(fetch_offset, self.next_offset)
         except OSError:  # the log went offline reading its transaction index
             self.error = ErrorCode.KAFKA_STORAGE_ERROR
-            self.records = b""
+            self.drop_records()
             self.aborted_transactions = None
             return
-        self.aborted_transactions = [
-            _AbortedTxn(producer_id=txn.producer_id, first_offset=txn.first_offset)
-            for txn in aborted
-        ]
+        self.aborted_transactions = [(txn.producer_id, txn.first_offset) for txn in aborted]
 
-    def entry(self) -> Any:
-        return _Partition(
-            partition_index=self.index,
-            error_code=self.error,
-            high_watermark=self.high_watermark,
-            last_stable_offset=self.last_stable_offset,
-            log_start_offset=self.log_start_offset,
-            aborted_transactions=self.aborted_transactions,
-            preferred_read_replica=-1,
-            records=self.records,
+    def fetched(self) -> FetchedPartition:
+        return FetchedPartition(
+            self.index,
+            self.error,
+            self.high_watermark,
+            self.last_stable_offset,
+            self.log_start_offset,
+            self.aborted_transactions,
+            self.records,
         )
-
-
-def whole_batches_within(data: bytes, limit: int) -> bytes:
-    """The longest prefix of `data` made of whole batches that fits in `limit` bytes."""
-    end = 0
-    while end + _BATCH_OVERHEAD <= len(data):
-        (length,) = _BATCH_LENGTH.unpack_from(data, end + _BATCH_LENGTH_OFFSET)
-        next_end = end + _BATCH_OVERHEAD + length
-        if next_end > limit:
-            break
-        end = next_end
-    return data[:end]
-
-
-def offset_after_batches(data: bytes) -> int:
-    """The offset after the last whole batch in `data` (header fields only)."""
-    start = 0
-    while True:
-        (length,) = _BATCH_LENGTH.unpack_from(data, start + _BATCH_LENGTH_OFFSET)
-        next_start = start + _BATCH_OVERHEAD + length
-        if next_start >= len(data):
-            break
-        start = next_start
-    return BatchHeader.parse(data, start).last_offset + 1
 
 
 def _read_partition(
@@ -143,14 +117,15 @@ def _read_partition(
         return result
     limit = min(wanted.partition_max_bytes, budget) if budget > 0 else 0
     try:
-        data = log.read(wanted.fetch_offset, max(limit, 1), upper)
+        found = log.read_batches(wanted.fetch_offset, max(limit, 1), upper)
     except OffsetOutOfRange:
         result.error = ErrorCode.OFFSET_OUT_OF_RANGE
         return result
     except OSError:  # the log went offline reading it
         result.error = ErrorCode.KAFKA_STORAGE_ERROR
         return result
-    result.records = data
+    if found is not None:
+        result.records, result.next_offset = found.records, found.next_offset
     return result
 
 
@@ -163,7 +138,9 @@ def _collect(ctx: RequestContext, request: Any) -> tuple[list[PartitionRead], in
         for wanted in topic.partitions:
             read = _read_partition(ctx, topic.topic, wanted, remaining, read_committed)
             if total > 0 and len(read.records) > remaining:
-                read.records = whole_batches_within(read.records, remaining)
+                # Only a first batch larger than the budget (KIP-74) goes past it, and only the
+                # first partition with data may have one.
+                read.drop_records()
             partition = ctx.broker.cluster.partition(topic.topic, wanted.partition)
             if read_committed and read.error == ErrorCode.NO_ERROR and partition is not None:
                 read.collect_aborted_transactions(partition, wanted.fetch_offset)
@@ -211,21 +188,36 @@ async def _long_poll(ctx: RequestContext, request: Any) -> list[PartitionRead]:
         remaining = deadline - loop.time()
         if total >= request.min_bytes or has_error or remaining <= 0 or not partitions:
             return reads
+        for read in reads:
+            read.drop_records()
         await _wait_for_append(partitions, remaining)
 
 
-def _response(ctx: RequestContext, error: ErrorCode, reads: list[PartitionRead]) -> Any:
-    topics: dict[str, list[Any]] = {}
+def _response(ctx: RequestContext, error: ErrorCode, reads: list[PartitionRead]) -> EncodedFrame:
+    topics: dict[str, list[FetchedPartition]] = {}
     for read in reads:
-        topics.setdefault(read.topic, []).append(read.entry())
-    return new_response(
-        ApiKey.Fetch,
-        ctx.api_version,
-        throttle_time_ms=0,
-        error_code=error,
-        session_id=0,
-        responses=[_Topic(topic=name, partitions=entries) for name, entries in topics.items()],
-    )
+        topics.setdefault(read.topic, []).append(read.fetched())
+    fetched = list(topics.items())
+
+    def message() -> Any:
+        with_bytes = [
+            (name, [replace(p, records=_bytes_of(p.records)) for p in partitions])
+            for name, partitions in fetched
+        ]
+        return fetch_response_message(ctx.api_version, error, with_bytes)
+
+    parts = encode_fetch_response(ctx.api_version, ctx.header.correlation_id, error, fetched)
+    return EncodedFrame(parts, message)
+
+
+def _bytes_of(records: object) -> bytes:
+    if isinstance(records, FileRegion):
+        try:
+            return records.read()
+        finally:
+            records.close()
+    assert isinstance(records, bytes)
+    return records
 
 
 def _session_error(request: Any) -> ErrorCode | None:
@@ -237,7 +229,7 @@ def _session_error(request: Any) -> ErrorCode | None:
 
 
 @handles(ApiKey.Fetch, 4, 12)
-async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
+async def handle_fetch(ctx: RequestContext, request: Any) -> EncodedFrame:
     session_error = _session_error(request)
     if session_error is not None:
         return _response(ctx, session_error, [])

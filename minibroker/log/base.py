@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Protocol
 
 from minibroker.records.batch import WritableBuffer
 
+from .blob import FileRegion
 from .config import LogConfig
 from .txnindex import AbortedTxn
 
@@ -23,6 +25,24 @@ class LogOfflineError(OSError):
     """The partition's storage failed (full disk, read-only or failing device): like a log
     directory Kafka marks offline, it refuses reads and writes until the broker restarts and
     recovers it. Handlers answer KAFKA_STORAGE_ERROR."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBatches:
+    """Whole stored batches as a read found them: their bytes (still in the file, for a file
+    log) and the offset that follows the last of them."""
+
+    records: bytes | FileRegion
+    next_offset: int
+
+    def data(self) -> bytes:
+        """The bytes themselves, read now (the region is consumed and closed)."""
+        if isinstance(self.records, bytes):
+            return self.records
+        try:
+            return self.records.read()
+        finally:
+            self.records.close()
 
 
 class PartitionLog(Protocol):
@@ -54,6 +74,12 @@ class PartitionLog(Protocol):
         segment; never a batch whose base offset is >= upper_offset (default: log end).
         b"" when `offset` >= upper_offset (e.g. at the log end or high watermark).
         Raises OffsetOutOfRange outside [log_start_offset, log_end_offset]."""
+        ...
+
+    def read_batches(
+        self, offset: int, max_bytes: int, upper_offset: int | None = None
+    ) -> StoredBatches | None:
+        """What `read` returns, without reading it (None instead of b""): for Fetch."""
         ...
 
     def batch_for_timestamp(self, timestamp: int) -> bytes | None:

@@ -21,6 +21,11 @@ class Blob(Protocol):
 
     def read_at(self, length: int, position: int) -> bytes: ...
 
+    def region(self, position: int, length: int) -> bytes | FileRegion:
+        """`length` bytes from `position`, to be sent as they are: a FileRegion where the bytes
+        are in a file (nothing is read now), else a copy."""
+        ...
+
     def truncate(self, size: int) -> None: ...
 
     def flush(self) -> None: ...
@@ -43,7 +48,10 @@ class MemoryBlob:
         self._data[position : position + len(data)] = data
 
     def read_at(self, length: int, position: int) -> bytes:
-        return bytes(self._data[position : position + length])
+        return bytes(memoryview(self._data)[position : position + length])
+
+    def region(self, position: int, length: int) -> bytes:
+        return self.read_at(length, position)
 
     def truncate(self, size: int) -> None:
         del self._data[size:]
@@ -139,6 +147,9 @@ class FileBlob:
             return b""
         return os.pread(self._pool.fd(self._key), length, position)
 
+    def region(self, position: int, length: int) -> FileRegion:
+        return FileRegion(os.dup(self._pool.fd(self._key)), position, length)
+
     def truncate(self, size: int) -> None:
         os.ftruncate(self._pool.fd(self._key), size)
         self._size = size
@@ -157,3 +168,44 @@ class FileBlob:
         self.path.rename(path)
         self.path = path
         self._key = str(path)
+
+
+class FileRegion:
+    """Bytes of a file still on disk, for a response that sends them as they are (sendfile).
+
+    It owns a duplicate of the file's descriptor, so the pool may close its own and retention
+    may delete the file before the region is sent (the data stays readable, as with Kafka's
+    FileRecords). `close()` releases it; a region dropped unsent releases it when collected.
+    """
+
+    __slots__ = ("fd", "position", "remaining")
+
+    def __init__(self, fd: int, position: int, length: int) -> None:
+        self.fd = fd
+        self.position = position
+        self.remaining = length
+
+    def __len__(self) -> int:
+        return self.remaining
+
+    def advance(self, sent: int) -> None:
+        self.position += sent
+        self.remaining -= sent
+
+    def read(self, max_bytes: int | None = None) -> bytes:
+        """Up to `max_bytes` (default: all) of the region from its current position, which moves
+        past them. Raises OSError if the file is shorter than the region (truncated meanwhile)."""
+        length = self.remaining if max_bytes is None else min(max_bytes, self.remaining)
+        data = os.pread(self.fd, length, self.position) if length > 0 else b""
+        if len(data) < length:
+            raise OSError(f"file region ends {length - len(data)} bytes early")
+        self.advance(length)
+        return data
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        self.close()

@@ -141,6 +141,13 @@ class OffsetIndex(_EntryFile):
         slot = _first_slot(self.entries, lambda slot: self.entry(slot)[0] > offset) - 1
         return self.entry(slot)[1]
 
+    def position_at_or_before(self, position: int) -> int:
+        """The largest indexed batch position <= `position` (else 0)."""
+        if position >= self.last_position:
+            return self.last_position
+        slot = _first_slot(self.entries, lambda slot: self._raw_entry(slot)[1] > position) - 1
+        return self._raw_entry(slot)[1] if slot >= 0 else 0
+
     def truncate_to(self, offset: int) -> None:
         """Drop every entry whose offset is >= `offset`."""
         self._keep_entries(_first_slot(self.entries, lambda slot: self.entry(slot)[0] >= offset))

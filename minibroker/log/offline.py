@@ -14,7 +14,7 @@ from typing import NoReturn
 
 from minibroker.records.batch import WritableBuffer
 
-from .base import LogOfflineError
+from .base import LogOfflineError, StoredBatches
 from .config import LogConfig
 from .txnindex import AbortedTxn
 
@@ -61,6 +61,11 @@ class OfflinePartitionLog:
         self._refuse()
 
     def read(self, offset: int, max_bytes: int, upper_offset: int | None = None) -> bytes:
+        self._refuse()
+
+    def read_batches(
+        self, offset: int, max_bytes: int, upper_offset: int | None = None
+    ) -> StoredBatches | None:
         self._refuse()
 
     def batch_for_timestamp(self, timestamp: int) -> bytes | None:

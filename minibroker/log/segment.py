@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from minibroker.records.batch import HEADER_SIZE, LOG_OVERHEAD, NO_TIMESTAMP, BatchHeader
 
+from .base import StoredBatches
 from .batch import (
     batch_is_valid,
     header_is_plausible,
@@ -164,24 +165,65 @@ class LogSegment:
                 return position
         return None
 
-    def read(self, offset: int, max_bytes: int, upper_offset: int) -> bytes:
+    def read(self, offset: int, max_bytes: int, upper_offset: int) -> StoredBatches | None:
         """Whole batches from the one holding `offset`: at least one, then while within max_bytes;
-        none whose base offset is >= upper_offset."""
-        position = self.position_of(offset)
-        if position is None:
-            return b""
-        chunk = self.log.read_at(min(max(max_bytes, HEADER_SIZE), self.size - position), position)
-        end = 0
-        while end + LOG_OVERHEAD <= len(chunk):
-            base_offset, size = offset_and_size(chunk, end)
-            if base_offset >= upper_offset:
-                break
-            if end + size > len(chunk):
-                if end == 0:
-                    return self.log.read_at(size, position)
-                break
-            end += size
-        return chunk if end == len(chunk) else chunk[:end]
+        none whose base offset is >= upper_offset. Their bounds come from the offset index and
+        a few batch headers; the bytes themselves are not read (a FileRegion for a file)."""
+        start = self.position_of(offset)
+        if start is None:
+            return None
+        first_base_offset, first_size = self._offset_and_size_at(start)
+        if first_base_offset >= upper_offset:
+            return None
+        stop = start + max(max_bytes, first_size)
+        if upper_offset < self.next_offset:
+            stop = min(stop, self._position_of_first_batch_from(upper_offset))
+        if stop >= self.size:
+            end, next_offset = self.size, self.next_offset
+        else:
+            end, next_offset = self._last_boundary_within(start, stop)
+        return StoredBatches(self.log.region(start, end - start), next_offset)
+
+    def _offset_and_size_at(self, position: int) -> tuple[int, int]:
+        return next(self._offsets_and_sizes(position))[1:]
+
+    def _offsets_and_sizes(self, start: int) -> Iterator[tuple[int, int, int]]:
+        """(position, base offset, size) of each batch from `start`, from their first 12 bytes
+        only (the lighter walk reads use; iter_headers checks whole headers)."""
+        end = self.log.size
+        position = start
+        chunk, chunk_start = b"", start
+        while position < end:
+            relative = position - chunk_start
+            if relative + LOG_OVERHEAD > len(chunk):
+                chunk = self.log.read_at(min(_SCAN_CHUNK, end - position), position)
+                chunk_start, relative = position, 0
+            if relative + LOG_OVERHEAD > len(chunk):
+                raise CorruptSegmentError(f"torn batch header at position {position}")
+            base_offset, size = offset_and_size(chunk, relative)
+            if size < HEADER_SIZE:
+                raise CorruptSegmentError(f"no valid batch at position {position}")
+            yield position, base_offset, size
+            position += size
+
+    def _position_of_first_batch_from(self, offset: int) -> int:
+        """Position of the first batch whose base offset is >= `offset` (else the size)."""
+        for position, base_offset, _size in self._offsets_and_sizes(
+            self.offset_index.lookup(offset)
+        ):
+            if base_offset >= offset:
+                return position
+        return self.size
+
+    def _last_boundary_within(self, start: int, stop: int) -> tuple[int, int]:
+        """(position, base offset) of the first batch after `start` that does not end by `stop`
+        (< size), walking from the indexed batch nearest below `stop`: the end of a read and
+        the offset that follows it."""
+        walk_from = max(start, self.offset_index.position_at_or_before(stop))
+        for position, base_offset, size in self._offsets_and_sizes(walk_from):
+            if position + size > stop:
+                return position, base_offset
+        raise CorruptSegmentError(f"no batch ends after position {stop}")
 
     def read_batch_at(self, position: int, header: BatchHeader) -> bytes:
         return self.log.read_at(header.size, position)

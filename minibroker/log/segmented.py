@@ -17,7 +17,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from minibroker.records.batch import WritableBuffer
 
-from .base import LogOfflineError, OffsetOutOfRange, RecordBatchTooLarge
+from .base import LogOfflineError, OffsetOutOfRange, RecordBatchTooLarge, StoredBatches
 from .batch import parse_header, stamp
 from .config import LogConfig
 from .segment import LogSegment
@@ -153,6 +153,18 @@ class SegmentedLog(ABC):
 
     @storage_operation
     def read(self, offset: int, max_bytes: int, upper_offset: int | None = None) -> bytes:
+        found = self._read_batches(offset, max_bytes, upper_offset)
+        return b"" if found is None else found.data()
+
+    @storage_operation
+    def read_batches(
+        self, offset: int, max_bytes: int, upper_offset: int | None = None
+    ) -> StoredBatches | None:
+        return self._read_batches(offset, max_bytes, upper_offset)
+
+    def _read_batches(
+        self, offset: int, max_bytes: int, upper_offset: int | None
+    ) -> StoredBatches | None:
         end = self.log_end_offset
         if offset < self._log_start_offset or offset > end:
             raise OffsetOutOfRange(
@@ -163,10 +175,10 @@ class SegmentedLog(ABC):
         for segment in self._segments[self._segment_index_for(offset) :]:
             if offset >= upper or segment.base_offset >= upper:
                 break
-            data = segment.read(offset, max_bytes, upper)
-            if data:
-                return data
-        return b""
+            found = segment.read(offset, max_bytes, upper)
+            if found is not None:
+                return found
+        return None
 
     @storage_operation
     def batch_for_timestamp(self, timestamp: int) -> bytes | None:

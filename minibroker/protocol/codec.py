@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import struct
+from collections.abc import Callable, Sized
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,20 @@ class RequestHeader:
     api_version: int
     correlation_id: int
     client_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedFrame:
+    """A response frame a handler framed itself (where profiling showed the codec's copies
+    were in the way): bytes parts, and parts such as file regions that the connection sends
+    as they are. Written in order, they are the whole frame, size prefix included.
+
+    `message()` builds the same response as a codec message instead (reading what the parts
+    refer to), for the rare paths that edit a response, such as test clusters' per-partition
+    errors; the parts are not to be written after that."""
+
+    parts: list[bytes | Sized]
+    message: Callable[[], Any]
 
 
 # The packages defining the messages, imported here rather than through kafka-python's own

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from minibroker.handlers.registry import REGISTRY
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import (
+    EncodedFrame,
     MalformedRequest,
     decode_body,
     decode_header,
@@ -89,7 +90,7 @@ class SaslAuthenticator:
         """The last answer written ends the connection."""
         return self.state is SaslState.FAILED
 
-    async def receive(self, frame: bytes, client_host: str = "") -> bytearray | None:
+    async def receive(self, frame: bytes, client_host: str = "") -> bytearray | EncodedFrame | None:
         """The answer to one frame; raises MalformedRequest to close without answering."""
         if self.state is SaslState.COMPLETE:
             return await dispatch(self._broker, frame, self._listener, client_host)
@@ -103,7 +104,9 @@ class SaslAuthenticator:
         self.state = SaslState.FAILED
         return MalformedRequest(reason)
 
-    async def _handshake_phase(self, frame: bytes, client_host: str) -> bytearray | None:
+    async def _handshake_phase(
+        self, frame: bytes, client_host: str
+    ) -> bytearray | EncodedFrame | None:
         view = memoryview(frame)
         api_key, api_version, _ = peek_key_version_correlation(view)
         if api_key == ApiKey.ApiVersions:

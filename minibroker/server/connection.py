@@ -4,8 +4,9 @@ It only moves bytes: received bytes land in the frame decoder's own buffers (a
 `BufferedProtocol`, so a request is copied once, from the kernel), frames go to `dispatch`,
 each in its own task so that a long-polling Fetch does not block the requests behind it
 (a frame's buffer is reused once its request is answered), and responses are written
-strictly in request order (clients pair responses with their oldest in-flight request). A
-bounded number of requests may be in flight; past that, frames already received stay
+strictly in request order (clients pair responses with their oldest in-flight request) by a
+`ResponseWriter`, which follows the transport's flow control. A bounded number of requests
+may be in flight or answered but not yet written; past that, frames already received stay
 buffered and reading pauses until responses drain; the same happens while the requests
 being handled on all connections hold `queued.max.request.bytes`. A new connection first
 claims a slot from the broker's `ConnectionQuotas` (closed at once, or not read from until a
@@ -22,11 +23,12 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, cast
 
-from minibroker.protocol.codec import MalformedRequest
+from minibroker.protocol.codec import EncodedFrame, MalformedRequest
 from minibroker.server.authenticator import SaslAuthenticator
 from minibroker.server.dispatch import dispatch
 from minibroker.server.framing import FrameDecoder, FramingError
 from minibroker.server.quotas import Admission, Slot
+from minibroker.server.writer import ResponseWriter
 
 if TYPE_CHECKING:
     from minibroker.config import Listener
@@ -42,8 +44,11 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._broker = broker
         self._listener = listener
         self._decoder = FrameDecoder(broker.config.get_int("socket.request.max.bytes"))
-        self._in_flight: deque[tuple[asyncio.Task[bytearray | None], memoryview]] = deque()
+        self._in_flight: deque[tuple[asyncio.Task[bytearray | EncodedFrame | None], memoryview]] = (
+            deque()
+        )
         self._transport: asyncio.Transport | None = None
+        self._writer: ResponseWriter | None = None
         self._reading_paused = False
         self._closed = False
         self._client_host = ""
@@ -59,6 +64,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it.
         self._transport = cast(asyncio.Transport, transport)
+        self._writer = ResponseWriter(self._transport, self._start_buffered_frames, self.abort)
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and peer:
             self._client_host = f"/{peer[0]}"
@@ -93,6 +99,16 @@ class BrokerConnection(asyncio.BufferedProtocol):
         held = sum(len(frame) for _task, frame in self._in_flight)
         self._in_flight.clear()
         self._broker.quotas.release_request_bytes(held)
+        if self._writer is not None:
+            self._writer.close()
+
+    def pause_writing(self) -> None:
+        if self._writer is not None:
+            self._writer.pause()
+
+    def resume_writing(self) -> None:
+        if self._writer is not None:
+            self._writer.resume()
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._decoder.get_buffer()
@@ -105,7 +121,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         try:
             while (
                 not self._closed
-                and len(self._in_flight) < MAX_IN_FLIGHT_REQUESTS
+                and self._unwritten < MAX_IN_FLIGHT_REQUESTS
                 and self._may_start_request()
                 and (frame := self._decoder.next_frame()) is not None
             ):
@@ -133,13 +149,19 @@ class BrokerConnection(asyncio.BufferedProtocol):
         pause = (
             self._waiting_for_slot
             or self._waiting_for_request_bytes
-            or len(self._in_flight) >= MAX_IN_FLIGHT_REQUESTS
+            or self._unwritten >= MAX_IN_FLIGHT_REQUESTS
         )
         if pause and not self._reading_paused:
             self._transport.pause_reading()
         elif not pause and self._reading_paused:
             self._transport.resume_reading()
         self._reading_paused = pause
+
+    @property
+    def _unwritten(self) -> int:
+        """Requests in flight, and answers not yet handed to the transport."""
+        queued = self._writer.queued_frames if self._writer is not None else 0
+        return len(self._in_flight) + queued
 
     def _start(self, frame: memoryview) -> None:
         self._last_active = time.monotonic()
@@ -165,8 +187,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
                 return
             self._decoder.recycle(frame)
             response = task.result()
-            if response is not None and self._transport is not None and not self._closed:
-                self._transport.write(response)
+            if response is not None and self._writer is not None and not self._closed:
+                self._writer.write(response)
                 self._last_active = time.monotonic()
             if self._authenticator is not None and self._authenticator.failed:
                 self._close_after_failed_authentication()
@@ -192,7 +214,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     @property
     def idle(self) -> bool:
-        return not self._in_flight
+        return not self._unwritten
 
     @property
     def in_flight(self) -> int:
@@ -200,7 +222,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def idle_seconds(self, now: float) -> float:
         """Time since the last whole request or response; 0 while requests are in flight."""
-        return 0.0 if self._in_flight else now - self._last_active
+        return 0.0 if self._unwritten else now - self._last_active
 
     def close(self) -> None:
         if self._transport is not None and not self._closed:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from minibroker.handlers.registry import REGISTRY, Handler
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import (
+    EncodedFrame,
     MalformedRequest,
     RequestHeader,
     decode_body,
@@ -76,7 +77,7 @@ async def dispatch(
     frame: bytes | bytearray | memoryview,
     listener: Listener,
     client_host: str = "",
-) -> bytearray | None:
+) -> bytearray | EncodedFrame | None:
     """The response frame, None when the request expects none (acks=0 Produce).
 
     Raises MalformedRequest when the connection must be closed.
@@ -113,6 +114,8 @@ async def dispatch(
         return _error_frame(api_key, api_version, correlation_id)
     if response is None or (api_key == ApiKey.Produce and request.acks == 0):
         return None
+    if isinstance(response, EncodedFrame):
+        return response
     return encode_response(api_key, api_version, correlation_id, response)
 
 
@@ -145,6 +148,8 @@ async def _handled(
     api_key, api_version = context.header.api_key, context.api_version
     rest = without_entries(api_key, api_version, request, entry_errors)
     handled = None if rest is None else await handler(context, rest)
+    if isinstance(handled, EncodedFrame):
+        handled = handled.message()
     return with_entry_errors(api_key, api_version, request, handled, entry_errors)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -25,12 +25,13 @@ class ThreadedBroker:
         settings: Mapping[str, str] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        loop_factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop,
     ) -> None:
         self._data_dir = data_dir
         self._settings = dict(settings or {})
         self._host = host
         self._port = port
-        self._loop = asyncio.new_event_loop()
+        self._loop = loop_factory()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self.broker: Broker | None = None
 

@@ -1,0 +1,122 @@
+"""Response frames to the transport, in order, with flow control and no copies of stored bytes.
+
+Bytes parts go through the transport. A file region (the records of a Fetch response, still in
+their segment file) goes from the file to the socket with `sendfile` whenever nothing is queued
+in the transport ahead of it on a plain TCP connection (uvloop's loop has no `sendfile`, so the
+socket is written directly, which is safe while the transport holds nothing). When the socket
+is full, or on TLS, the next chunk of the region is read into the transport instead.
+
+The transport's write buffer limits are (1, 0): it pauses the writer as soon as it holds
+anything (asyncio's TLS transport pauses at >= high, the others at > high; at 0 the TLS one
+would flip-flop) and resumes it once drained. So at most one chunk per connection sits in
+memory, and frames wait here as encoded fields and file regions, never as copies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections import deque
+from collections.abc import Callable, Sized
+
+from minibroker.log.blob import FileRegion
+from minibroker.protocol.codec import EncodedFrame
+
+READ_CHUNK = 256 * 1024
+
+
+def _sendfile_socket(transport: asyncio.Transport) -> int | None:
+    """The descriptor of the transport's socket when regions may be sent straight to it."""
+    if transport.get_extra_info("sslcontext") is not None:
+        return None
+    sock = transport.get_extra_info("socket")
+    if sock is None or sock.type != socket.SOCK_STREAM:
+        return None
+    fd = sock.fileno()
+    return fd if isinstance(fd, int) and fd >= 0 else None
+
+
+class ResponseWriter:
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        on_frame_written: Callable[[], None],
+        on_error: Callable[[str], None],
+    ) -> None:
+        self._transport = transport
+        self._on_frame_written = on_frame_written
+        self._on_error = on_error
+        self._frames: deque[deque[bytes | bytearray | Sized]] = deque()
+        self._paused = False
+        self._closed = False
+        self._socket_fd = _sendfile_socket(transport)
+        transport.set_write_buffer_limits(high=1, low=0)
+
+    @property
+    def queued_frames(self) -> int:
+        """Frames not yet wholly handed to the transport."""
+        return len(self._frames)
+
+    def write(self, frame: bytearray | EncodedFrame) -> None:
+        if self._closed:
+            _release(frame.parts if isinstance(frame, EncodedFrame) else [])
+            return
+        parts = frame.parts if isinstance(frame, EncodedFrame) else [frame]
+        self._frames.append(deque(parts))
+        self._pump()
+
+    def pause(self) -> None:
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+        self._pump()
+
+    def close(self) -> None:
+        """Drop what is still queued (the connection is gone)."""
+        self._closed = True
+        while self._frames:
+            _release(self._frames.popleft())
+
+    def _pump(self) -> None:
+        try:
+            while self._frames and not self._paused and not self._closed:
+                parts = self._frames[0]
+                if parts:
+                    self._write_part(parts)
+                else:
+                    self._frames.popleft()
+                    self._on_frame_written()
+        except OSError as exc:  # the peer went away, or a segment file failed
+            self._on_error(f"writing a response failed: {exc}")
+
+    def _write_part(self, parts: deque[bytes | bytearray | Sized]) -> None:
+        part = parts[0]
+        if not isinstance(part, FileRegion):
+            parts.popleft()
+            self._transport.write(part)  # type: ignore[arg-type]
+        elif part.remaining == 0:
+            parts.popleft()
+            part.close()
+        elif not self._sendfile(part):
+            self._transport.write(part.read(READ_CHUNK))
+
+    def _sendfile(self, region: FileRegion) -> bool:
+        """Send what the socket takes now; False when it takes nothing or may not be used."""
+        if self._socket_fd is None or self._transport.get_write_buffer_size():
+            return False
+        try:
+            sent = os.sendfile(self._socket_fd, region.fd, region.position, region.remaining)
+        except BlockingIOError:
+            return False
+        if sent == 0:
+            raise OSError(f"file region ends {region.remaining} bytes early")
+        region.advance(sent)
+        return True
+
+
+def _release(parts: deque[bytes | bytearray | Sized] | list[bytes | Sized]) -> None:
+    for part in parts:
+        if isinstance(part, FileRegion):
+            part.close()
