@@ -11,9 +11,14 @@ import time
 from typing import Any
 
 import jobio
+import kafka
 from jobio import Deadline, Job, Result, b64, headers_in, headers_out, unb64
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError
+
+# kafka-python 2's KafkaAdminClient takes NewTopic/NewPartitions objects, raises on per-topic
+# errors, returns protocol responses, only has the legacy AlterConfigs and no ListOffsets.
+KAFKA_PYTHON_2 = kafka.__version__.startswith("2.")
 
 ACKS: dict[str, Any] = {"all": "all", "1": 1, "0": 0}
 TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
@@ -110,13 +115,8 @@ def start_position(consumer: Any, partitions: list[TopicPartition], start: Any) 
 
 
 def assign_partitions(consumer: Any, job: Job, deadline: Deadline) -> None:
-    wanted = job.get("partitions")
-    found: set[int] = set()
-    while not found and not deadline.expired():
-        found = consumer.partitions_for_topic(job["topic"]) or set()
-    if not found:
-        raise TimeoutError(f"no metadata for topic {job['topic']!r}")
-    partitions = [TopicPartition(job["topic"], p) for p in sorted(wanted or found)]
+    found = topic_partitions(consumer, job["topic"], deadline)
+    partitions = [TopicPartition(job["topic"], p) for p in sorted(job.get("partitions") or found)]
     consumer.assign(partitions)
     start_position(consumer, partitions, job.get("from", "earliest"))
 
@@ -165,7 +165,7 @@ def consume(job: Job) -> Result:
     return {"ok": True, "records": records, "timed_out": len(records) < job["count"]}
 
 
-# --- admin (kafka-python 3's KafkaAdminClient; 2.x's differs and is not used) ---
+# --- admin (KafkaAdminClient; where 2.x's calls differ from 3.x's, the 2.x branch is named) ---
 
 
 def admin_for(job: Job) -> Any:
@@ -231,11 +231,15 @@ def either(entry: dict[str, Any], name_3x: str, name_2x: str) -> Any:
 
 
 def answer_error_codes(response: Any) -> list[int]:
-    """kafka-python's admin returns dicts for some calls and response objects for others
-    (create_partitions)."""
+    """kafka-python 3's admin returns dicts for some calls and response objects for others
+    (create_partitions); 2.x returns the protocol response, (topic, error_code, ...) tuples."""
     if isinstance(response, dict):
         return [answer["error_code"] for answer in response["topics"]]
-    return [answer.error_code for answer in response.results]
+    if hasattr(response, "results"):
+        return [answer.error_code for answer in response.results]
+    if hasattr(response, "topic_errors"):
+        return [answer[1] for answer in response.topic_errors]
+    return [answer[1] for answer in response.topic_error_codes]
 
 
 def per_name(names: list[str], call: Any) -> list[dict[str, Any]]:
@@ -259,6 +263,8 @@ def create_topics(job: Job) -> Result:
 
     def create(name: str) -> Any:
         spec = specs[name]
+        if KAFKA_PYTHON_2:
+            return admin.create_topics([new_topic_2x(spec)])
         options = {
             "num_partitions": spec.get("partitions") or -1,
             "replication_factor": spec.get("replication_factor") or -1,
@@ -272,12 +278,27 @@ def create_topics(job: Job) -> Result:
         admin.close()
 
 
+def new_topic_2x(spec: dict[str, Any]) -> Any:
+    from kafka.admin import NewTopic
+
+    return NewTopic(
+        spec["name"],
+        spec.get("partitions") or -1,
+        spec.get("replication_factor") or -1,
+        topic_configs=spec.get("configs") or {},
+    )
+
+
 def delete_topics(job: Job) -> Result:
     admin = admin_for(job)
+
+    def delete(name: str) -> Any:
+        if KAFKA_PYTHON_2:
+            return admin.delete_topics([name])
+        return admin.delete_topics([name], raise_errors=False)
+
     try:
-        items = per_name(
-            job["topics"], lambda name: admin.delete_topics([name], raise_errors=False)
-        )
+        items = per_name(job["topics"], delete)
     finally:
         admin.close()
     return {"ok": True, "topics": items}
@@ -286,11 +307,16 @@ def delete_topics(job: Job) -> Result:
 def create_partitions(job: Job) -> Result:
     counts = {spec["name"]: spec["count"] for spec in job["topics"]}
     admin = admin_for(job)
+
+    def grow(name: str) -> Any:
+        if KAFKA_PYTHON_2:
+            from kafka.admin import NewPartitions
+
+            return admin.create_partitions({name: NewPartitions(counts[name])})
+        return admin.create_partitions({name: counts[name]}, raise_errors=False)
+
     try:
-        items = per_name(
-            list(counts),
-            lambda name: admin.create_partitions({name: counts[name]}, raise_errors=False),
-        )
+        items = per_name(list(counts), grow)
     finally:
         admin.close()
     return {"ok": True, "topics": items}
@@ -303,6 +329,8 @@ def config_resource(spec: dict[str, Any], configs: Any = None) -> Any:
 
 
 def describe_configs(job: Job) -> Result:
+    if KAFKA_PYTHON_2:
+        return describe_configs_2x(job)
     admin = admin_for(job)
     items = []
     try:
@@ -329,7 +357,60 @@ def describe_configs(job: Job) -> Result:
     return {"ok": True, "resources": items}
 
 
+def describe_configs_2x(job: Job) -> Result:
+    """One DescribeConfigs per resource; its answer is the protocol response (v1+ entries
+    carry config_source, v0's is_default)."""
+    admin = admin_for(job)
+    items = []
+    try:
+        for spec in job["resources"]:
+            item: dict[str, Any] = {"type": spec["type"], "name": spec["name"], "configs": {}}
+            try:
+                (response,) = admin.describe_configs([config_resource(spec)])
+                (answer,) = response.to_object()["resources"]
+                item.update(error_fields(answer["error_code"]))
+                item["configs"] = {
+                    entry["config_names"]: {
+                        "value": entry["config_value"],
+                        "source": entry.get("config_source", -1),
+                        "read_only": entry["read_only"],
+                        "sensitive": entry["is_sensitive"],
+                    }
+                    for entry in answer["config_entries"]
+                }
+            except KafkaError as exc:
+                item.update(exception_fields(exc))
+            items.append(item)
+    finally:
+        admin.close()
+    return {"ok": True, "resources": items}
+
+
+def alter_configs_2x(job: Job) -> Result:
+    """kafka-python 2 sends the legacy AlterConfigs, which replaces the resource's dynamic
+    configs with `set`; `delete` is refused."""
+    admin = admin_for(job)
+    items = []
+    try:
+        for spec in job["resources"]:
+            if spec.get("delete"):
+                raise ValueError("kafka-python 2's AlterConfigs cannot delete a single config")
+            item: dict[str, Any] = {"type": spec["type"], "name": spec["name"]}
+            try:
+                response = admin.alter_configs([config_resource(spec, spec.get("set", {}))])
+                (answer,) = response.resources
+                item.update(error_fields(answer[0]))
+            except KafkaError as exc:
+                item.update(exception_fields(exc))
+            items.append(item)
+    finally:
+        admin.close()
+    return {"ok": True, "resources": items}
+
+
 def alter_configs(job: Job) -> Result:
+    if KAFKA_PYTHON_2:
+        return alter_configs_2x(job)
     from kafka.admin import AlterConfigOp
 
     admin = admin_for(job)
@@ -380,7 +461,52 @@ def job_partitions(admin: Any, job: Job) -> list[int]:
     return sorted(p["partition_index"] for p in topic["partitions"])
 
 
+def list_offsets_2x(job: Job) -> Result:
+    """The consumer's beginning_offsets / end_offsets / offsets_for_times (2.x's admin has no
+    ListOffsets); no max_timestamp, the isolation level is the consumer's."""
+    deadline = Deadline(job)
+    consumer = KafkaConsumer(
+        bootstrap_servers=job["bootstrap"],
+        isolation_level=job.get("isolation", "read_uncommitted"),
+        **extra_config(job),
+    )
+    try:
+        numbers = job.get("partitions") or topic_partitions(consumer, job["topic"], deadline)
+        partitions = [TopicPartition(job["topic"], p) for p in numbers]
+        spec = job["spec"]
+        found: dict[Any, tuple[int, int]]
+        if spec == "earliest":
+            found = {tp: (o, -1) for tp, o in consumer.beginning_offsets(partitions).items()}
+        elif spec == "latest":
+            found = {tp: (o, -1) for tp, o in consumer.end_offsets(partitions).items()}
+        else:
+            by_time = consumer.offsets_for_times({tp: int(spec) for tp in partitions})
+            found = {
+                tp: (-1, -1) if answer is None else (answer.offset, answer.timestamp)
+                for tp, answer in by_time.items()
+            }
+    finally:
+        consumer.close(autocommit=False)
+    offsets = [
+        {"partition": tp.partition, "offset": found[tp][0], "timestamp": found[tp][1]}
+        | {"error": None, "error_name": None}
+        for tp in partitions
+    ]
+    return {"ok": True, "offsets": offsets}
+
+
+def topic_partitions(consumer: Any, topic: str, deadline: Deadline) -> list[int]:
+    found: set[int] = set()
+    while not found and not deadline.expired():
+        found = consumer.partitions_for_topic(topic) or set()
+    if not found:
+        raise TimeoutError(f"no metadata for topic {topic!r}")
+    return sorted(found)
+
+
 def list_offsets(job: Job) -> Result:
+    if KAFKA_PYTHON_2:
+        return list_offsets_2x(job)
     from kafka.protocol.consumer.offsets import IsolationLevel
 
     isolation = IsolationLevel[job.get("isolation", "read_uncommitted").upper()]

@@ -11,18 +11,10 @@ Every other cell must pass against minibroker (tests/compat/test_matrix.py).
 
 from __future__ import annotations
 
-NO_ADMIN_OPS = {
-    "kcat": "kcat has no admin API",
-    "kafka-python-2": "harness drives kafka-python 3's admin API only (2.x's signatures differ)",
-}
-
 NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("kcat", "transactions"): "kcat has no transactional producer",
     ("kcat", "delete-records"): "kcat has no admin API",
-    ("kafka-python-2", "seek-timestamp"): (
-        "harness list_offsets uses kafka-python 3's admin list_partition_offsets"
-    ),
-    **{(client, "admin"): reason for client, reason in NO_ADMIN_OPS.items()},
+    ("kcat", "admin"): "kcat has no admin API",
 }
 
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
