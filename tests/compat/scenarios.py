@@ -255,9 +255,11 @@ def idempotent_producer(ctx: Context, client: str) -> None:
 
 
 GROUP_PARTITIONS = 2
-# Long enough for two JVMs to start and join on a loaded machine; members wait it out unless
-# one of them reads everything new.
-GROUP_MEMBER_MS = 25_000
+# A member's budget: its JVM start, its join, the other member's join and its reads. Members
+# stop as soon as they have read their partition's records, so this is only spent on failure.
+GROUP_MEMBER_MS = 90_000
+GROUP_JOIN_WAIT_S = 60.0
+ONE_PARTITION_EACH = ([[0], [1]], [[1], [0]])
 
 
 def group_values(records: list[dict[str, Any]]) -> list[int]:
@@ -282,22 +284,26 @@ def consumer_group(ctx: Context, client: str) -> None:
     first = consume(client, ctx.bootstrap, topic, 20, group=group)["records"]
     check(group_values(first) == list(range(20)), f"first member read {group_values(first)}")
 
+    # Two members join; once the group is stable with one partition each, five new records
+    # go to each partition: each member reads its five (then commits and leaves), and
+    # together they read each new record once.
+    members = [Background(group_member, client, ctx, topic, group) for _ in range(2)]
+    try:
+        wait_until(
+            lambda: tools.stable_assignment(ctx.bootstrap, group, topic) in ONE_PARTITION_EACH,
+            "two members to own one partition each",
+            GROUP_JOIN_WAIT_S,
+        )
+    except CellFailed:
+        put_numbers(ctx.bootstrap, topic, range(20, 30))  # lets the members finish
+        for member in members:
+            member.join()
+        raise
     put_numbers(ctx.bootstrap, topic, range(20, 30))
-    # Each member asks for all ten new records: both run until their timeout unless one of
-    # them gets everything, and what they read together must be the new records only.
-    pair: list[dict[str, Any]] = []
-    members = [
-        threading.Thread(target=lambda: pair.append(group_member(client, ctx, topic, group)))
-        for _ in range(2)
-    ]
-    for member in members:
-        member.start()
-    for member in members:
-        member.join()
-    failures = [r for r in pair if "failed" in r]
-    if failures:
-        raise failures[0]["failed"]
-    together = sorted(set().union(*(group_values(r["records"]) for r in pair)))
+    pair = [member.result() for member in members]
+    read_from = sorted(sorted({r["partition"] for r in member["records"]}) for member in pair)
+    check(read_from == [[0], [1]], f"the two members read from partitions {read_from}")
+    together = sorted(group_values(pair[0]["records"]) + group_values(pair[1]["records"]))
     check(together == list(range(20, 30)), f"two members read {together} after the commits")
 
     put_numbers(ctx.bootstrap, topic, range(30, 34))
@@ -306,18 +312,14 @@ def consumer_group(ctx: Context, client: str) -> None:
 
 
 def group_member(client: str, ctx: Context, topic: str, group: str) -> dict[str, Any]:
-    try:
-        return consume(
-            client,
-            ctx.bootstrap,
-            topic,
-            10,
-            group=group,
-            timeout_ms=GROUP_MEMBER_MS,
-            expect_timeout=True,
-        )
-    except CellFailed as exc:
-        return {"failed": exc}
+    return consume(
+        client,
+        ctx.bootstrap,
+        topic,
+        10 // GROUP_PARTITIONS,
+        group=group,
+        timeout_ms=GROUP_MEMBER_MS,
+    )
 
 
 SEEK_BASE_MS = 1_600_000_000_000
@@ -529,6 +531,47 @@ def restart_mid_stream(ctx: Context, client: str) -> None:
     check(stored == RESTART_RECORDS, f"{stored} records stored for {RESTART_RECORDS} sent")
 
 
+def crash_mid_stream(ctx: Context, client: str) -> None:
+    """An idempotent producer sends a record every 50 ms while the broker is killed (SIGKILL,
+    no clean shutdown) and started again on the same port and data: every acknowledged record
+    is stored once, and the client reads each back once."""
+    if not ctx.own_broker:
+        raise NotApplicable("needs the broker the matrix starts itself (not --bootstrap)")
+    with OwnBroker(ctx.broker_overrides) as broker:
+        bootstrap = broker.bootstrap
+        topic = tools.unique_topic("crash", client)
+        tools.create_topic(bootstrap, topic, partitions=2)
+        sent = [record(b"k%d" % i, b"%d" % i) for i in range(RESTART_RECORDS)]
+        writer = Background(
+            run,
+            client,
+            "produce_paced",
+            bootstrap,
+            topic=topic,
+            records=sent,
+            interval_ms=RESTART_INTERVAL_MS,
+            idempotent=True,
+            timeout_ms=90_000,
+        )
+        wait_until(
+            lambda: tools.stored_count(bootstrap, topic, 2) >= RESTART_RECORDS // 4,
+            "the first records",
+        )
+        if not writer.running():
+            raise CellFailed("inconclusive: the producer finished before the crash")
+        broker.restart(crash=True)
+        produced = writer.result()
+        stored = tools.stored_count(bootstrap, topic, 2)
+        consumed = consume(client, bootstrap, topic, RESTART_RECORDS, expect_timeout=True)
+    check(len(produced["results"]) == RESTART_RECORDS, "produce: not every record acknowledged")
+    numbers = sorted(int(v or b"-1") for v in values(consumed["records"]))
+    missing = sorted(set(range(RESTART_RECORDS)) - set(numbers))
+    twice = sorted({n for n in numbers if numbers.count(n) > 1})
+    if missing or twice:
+        raise CellFailed(f"read back: missing {missing}, stored twice {twice}")
+    check(stored == RESTART_RECORDS, f"{stored} records stored for {RESTART_RECORDS} sent")
+
+
 class Background:
     """Run `function(*args, **kwargs)` on a thread; `result()` joins and re-raises."""
 
@@ -545,6 +588,9 @@ class Background:
 
     def running(self) -> bool:
         return self._thread.is_alive()
+
+    def join(self) -> None:
+        self._thread.join()
 
     def result(self) -> dict[str, Any]:
         self._thread.join()
@@ -570,4 +616,5 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "transactions": ("transactions commit/abort, read_committed", transactions),
     "delete-records": ("DeleteRecords", delete_records),
     "restart": ("broker restart mid-stream", restart_mid_stream),
+    "crash": ("broker crash (SIGKILL) mid-stream", crash_mid_stream),
 }

@@ -28,8 +28,8 @@ class BrokerStartError(RuntimeError):
 class OwnBroker:
     """`python -m minibroker serve` in a subprocess, with its data in a temporary folder.
 
-    `restart()` stops it with SIGTERM (a clean shutdown) and starts it again on the same port
-    and data directory.
+    `restart()` stops it with SIGTERM (a clean shutdown), `restart(crash=True)` kills it with
+    SIGKILL; either starts it again on the same port and data directory.
     """
 
     def __init__(self, overrides: Sequence[str] = ()) -> None:
@@ -89,9 +89,13 @@ class OwnBroker:
         for _ in process.stdout:
             pass
 
-    def stop(self) -> None:
+    def stop(self, crash: bool = False) -> None:
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
+            return
+        if crash:
+            process.kill()
+            process.wait()
             return
         process.send_signal(signal.SIGTERM)
         try:
@@ -100,8 +104,8 @@ class OwnBroker:
             process.kill()
             process.wait()
 
-    def restart(self) -> None:
-        self.stop()
+    def restart(self, crash: bool = False) -> None:
+        self.stop(crash)
         self.start()
 
     def close(self) -> None:

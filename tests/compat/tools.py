@@ -120,12 +120,31 @@ def stored_count(bootstrap: str, topic: str, partitions: int) -> int:
     )
 
 
-def group_is_stable(bootstrap: str, group: str) -> bool:
-    """The group has members and has handed out its assignment."""
+def describe_group(bootstrap: str, group: str) -> Any:
+    """confluent-kafka's ConsumerGroupDescription of `group`, None if the broker refused."""
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": QUIET})
     futures = admin.describe_consumer_groups([group], request_timeout=SETUP_TIMEOUT_S)
     try:
-        described = futures[group].result(timeout=SETUP_TIMEOUT_S)
+        return futures[group].result(timeout=SETUP_TIMEOUT_S)
     except KafkaException:
-        return False
-    return bool(described.members) and described.state == ConsumerGroupState.STABLE
+        return None
+
+
+def group_is_stable(bootstrap: str, group: str) -> bool:
+    """The group has members and has handed out its assignment."""
+    described = describe_group(bootstrap, group)
+    return (
+        described is not None
+        and bool(described.members)
+        and described.state == ConsumerGroupState.STABLE
+    )
+
+
+def stable_assignment(bootstrap: str, group: str, topic: str) -> list[list[int]] | None:
+    """The partitions of `topic` each member of a stable group owns, None while it is not
+    stable."""
+    described = describe_group(bootstrap, group)
+    if described is None or described.state != ConsumerGroupState.STABLE:
+        return None
+    owned = [member.assignment.topic_partitions or [] for member in described.members]
+    return [sorted(tp.partition for tp in tps if tp.topic == topic) for tps in owned]
