@@ -1,7 +1,7 @@
 """`scripts/compat` / `python -m tests.compat`: run the matrix, print it as Markdown, write JSON.
 
 With no `--bootstrap` it starts minibroker itself (`python -m minibroker serve` on a free
-127.0.0.1 port); the restart scenario needs that and is n/a against a given address.
+127.0.0.1 port); the restart and crash scenarios need that and are n/a against a given address.
 """
 
 from __future__ import annotations
