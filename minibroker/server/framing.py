@@ -18,13 +18,14 @@ _SCRATCH_BYTES = 256 * 1024
 # Frames above this are read into a buffer of their own rather than through the scratch.
 _DIRECT_FRAME_BYTES = 32 * 1024
 _MIN_FREE_SCRATCH = 4096
-_MAX_SPARE_BUFFERS = 2
+# librdkafka keeps many requests in flight: up to 8 buffers (8 MiB) wait for reuse.
+_MAX_SPARE_BUFFERS = 8
 # Buffers are allocated in steps, so that one fits the next frame of about the same size.
-_BUFFER_STEP = 64 * 1024
+_BUFFER_STEP = 8 * 1024
 # A frame's buffer starts no larger than this, whatever size the frame announces, and
 # doubles as its bytes arrive: a few bytes cannot make the broker allocate 100 MiB.
 _FIRST_ALLOCATION = 8 * 1024 * 1024
-_MAX_SPARE_BYTES = 16 * 1024 * 1024
+_MAX_SPARE_BYTES = 8 * 1024 * 1024
 # `sys.getrefcount(buffer)` inside `recycle` when nothing else holds the buffer: the local
 # name and getrefcount's own argument.
 _UNSHARED_REFCOUNT = 2
