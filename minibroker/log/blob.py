@@ -12,6 +12,9 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Protocol
 
+# Below this, reading the bytes costs less than a descriptor of their own and a sendfile.
+SMALL_REGION_BYTES = 64 * 1024
+
 
 class Blob(Protocol):
     @property
@@ -23,7 +26,7 @@ class Blob(Protocol):
 
     def region(self, position: int, length: int) -> bytes | FileRegion:
         """`length` bytes from `position`, to be sent as they are: a FileRegion where the bytes
-        are in a file (nothing is read now), else a copy."""
+        are in a file (nothing is read now), else (or when they are few) a copy."""
         ...
 
     def truncate(self, size: int) -> None: ...
@@ -147,7 +150,9 @@ class FileBlob:
             return b""
         return os.pread(self._pool.fd(self._key), length, position)
 
-    def region(self, position: int, length: int) -> FileRegion:
+    def region(self, position: int, length: int) -> bytes | FileRegion:
+        if length <= SMALL_REGION_BYTES:
+            return self.read_at(length, position)
         return FileRegion(os.dup(self._pool.fd(self._key)), position, length)
 
     def truncate(self, size: int) -> None:

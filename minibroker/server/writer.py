@@ -3,13 +3,15 @@
 Bytes parts go through the transport. A file region (the records of a Fetch response, still in
 their segment file) goes from the file to the socket with `sendfile` whenever nothing is queued
 in the transport ahead of it on a plain TCP connection (uvloop's loop has no `sendfile`, so the
-socket is written directly, which is safe while the transport holds nothing). When the socket
-is full, or on TLS, the next chunk of the region is read into the transport instead.
+socket is written directly, which is safe while the transport holds nothing). Otherwise (TLS,
+a full socket, or bytes still queued ahead of it) its next chunk is read into the transport:
+a chunk is larger than the high-water mark, so unless the socket takes it at once the
+transport pauses the writer, and resumes it once drained, when sendfile can go on.
 
-The transport's write buffer limits are (1, 0): it pauses the writer as soon as it holds
-anything (asyncio's TLS transport pauses at >= high, the others at > high; at 0 the TLS one
-would flip-flop) and resumes it once drained. So at most one chunk per connection sits in
-memory, and frames wait here as encoded fields and file regions, never as copies.
+The transport's write buffer limits are (64 KiB, 0): small responses are coalesced by the
+loop as usual, and a paused writer resumes only on an empty transport. So at most a chunk and
+the high-water mark per connection sit in memory; frames wait here as encoded fields and file
+regions, never as copies.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from collections.abc import Callable, Sized
 from minibroker.log.blob import FileRegion
 from minibroker.protocol.codec import EncodedFrame
 
-READ_CHUNK = 256 * 1024
+HIGH_WATER = 64 * 1024
+READ_CHUNK = 256 * 1024  # > HIGH_WATER
 
 
 def _sendfile_socket(transport: asyncio.Transport) -> int | None:
@@ -51,7 +54,7 @@ class ResponseWriter:
         self._paused = False
         self._closed = False
         self._socket_fd = _sendfile_socket(transport)
-        transport.set_write_buffer_limits(high=1, low=0)
+        transport.set_write_buffer_limits(high=HIGH_WATER, low=0)
 
     @property
     def queued_frames(self) -> int:
