@@ -308,18 +308,21 @@ class GroupCoordinator:
     def _rejoin_static_member(
         self, group: Group, request: JoinRequest, old_member_id: str, new_member_id: str
     ) -> JoinResult | asyncio.Future[JoinResult]:
-        """A static member came back under a new member id; the old id is fenced."""
+        """A static member came back under a new member id; the old id is fenced.
+
+        As Kafka, a Stable group only rebalances if the rejoin changes the protocol the group
+        would select: the member's metadata (a Java consumer's owned partitions and
+        generation) may differ after a restart."""
         old = group.members[old_member_id]
         old.complete_join(JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_member_id))
         old.complete_sync(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
-        unchanged = old.matches(request.protocols)
         member = group.replace_static_member(old_member_id, new_member_id)
         member.client_id = request.client_id
         member.client_host = request.client_host
         member.session_timeout_ms = request.session_timeout_ms
         member.rebalance_timeout_ms = request.rebalance_timeout_ms
         member.protocols = request.protocols
-        if group.is_in(GroupState.STABLE) and unchanged:
+        if group.is_in(GroupState.STABLE) and group.select_protocol() == group.protocol_name:
             self._arm_session(group, member)
             self._store_group(group)
             result = group.join_result(member)

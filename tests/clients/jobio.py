@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -21,6 +22,8 @@ Result = dict[str, Any]
 Handler = Callable[[Job], Result]
 
 DEFAULT_TIMEOUT_MS = 30_000
+# The real stdout: serve() points sys.stdout at stderr so that only the protocol's lines reach it.
+_protocol_stream = sys.stdout
 
 
 def read_job() -> Job:
@@ -78,7 +81,6 @@ def serve(
 
     Anything the client prints goes to stderr, so stdout carries only the result.
     """
-    result_stream = sys.stdout
     sys.stdout = sys.stderr
     job = read_job()
     handler = handlers.get(job["op"])
@@ -97,7 +99,36 @@ def serve(
         except BaseException as exc:  # asyncio's CancelledError is not an Exception
             result = failure(exc, error_name(exc))
     crash = bool(result.pop("crash", False))
-    result_stream.write(json.dumps(result) + "\n")
-    result_stream.flush()
+    _protocol_stream.write(json.dumps(result) + "\n")
+    _protocol_stream.flush()
     if crash:
         os._exit(0)  # as a crashed client: nothing is closed, open transactions stay open
+
+
+# --- the group_member op's event lines (README.md) ---
+
+
+def event(name: str, **fields: Any) -> None:
+    """Print one event line (before the result line) and flush it at once."""
+    _protocol_stream.write(json.dumps({"event": name, **fields}) + "\n")
+    _protocol_stream.flush()
+
+
+def assigned(partitions: Any) -> None:
+    event("assigned", partitions=sorted(partitions))
+
+
+def consumed(partition: int, offset: int, value: bytes | None) -> None:
+    event("record", partition=partition, offset=offset, value=b64(value))
+
+
+class StopOnSigterm:
+    """`requested` turns true on SIGTERM: the member closes its consumer and leaves."""
+
+    requested = False
+
+    def __init__(self) -> None:
+        signal.signal(signal.SIGTERM, self._stop)
+
+    def _stop(self, *_: object) -> None:
+        self.requested = True

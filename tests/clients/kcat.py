@@ -11,6 +11,10 @@ What the CLI allows, and so what this program can do:
   kcat cannot set record timestamps and does not print the acknowledged timestamp (-1).
 - consume: `-J` output; JSON strings carry the raw bytes (undecodable ones pass through),
   which surrogateescape turns back into bytes.
+- group_member: `kcat -G` commits with librdkafka's auto-commit (kcat has no way to commit
+  one record), so a record is reported before its offset is committed; the committed offsets
+  catch up within `auto.commit.interval.ms` (100 ms here), on a rebalance and on close.
+  Assignments come from kcat's rebalance lines on stderr.
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ import json
 import os
 import re
 import secrets
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from itertools import groupby
 from typing import Any
@@ -309,6 +315,61 @@ def produce_paced(job: Job) -> Result:
     }
 
 
+# --- group_member: a long-running group consumer (README.md) ---
+
+REBALANCED = re.compile(r"% Group \S+ rebalanced.*?(assign|revoke)")
+PARTITION = re.compile(r"\[(\d+)\]")
+
+
+def report_assignments(stderr: Any) -> None:
+    """Follow kcat's rebalance lines (eager "assigned: t [0], t [1]" / "revoked: ...", or
+    cooperative "incremental assign of 2 partition(s) ...: t [0], t [1]")."""
+    assigned: set[int] = set()
+    for line in stderr:
+        sys.stderr.write(line)
+        rebalanced = REBALANCED.search(line)
+        if rebalanced is None:
+            continue
+        partitions = {int(p) for p in PARTITION.findall(line.split("):", 1)[-1])}
+        if rebalanced[1] == "assign":
+            assigned |= partitions
+        else:
+            assigned -= partitions
+        jobio.assigned(assigned)
+
+
+def group_member(job: Job) -> Result:
+    session_ms = job.get("session_timeout_ms", 10_000)
+    config: dict[str, Any] = {
+        "auto.offset.reset": "earliest",
+        "auto.commit.interval.ms": 100,
+        "session.timeout.ms": session_ms,
+        "heartbeat.interval.ms": max(session_ms // 5, 10),
+        "partition.assignment.strategy": job.get("assignor", "range"),
+        "topic.metadata.refresh.interval.ms": 500,
+    }
+    if job.get("instance_id"):
+        config["group.instance.id"] = job["instance_id"]
+    argv = [KCAT, "-b", job["bootstrap"], "-J", "-u", "-G", job["group"], job["topic"]]
+    argv += properties(job, config)
+    kcat = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="surrogateescape"
+    )
+    # SIGTERM stops kcat cleanly: it commits, leaves the group and exits.
+    signal.signal(signal.SIGTERM, lambda *_: kcat.terminate())
+    follower = threading.Thread(target=report_assignments, args=(kcat.stderr,), daemon=True)
+    follower.start()
+    assert kcat.stdout is not None
+    for line in kcat.stdout:
+        if line.strip():
+            envelope = json.loads(line)
+            jobio.consumed(envelope["partition"], envelope["offset"], raw(envelope.get("payload")))
+    follower.join()
+    if kcat.wait() != 0:
+        raise KcatFailed(f"kcat exited with {kcat.returncode}")
+    return {"ok": True}
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--kcat"]:
         KCAT = sys.argv[2]
@@ -321,6 +382,7 @@ if __name__ == "__main__":
             "consume": consume,
             "metadata": metadata,
             "list_offsets": list_offsets,
+            "group_member": group_member,
         },
         error_name,
     )

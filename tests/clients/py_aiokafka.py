@@ -9,7 +9,9 @@ import asyncio
 from typing import Any
 
 import jobio
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.errors import KafkaError
 from aiokafka.helpers import create_ssl_context
 from jobio import Deadline, Job, Result, b64, headers_in, headers_out, unb64
@@ -31,6 +33,9 @@ def client_config(job: Job) -> dict[str, Any]:
             keyfile=files.get("ssl_keyfile"),
         )
     return config
+
+
+ASSIGNORS = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
 
 
 def error_name(exc: BaseException) -> str | None:
@@ -178,6 +183,65 @@ async def consume_async(job: Job) -> Result:
     finally:
         await consumer.stop()
     return {"ok": True, "records": records, "timed_out": len(records) < job["count"]}
+
+
+# --- group_member: a long-running group consumer (README.md) ---
+
+
+class CountingListener(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Counts rebalances (revocations and assignments) seen by this consumer."""
+
+    def __init__(self) -> None:
+        self.rebalances = 0
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        self.rebalances += 1
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        self.rebalances += 1
+
+
+async def group_member_async(job: Job) -> Result:
+    session_ms = job.get("session_timeout_ms", 10_000)
+    config: dict[str, Any] = {
+        "bootstrap_servers": job["bootstrap"],
+        "group_id": job["group"],
+        "auto_offset_reset": "earliest",
+        "enable_auto_commit": False,
+        "session_timeout_ms": session_ms,
+        "heartbeat_interval_ms": max(session_ms // 5, 10),
+        "partition_assignment_strategy": (ASSIGNORS[job.get("assignor", "range")],),
+        "metadata_max_age_ms": 500,
+        "group_instance_id": job.get("instance_id"),
+    }
+    config.update(job.get("config") or {})
+    stop = jobio.StopOnSigterm()
+    # aiokafka rebalances in the background, so a rebalance can happen while a batch from
+    # getmany() is being processed: positions are reset to the committed offsets and the rest
+    # of the batch would be delivered again. Drop the rest of a batch once a rebalance has
+    # happened since getmany() returned it (as a careful aiokafka application does).
+    listener = CountingListener()
+    consumer = AIOKafkaConsumer(**config)
+    consumer.subscribe([job["topic"]], listener=listener)
+    await consumer.start()
+    try:
+        assigned: set[int] = set()
+        while not stop.requested:
+            batches = await consumer.getmany(timeout_ms=50)
+            seen = listener.rebalances
+            now_assigned = {tp.partition for tp in consumer.assignment()}
+            if now_assigned != assigned:
+                assigned = now_assigned
+                jobio.assigned(assigned)
+            for tp, records in batches.items():
+                for record in records:
+                    if listener.rebalances != seen:
+                        break
+                    await consumer.commit({tp: record.offset + 1})
+                    jobio.consumed(tp.partition, record.offset, record.value)
+    finally:
+        await consumer.stop()
+    return {"ok": True}
 
 
 def produce(job: Job) -> Result:
@@ -507,10 +571,14 @@ ADMIN_OPS = {
 }
 
 
+def group_member(job: Job) -> Result:
+    return asyncio.run(group_member_async(job))
+
+
 if __name__ == "__main__":
     ops = {"produce": produce, "consume": consume, "metadata": metadata}
     ops.update(list_offsets=list_offsets, delete_records=delete_records)
-    ops.update(produce_paced=produce_paced)
+    ops.update(produce_paced=produce_paced, group_member=group_member)
     for name, admin_op in ADMIN_OPS.items():
         ops[name] = lambda job, admin_op=admin_op: asyncio.run(admin_op(job))
     jobio.serve(ops, error_name)

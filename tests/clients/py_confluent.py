@@ -515,10 +515,56 @@ def produce_paced(job: Job) -> Result:
     return {"ok": True, "results": results}
 
 
+# --- group_member: a long-running group consumer (README.md) ---
+
+
+def group_member(job: Job) -> Result:
+    session_ms = job.get("session_timeout_ms", 10_000)
+    config: dict[str, Any] = {
+        "bootstrap.servers": job["bootstrap"],
+        "group.id": job["group"],
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": session_ms,
+        "heartbeat.interval.ms": max(session_ms // 5, 10),
+        "partition.assignment.strategy": job.get("assignor", "range"),
+        "topic.metadata.refresh.interval.ms": 500,
+    }
+    if job.get("instance_id"):
+        config["group.instance.id"] = job["instance_id"]
+    config.update(job.get("config") or {})
+    assigned: set[int] = set()
+
+    def on_assign(consumer: Any, partitions: list[TopicPartition]) -> None:
+        assigned.update(p.partition for p in partitions)
+        jobio.assigned(assigned)
+
+    def on_revoke(consumer: Any, partitions: list[TopicPartition]) -> None:
+        assigned.difference_update(p.partition for p in partitions)
+        jobio.assigned(assigned)
+
+    stop = jobio.StopOnSigterm()
+    consumer = Consumer(config)
+    try:
+        consumer.subscribe(
+            [job["topic"]], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke
+        )
+        while not stop.requested:
+            message = consumer.poll(0.05)
+            if message is None or message.error():
+                continue
+            consumer.commit(message=message, asynchronous=False)
+            jobio.consumed(message.partition(), message.offset(), message.value())
+    finally:
+        consumer.close()
+    return {"ok": True}
+
+
 OPS = {
     "produce": produce,
     "produce_paced": produce_paced,
     "consume": consume,
+    "group_member": group_member,
     "metadata": metadata,
     "create_topics": create_topics,
     "delete_topics": delete_topics,

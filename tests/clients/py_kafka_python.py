@@ -165,6 +165,49 @@ def consume(job: Job) -> Result:
     return {"ok": True, "records": records, "timed_out": len(records) < job["count"]}
 
 
+# --- group_member: a long-running group consumer (README.md) ---
+
+
+def group_member(job: Job) -> Result:
+    from kafka import OffsetAndMetadata
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+    session_ms = job.get("session_timeout_ms", 10_000)
+    config: dict[str, Any] = {
+        "bootstrap_servers": job["bootstrap"],
+        "group_id": job["group"],
+        "auto_offset_reset": "earliest",
+        "enable_auto_commit": False,
+        "session_timeout_ms": session_ms,
+        "heartbeat_interval_ms": max(session_ms // 5, 10),
+        "partition_assignment_strategy": [assignors[job.get("assignor", "range")]],
+        "metadata_max_age_ms": 500,
+    }
+    if job.get("instance_id"):
+        config["group_instance_id"] = job["instance_id"]
+    config.update(extra_config(job))
+    stop = jobio.StopOnSigterm()
+    consumer = KafkaConsumer(**config)
+    try:
+        assigned: set[int] = set()
+        consumer.subscribe([job["topic"]])
+        while not stop.requested:
+            batches = consumer.poll(timeout_ms=50)
+            now_assigned = {tp.partition for tp in consumer.assignment()}
+            if now_assigned != assigned:
+                assigned = now_assigned
+                jobio.assigned(assigned)
+            for tp, messages in batches.items():
+                for message in messages:
+                    consumer.commit({tp: OffsetAndMetadata(message.offset + 1, "", -1)})
+                    jobio.consumed(tp.partition, message.offset, message.value)
+    finally:
+        consumer.close(autocommit=False)
+    return {"ok": True}
+
+
 # --- admin (KafkaAdminClient; where 2.x's calls differ from 3.x's, the 2.x branch is named) ---
 
 
@@ -593,6 +636,7 @@ OPS = {
     "produce": produce,
     "produce_paced": produce_paced,
     "consume": consume,
+    "group_member": group_member,
     "metadata": metadata,
     "create_topics": create_topics,
     "delete_topics": delete_topics,

@@ -42,7 +42,7 @@ INSTALLERS: dict[str, Callable[[], install.ClientCommand]] = {
 }
 
 ALL_CODECS = frozenset({"none", "gzip", "snappy", "lz4", "zstd"})
-PRODUCE_CONSUME = frozenset({"produce", "consume"})
+PRODUCE_CONSUME = frozenset({"produce", "consume", "group_member"})
 TRANSACTION_OPS = frozenset({"transform", "fence"})
 ADMIN_OPS = frozenset(
     {
@@ -174,6 +174,29 @@ def run_client(
     if keep_stderr or not result.get("ok"):
         result["stderr"] = done.stderr[-20_000:]
     return result
+
+
+def start_client(name: str, job: dict[str, Any]) -> subprocess.Popen[str]:
+    """Start a long-running job (`group_member`) with stdout piped for its event lines.
+
+    The program leads a process group of its own (kcat's runs kcat as a child), so that
+    `os.killpg(process.pid, signal.SIGKILL)` crashes all of it; `process.terminate()` asks
+    the program to stop cleanly.
+    """
+    command = installed(name)
+    process = subprocess.Popen(
+        command.argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **command.env},
+        start_new_session=True,
+    )
+    assert process.stdin is not None
+    process.stdin.write(json.dumps(job))
+    process.stdin.close()
+    return process
 
 
 def run_ok(name: str, job: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:

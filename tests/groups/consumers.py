@@ -1,35 +1,41 @@
-"""Group consumers in child processes (group_consumer.py), observed through their output."""
+"""Group members in child processes (the harness programs' `group_member` op, see
+tests/clients/README.md), observed through their event lines."""
 
 from __future__ import annotations
 
+import base64
 import json
-import subprocess
-import sys
+import os
+import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-SCRIPT = Path(__file__).with_name("group_consumer.py")
+from tests.clients.runner import start_client
+
 SESSION_MS = 1000
+STDERR_LINES_KEPT = 30
 
 
 class Consumed:
-    """Everything every consumer process printed, with a condition to wait on."""
+    """Everything every member reported, with a condition to wait on."""
 
     def __init__(self) -> None:
         self.records: list[tuple[str, int, int, str]] = []
         self.assignments: dict[str, list[int]] = {}
+        self.members: list[ConsumerProcess] = []
         self.changed = threading.Condition()
 
     def add(self, name: str, line: str) -> None:
-        fields: list[Any] = json.loads(line)
+        fields: dict[str, Any] = json.loads(line)
         with self.changed:
-            if fields[0] == "assigned":
-                self.assignments[name] = fields[1]
-            else:
-                self.records.append((name, fields[0], fields[1], fields[2]))
+            if fields.get("event") == "assigned":
+                self.assignments[name] = fields["partitions"]
+            elif fields.get("event") == "record":
+                value = base64.b64decode(fields["value"] or "").decode()
+                self.records.append((name, fields["partition"], fields["offset"], value))
             self.changed.notify_all()
 
     def wait_for(self, condition: Callable[[], bool], timeout_s: float = 60.0) -> None:
@@ -39,7 +45,8 @@ class Consumed:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise AssertionError(
-                        f"timed out: {len(self.records)} records, {self.assignments}"
+                        f"timed out: {len(self.records)} records, {self.assignments}\n"
+                        + "\n".join(member.stderr_tail() for member in self.members)
                     )
                 self.changed.wait(remaining)
 
@@ -54,8 +61,18 @@ class Consumed:
                 counts[name] = counts.get(name, 0) + 1
             return counts
 
+    def next_offsets(self) -> dict[int, int]:
+        """Per partition, the offset after the last record reported."""
+        with self.changed:
+            ends: dict[int, int] = {}
+            for _, partition, offset, _ in self.records:
+                ends[partition] = max(ends.get(partition, 0), offset + 1)
+            return ends
+
 
 class ConsumerProcess:
+    """One member: `client` is a harness client name (tests/clients/runner.py CLIENTS)."""
+
     def __init__(
         self,
         consumed: Consumed,
@@ -70,37 +87,51 @@ class ConsumerProcess:
         session_ms: int = SESSION_MS,
     ) -> None:
         self.name = name
-        command = [
-            sys.executable,
-            str(SCRIPT),
-            client,
-            bootstrap,
-            group,
-            topic,
-            str(session_ms),
-            assignor,
+        self.client = client
+        job = {
+            "op": "group_member",
+            "bootstrap": bootstrap,
+            "group": group,
+            "topic": topic,
+            "assignor": assignor,
+            "session_timeout_ms": session_ms,
+            "instance_id": instance_id,
+        }
+        self.process = start_client(client, job)
+        self._stderr: deque[str] = deque(maxlen=STDERR_LINES_KEPT)
+        self._readers = [
+            threading.Thread(target=self._read_events, args=(consumed,), daemon=True),
+            threading.Thread(target=self._read_stderr, daemon=True),
         ]
-        if instance_id is not None:
-            command.append(instance_id)
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-        )
-        self._reader = threading.Thread(target=self._read, args=(consumed,), daemon=True)
-        self._reader.start()
+        for reader in self._readers:
+            reader.start()
+        with consumed.changed:
+            consumed.members.append(self)
 
-    def _read(self, consumed: Consumed) -> None:
+    def _read_events(self, consumed: Consumed) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
-            consumed.add(self.name, line)
+            if line.strip():
+                consumed.add(self.name, line)
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        self._stderr.extend(self.process.stderr)
+
+    def stderr_tail(self) -> str:
+        return f"--- {self.name} ({self.client}) stderr:\n" + "".join(self._stderr)
 
     def terminate(self) -> None:
-        """Graceful close: the client leaves the group."""
+        """Graceful close: the client leaves the group (a static member does not)."""
         self.process.terminate()
-        self.process.wait(30)
-        self._reader.join(10)
+        self._wait()
 
     def kill(self) -> None:
         """A crash: the member is only removed when its session expires."""
-        self.process.kill()
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self._wait()
+
+    def _wait(self) -> None:
         self.process.wait(30)
-        self._reader.join(10)
+        for reader in self._readers:
+            reader.join(10)

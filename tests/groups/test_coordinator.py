@@ -46,7 +46,9 @@ def commit(broker: Broker, group: str, topic: str, partition: int, retention_ms:
     assert outcome == [ErrorCode.NO_ERROR]
 
 
-def join_request(member_id: str = "", topics: tuple[str, ...] = ("t",)) -> JoinRequest:
+def join_request(
+    member_id: str = "", topics: tuple[str, ...] = ("t",), instance_id: str | None = None
+) -> JoinRequest:
     subscription = b"\x00\x00" + len(topics).to_bytes(4, "big")
     for topic in topics:
         subscription += len(topic).to_bytes(2, "big") + topic.encode()
@@ -54,7 +56,7 @@ def join_request(member_id: str = "", topics: tuple[str, ...] = ("t",)) -> JoinR
     return JoinRequest(
         group_id="active",
         member_id=member_id,
-        group_instance_id=None,
+        group_instance_id=instance_id,
         client_id="c",
         client_host="",
         session_timeout_ms=30_000,
@@ -97,6 +99,19 @@ async def test_stable_consumer_group_keeps_subscribed_offsets(broker: Broker) ->
     remaining = broker.groups.fetch_offsets("active", None)
     assert [(f.topic, f.offset) for f in remaining] == [("t", 5)]
     assert broker.groups.groups["active"].state == GroupState.STABLE
+
+
+async def test_static_member_rejoins_with_new_metadata_without_rebalance(broker: Broker) -> None:
+    """A restarted Java consumer's subscription differs (no owned partitions any more); as
+    Kafka, only a change of the group's selected protocol makes a static rejoin rebalance."""
+    first = await broker.groups.join_group(join_request(instance_id="i"))
+    member = first.member_id
+    await broker.groups.sync_group("active", member, "i", 1, None, None, {member: b"a"})
+    again = await broker.groups.join_group(join_request(topics=("t", "u"), instance_id="i"))
+    assert (again.error, again.generation_id) == (ErrorCode.NO_ERROR, 1)
+    assert again.member_id != member
+    group = broker.groups.groups["active"]
+    assert (group.state, group.generation_id) == (GroupState.STABLE, 1)
 
 
 async def test_expiry_is_persisted() -> None:

@@ -1,12 +1,14 @@
 """Consumer groups with real clients: split, join, leave, crash; commits and resumes.
 
-Each consumer runs in its own process (tests/groups/group_consumer.py) so that a crash is
-a real SIGKILL; every record is committed before it is reported, so "exactly once across
-the group" is checked on the reported (partition, offset) pairs.
+Each member runs in its own process (the harness programs' `group_member` op, see
+tests/clients/README.md) so that a crash is a real SIGKILL; every record is committed
+before it is reported (kcat: committed in the background, waited for before a crash), so
+"exactly once across the group" is checked on the reported (partition, offset) pairs.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -60,16 +62,54 @@ def all_consumed(consumed: Consumed, count: int) -> bool:
     return len(consumed.records) >= count
 
 
+def committed_offsets(broker: ThreadedBroker, group: str, topic: str) -> dict[int, int]:
+    async def read() -> dict[int, int]:
+        assert broker.broker is not None
+        found = broker.broker.groups.groups.get(group)
+        offsets = found.offsets if found is not None else {}
+        return {p: value.offset for (t, p), value in offsets.items() if t == topic}
+
+    result = broker.call(read())
+    assert isinstance(result, dict)
+    return result
+
+
+def wait_for_commits(broker: ThreadedBroker, consumed: Consumed, group: str, topic: str) -> None:
+    """Until the group's commits cover every record reported (kcat commits in the background)."""
+    deadline = time.monotonic() + 30
+    while committed_offsets(broker, group, topic) != consumed.next_offsets():
+        assert time.monotonic() < deadline, (
+            f"commits {committed_offsets(broker, group, topic)} behind {consumed.next_offsets()}"
+        )
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize(
     ("clients", "assignor"),
     [
-        (["confluent"] * 3, "range"),
-        (["confluent"] * 3, "cooperative-sticky"),
-        (["kafka-python"] * 3, "range"),
+        (["confluent-kafka"] * 3, "range"),
+        (["confluent-kafka"] * 3, "cooperative-sticky"),
+        (["kafka-python-3"] * 3, "range"),
+        (["kafka-python-2"] * 3, "range"),
         (["aiokafka"] * 3, "range"),
-        (["confluent", "kafka-python", "aiokafka"], "roundrobin"),
+        (["java-4.3"] * 3, "range"),
+        (["java-4.3"] * 3, "cooperative-sticky"),
+        (["kcat"] * 3, "range"),
+        (["kafkajs"] * 3, "roundrobin"),  # kafkajs ships only round-robin
+        (["confluent-kafka", "kafka-python-3", "aiokafka"], "roundrobin"),
     ],
-    ids=["confluent", "confluent-cooperative", "kafka-python", "aiokafka", "mixed"],
+    ids=[
+        "confluent",
+        "confluent-cooperative",
+        "kafka-python-3",
+        "kafka-python-2",
+        "aiokafka",
+        "java",
+        "java-cooperative",
+        "kcat",
+        "kafkajs",
+        "mixed",
+    ],
 )
 def test_group_splits_rebalances_and_consumes_exactly_once(
     group_broker: ThreadedBroker,
@@ -109,6 +149,7 @@ def test_group_splits_rebalances_and_consumes_exactly_once(
     members[0].terminate()
     produce(bootstrap, "events", range(2 * BATCH, 3 * BATCH))
     consumed.wait_for(lambda: all_consumed(consumed, 3 * BATCH))
+    wait_for_commits(group_broker, consumed, "g", "events")
     members[1].kill()
     produce(bootstrap, "events", range(3 * BATCH, 4 * BATCH))
     consumed.wait_for(lambda: all_consumed(consumed, 4 * BATCH))
@@ -118,7 +159,7 @@ def test_group_splits_rebalances_and_consumes_exactly_once(
     assert after_crash <= {"c2", "c3"}
 
 
-@pytest.mark.parametrize("client", ["confluent", "kafka-python", "aiokafka"])
+@pytest.mark.parametrize("client", ["confluent-kafka", "kafka-python-3", "aiokafka"])
 def test_commits_survive_restart_and_consumers_resume(
     group_broker: ThreadedBroker,
     consumed: Consumed,
@@ -141,8 +182,12 @@ def test_commits_survive_restart_and_consumers_resume(
     assert consumed.by_consumer() == {"first": BATCH, "second": BATCH}
 
 
+@pytest.mark.parametrize("client", ["confluent-kafka", "java-4.3"])
 def test_static_member_restarts_without_rebalance(
-    group_broker: ThreadedBroker, consumed: Consumed, processes: list[ConsumerProcess]
+    group_broker: ThreadedBroker,
+    consumed: Consumed,
+    processes: list[ConsumerProcess],
+    client: str,
 ) -> None:
     bootstrap = group_broker.bootstrap_servers
     create_topic(bootstrap, "events")
@@ -151,7 +196,7 @@ def test_static_member_restarts_without_rebalance(
         process = ConsumerProcess(
             consumed,
             name,
-            "confluent",
+            client,
             bootstrap,
             "g",
             "events",

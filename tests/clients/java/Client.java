@@ -13,24 +13,33 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.ConsumerGroupListing;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
+import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -55,10 +64,12 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 public final class Client {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final long DEFAULT_TIMEOUT_MS = 30_000;
+  // stdout carries only the protocol's lines; the clients' own logging goes to stderr.
   private static PrintStream resultStream;
+  // Counted down once the result line is out: a SIGTERM shutdown hook waits for it.
+  private static final CountDownLatch RESULT_PRINTED = new CountDownLatch(1);
 
   public static void main(String[] args) throws Exception {
-    // stdout carries only the result line; the clients' own logging goes to stderr.
     resultStream = System.out;
     System.setOut(System.err);
     String text =
@@ -72,6 +83,7 @@ public final class Client {
     }
     resultStream.println(JSON.writeValueAsString(result));
     resultStream.flush();
+    RESULT_PRINTED.countDown();
     System.exit(0); // don't wait for the clients' background threads
   }
 
@@ -103,6 +115,20 @@ public final class Client {
         return transform(job);
       case "fence":
         return fence(job);
+      case "group_member":
+        return groupMember(job);
+      case "list_groups":
+        return listGroups(job);
+      case "describe_groups":
+        return describeGroups(job);
+      case "delete_groups":
+        return deleteGroups(job);
+      case "list_group_offsets":
+        return listGroupOffsets(job);
+      case "alter_group_offsets":
+        return alterGroupOffsets(job);
+      case "delete_group_offsets":
+        return deleteGroupOffsets(job);
       default:
         ObjectNode unsupported = JSON.createObjectNode().put("ok", false);
         unsupported.put("error", "unsupported op '" + job.get("op").asText() + "'");
@@ -495,6 +521,97 @@ public final class Client {
     return result.put("timed_out", records.size() < count);
   }
 
+  // --- group_member: a long-running group consumer (../README.md) ---
+
+  private static final Map<String, String> ASSIGNORS =
+      Map.of(
+          "range", "org.apache.kafka.clients.consumer.RangeAssignor",
+          "roundrobin", "org.apache.kafka.clients.consumer.RoundRobinAssignor",
+          "cooperative-sticky", "org.apache.kafka.clients.consumer.CooperativeStickyAssignor");
+
+  private static synchronized void event(ObjectNode line) throws Exception {
+    resultStream.println(JSON.writeValueAsString(line));
+    resultStream.flush();
+  }
+
+  private static void assigned(Set<Integer> partitions) {
+    ObjectNode line = JSON.createObjectNode().put("event", "assigned");
+    ArrayNode list = line.putArray("partitions");
+    new TreeSet<>(partitions).forEach(list::add);
+    try {
+      event(line);
+    } catch (Exception e) {
+      throw new RuntimeException(e);
+    }
+  }
+
+  /** Keeps the member's assignment across eager and incremental (cooperative) rebalances. */
+  private static final class Assignment implements ConsumerRebalanceListener {
+    private final Set<Integer> partitions = new HashSet<>();
+
+    @Override
+    public void onPartitionsAssigned(Collection<TopicPartition> added) {
+      added.forEach(p -> partitions.add(p.partition()));
+      assigned(partitions);
+    }
+
+    @Override
+    public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
+      revoked.forEach(p -> partitions.remove(p.partition()));
+      assigned(partitions);
+    }
+
+    @Override
+    public void onPartitionsLost(Collection<TopicPartition> lost) {
+      onPartitionsRevoked(lost);
+    }
+  }
+
+  private static ObjectNode groupMember(JsonNode job) throws Exception {
+    int sessionMs = job.path("session_timeout_ms").asInt(10_000);
+    Properties props = properties(job);
+    props.put("key.deserializer", ByteArrayDeserializer.class.getName());
+    props.put("value.deserializer", ByteArrayDeserializer.class.getName());
+    props.put("group.id", job.get("group").asText());
+    props.put("enable.auto.commit", "false");
+    props.put("auto.offset.reset", "earliest");
+    props.put("session.timeout.ms", String.valueOf(sessionMs));
+    props.put("heartbeat.interval.ms", String.valueOf(Math.max(sessionMs / 5, 10)));
+    props.put("partition.assignment.strategy", ASSIGNORS.get(job.path("assignor").asText("range")));
+    props.put("metadata.max.age.ms", "500");
+    if (job.hasNonNull("instance_id")) {
+      props.put("group.instance.id", job.get("instance_id").asText());
+    }
+    addConfig(props, job);
+    // SIGTERM runs the shutdown hooks: this one stops the poll loop, then waits until the
+    // consumer has closed (leaving the group) and the result is printed.
+    AtomicBoolean stopping = new AtomicBoolean();
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  stopping.set(true);
+                  try {
+                    RESULT_PRINTED.await(30, TimeUnit.SECONDS);
+                  } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                  }
+                }));
+    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
+      consumer.subscribe(List.of(job.get("topic").asText()), new Assignment());
+      while (!stopping.get()) {
+        for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(50))) {
+          TopicPartition partition = new TopicPartition(record.topic(), record.partition());
+          consumer.commitSync(Map.of(partition, new OffsetAndMetadata(record.offset() + 1)));
+          ObjectNode line = JSON.createObjectNode().put("event", "record");
+          line.put("partition", record.partition()).put("offset", record.offset());
+          event(line.put("value", b64(record.value())));
+        }
+      }
+    }
+    return JSON.createObjectNode().put("ok", true);
+  }
+
   // --- admin ---
 
   private static Admin admin(JsonNode job) {
@@ -734,6 +851,120 @@ public final class Client {
         ObjectNode item = items.addObject().put("partition", partition.partition());
         var deleted = outcome(item, futures.get(partition));
         item.put("low_watermark", deleted == null ? -1 : deleted.lowWatermark());
+      }
+      return itemsResult("partitions", items);
+    }
+  }
+
+  // --- group admin ---
+
+  private static ObjectNode listGroups(JsonNode job) throws Exception {
+    try (Admin admin = admin(job)) {
+      ArrayNode items = JSON.createArrayNode();
+      for (ConsumerGroupListing listing : admin.listConsumerGroups().all().get()) {
+        ObjectNode item = items.addObject().put("group", listing.groupId());
+        item.put("state", listing.state().map(Object::toString).orElse(null));
+      }
+      return itemsResult("groups", items);
+    }
+  }
+
+  private static ObjectNode describeGroups(JsonNode job) throws Exception {
+    List<String> names = new ArrayList<>();
+    job.get("groups").forEach(g -> names.add(g.asText()));
+    try (Admin admin = admin(job)) {
+      Map<String, KafkaFuture<ConsumerGroupDescription>> futures =
+          admin.describeConsumerGroups(names).describedGroups();
+      ArrayNode items = JSON.createArrayNode();
+      for (String name : names) {
+        ObjectNode item = items.addObject().put("group", name);
+        ConsumerGroupDescription description = outcome(item, futures.get(name));
+        ArrayNode members = item.putArray("members");
+        if (description == null) {
+          continue;
+        }
+        item.put("state", description.state().toString());
+        item.put("protocol", description.partitionAssignor());
+        for (MemberDescription member : description.members()) {
+          ObjectNode out = members.addObject().put("member_id", member.consumerId());
+          out.put("client_id", member.clientId());
+          ArrayNode partitions = out.putArray("partitions");
+          member
+              .assignment()
+              .topicPartitions()
+              .forEach(p -> partitions.addArray().add(p.topic()).add(p.partition()));
+        }
+      }
+      return itemsResult("groups", items);
+    }
+  }
+
+  private static ObjectNode deleteGroups(JsonNode job) throws Exception {
+    List<String> names = new ArrayList<>();
+    job.get("groups").forEach(g -> names.add(g.asText()));
+    try (Admin admin = admin(job)) {
+      Map<String, KafkaFuture<Void>> futures = admin.deleteConsumerGroups(names).deletedGroups();
+      ArrayNode items = JSON.createArrayNode();
+      for (String name : names) {
+        outcome(items.addObject().put("group", name), futures.get(name));
+      }
+      return itemsResult("groups", items);
+    }
+  }
+
+  private static ObjectNode listGroupOffsets(JsonNode job) throws Exception {
+    try (Admin admin = admin(job)) {
+      Map<TopicPartition, OffsetAndMetadata> offsets =
+          admin
+              .listConsumerGroupOffsets(job.get("group").asText())
+              .partitionsToOffsetAndMetadata()
+              .get();
+      ArrayNode items = JSON.createArrayNode();
+      offsets.forEach(
+          (partition, committed) -> {
+            ObjectNode item = items.addObject().put("topic", partition.topic());
+            item.put("partition", partition.partition());
+            item.put("offset", committed.offset()).put("metadata", committed.metadata());
+          });
+      return itemsResult("offsets", items);
+    }
+  }
+
+  private static TopicPartition jobTopicPartition(JsonNode spec) {
+    return new TopicPartition(spec.get("topic").asText(), spec.get("partition").asInt());
+  }
+
+  private static ObjectNode partitionItem(ArrayNode items, TopicPartition partition) {
+    return items.addObject().put("topic", partition.topic()).put("partition", partition.partition());
+  }
+
+  private static ObjectNode alterGroupOffsets(JsonNode job) throws Exception {
+    Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+    for (JsonNode spec : job.get("offsets")) {
+      offsets.put(
+          jobTopicPartition(spec),
+          new OffsetAndMetadata(spec.get("offset").asLong(), spec.path("metadata").asText("")));
+    }
+    try (Admin admin = admin(job)) {
+      var altered = admin.alterConsumerGroupOffsets(job.get("group").asText(), offsets);
+      ArrayNode items = JSON.createArrayNode();
+      for (JsonNode spec : job.get("offsets")) {
+        TopicPartition partition = jobTopicPartition(spec);
+        outcome(partitionItem(items, partition), altered.partitionResult(partition));
+      }
+      return itemsResult("offsets", items);
+    }
+  }
+
+  private static ObjectNode deleteGroupOffsets(JsonNode job) throws Exception {
+    Set<TopicPartition> partitions = new HashSet<>();
+    job.get("partitions").forEach(spec -> partitions.add(jobTopicPartition(spec)));
+    try (Admin admin = admin(job)) {
+      var deleted = admin.deleteConsumerGroupOffsets(job.get("group").asText(), partitions);
+      ArrayNode items = JSON.createArrayNode();
+      for (JsonNode spec : job.get("partitions")) {
+        TopicPartition partition = jobTopicPartition(spec);
+        outcome(partitionItem(items, partition), deleted.partitionResult(partition));
       }
       return itemsResult("partitions", items);
     }

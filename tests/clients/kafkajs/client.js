@@ -4,6 +4,7 @@
 
 const {
   Kafka,
+  PartitionAssigners,
   CompressionTypes,
   CompressionCodecs,
   ConfigResourceTypes,
@@ -241,6 +242,50 @@ async function consume(job) {
   return { ok: true, records, timed_out: records.length < job.count }
 }
 
+// --- group_member: a long-running group consumer (../README.md) ---
+
+const protocolLine = line => resultStream.write(JSON.stringify(line) + '\n')
+
+// kafkajs ships only the round-robin assignor.
+const ASSIGNERS = { roundrobin: PartitionAssigners.roundRobin }
+
+async function groupMember(job) {
+  const assigner = ASSIGNERS[job.assignor ?? 'roundrobin']
+  if (!assigner) throw new Error(`kafkajs has no ${job.assignor} assignor`)
+  const session = job.session_timeout_ms ?? 10000
+  const consumer = kafkaFor(job).consumer({
+    groupId: job.group,
+    sessionTimeout: session,
+    heartbeatInterval: Math.max(Math.floor(session / 5), 10),
+    maxWaitTimeInMs: 100,
+    metadataMaxAge: 500,
+    partitionAssigners: [assigner],
+  })
+  let stop
+  const stopped = new Promise(resolve => (stop = resolve))
+  process.on('SIGTERM', () => stop())
+  consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+    const partitions = payload.memberAssignment[job.topic] ?? []
+    protocolLine({ event: 'assigned', partitions: [...partitions].sort((a, b) => a - b) })
+  })
+  await consumer.connect()
+  try {
+    await consumer.subscribe({ topics: [job.topic], fromBeginning: true })
+    await consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ partition, message }) => {
+        const next = String(BigInt(message.offset) + 1n)
+        await consumer.commitOffsets([{ topic: job.topic, partition, offset: next }])
+        protocolLine({ event: 'record', partition, offset: Number(message.offset), value: b64(message.value) })
+      },
+    })
+    await stopped
+  } finally {
+    await consumer.disconnect()
+  }
+  return { ok: true }
+}
+
 // --- admin: one request per item, so each item gets its own error ---
 
 async function withAdmin(job, work) {
@@ -452,6 +497,7 @@ const OPS = {
   alter_configs: alterConfigs,
   list_offsets: listOffsets,
   delete_records: deleteRecords,
+  group_member: groupMember,
 }
 
 function errorResult(error) {
