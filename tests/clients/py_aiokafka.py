@@ -9,7 +9,13 @@ import asyncio
 from typing import Any
 
 import jobio
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka import (
+    AIOKafkaConsumer,
+    AIOKafkaProducer,
+    ConsumerRebalanceListener,
+    TopicPartition,
+    errors,
+)
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.errors import KafkaError
@@ -201,6 +207,23 @@ class CountingListener(ConsumerRebalanceListener):  # type: ignore[misc]
         self.rebalances += 1
 
 
+# A rebalance refused the commit: the rest of the batch is not reported, and is read again
+# (here, if the partition stays assigned; else by its new owner, from the committed offset).
+COMMIT_REFUSED_BY_REBALANCE = (
+    errors.CommitFailedError,
+    errors.RebalanceInProgressError,
+    errors.IllegalGenerationError,
+    errors.UnknownMemberIdError,
+)
+
+
+def rewind(consumer: AIOKafkaConsumer, positions: dict[TopicPartition, int]) -> None:
+    assigned = consumer.assignment()
+    for tp, offset in positions.items():
+        if tp in assigned:
+            consumer.seek(tp, offset)
+
+
 async def group_member_async(job: Job) -> Result:
     session_ms = job.get("session_timeout_ms", 10_000)
     config: dict[str, Any] = {
@@ -233,12 +256,17 @@ async def group_member_async(job: Job) -> Result:
             if now_assigned != assigned:
                 assigned = now_assigned
                 jobio.assigned(assigned)
-            for tp, records in batches.items():
-                for record in records:
-                    if listener.rebalances != seen:
-                        break
-                    await consumer.commit({tp: record.offset + 1})
-                    jobio.consumed(tp.partition, record.offset, record.value)
+            unreported = {tp: records[0].offset for tp, records in batches.items()}
+            try:
+                for tp, records in batches.items():
+                    for record in records:
+                        if listener.rebalances != seen:
+                            break
+                        await consumer.commit({tp: record.offset + 1})
+                        jobio.consumed(tp.partition, record.offset, record.value)
+                        unreported[tp] = record.offset + 1
+            except COMMIT_REFUSED_BY_REBALANCE:
+                rewind(consumer, unreported)
     finally:
         await consumer.stop()
     return {"ok": True}

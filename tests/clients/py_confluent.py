@@ -5,6 +5,7 @@ Usage: python py_confluent.py '<job json>'  (or the job on stdin); see README.md
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,8 @@ from confluent_kafka import (
     TIMESTAMP_CREATE_TIME,
     TIMESTAMP_LOG_APPEND_TIME,
     Consumer,
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
     IsolationLevel,
     KafkaError,
     KafkaException,
@@ -518,6 +521,20 @@ def produce_paced(job: Job) -> Result:
 # --- group_member: a long-running group consumer (README.md) ---
 
 
+# A rebalance refused the commit: the record is not reported, and is read again (here, if
+# the partition stays assigned; else by its new owner, from the committed offset).
+COMMIT_REFUSED_BY_REBALANCE = {
+    KafkaError.REBALANCE_IN_PROGRESS,
+    KafkaError.ILLEGAL_GENERATION,
+    KafkaError.UNKNOWN_MEMBER_ID,
+}
+
+
+def rewind(consumer: Consumer, message: Message) -> None:
+    with contextlib.suppress(KafkaException):  # raised if no longer assigned
+        consumer.seek(TopicPartition(message.topic(), message.partition(), message.offset()))
+
+
 def group_member(job: Job) -> Result:
     session_ms = job.get("session_timeout_ms", 10_000)
     config: dict[str, Any] = {
@@ -553,11 +570,116 @@ def group_member(job: Job) -> Result:
             message = consumer.poll(0.05)
             if message is None or message.error():
                 continue
-            consumer.commit(message=message, asynchronous=False)
+            try:
+                consumer.commit(message=message, asynchronous=False)
+            except KafkaException as exc:
+                if exc.args[0].code() not in COMMIT_REFUSED_BY_REBALANCE:
+                    raise
+                rewind(consumer, message)
+                continue
             jobio.consumed(message.partition(), message.offset(), message.value())
     finally:
         consumer.close()
     return {"ok": True}
+
+
+# --- group admin (confluent-kafka has no DeleteConsumerGroupOffsets) ---
+
+# Kafka's names for the group states librdkafka enumerates.
+GROUP_STATES = {
+    ConsumerGroupState.UNKNOWN: "Unknown",
+    ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
+    ConsumerGroupState.COMPLETING_REBALANCING: "CompletingRebalance",
+    ConsumerGroupState.STABLE: "Stable",
+    ConsumerGroupState.DEAD: "Dead",
+    ConsumerGroupState.EMPTY: "Empty",
+}
+
+
+def list_groups(job: Job) -> Result:
+    admin = admin_for(job)  # alive until its future resolves
+    groups = admin.list_consumer_groups(request_timeout=request_timeout(job)).result()
+    if groups.errors:
+        raise KafkaException(groups.errors[0])
+    return {
+        "ok": True,
+        "groups": [{"group": g.group_id, "state": GROUP_STATES[g.state]} for g in groups.valid],
+    }
+
+
+def describe_groups(job: Job) -> Result:
+    admin = admin_for(job)
+    futures = admin.describe_consumer_groups(job["groups"], request_timeout=request_timeout(job))
+    items = []
+    for name in job["groups"]:
+        item: dict[str, Any] = {"group": name, "members": []}
+        described = outcome(item, futures[name])
+        if described is not None:
+            item["state"] = GROUP_STATES[described.state]
+            item["protocol"] = described.partition_assignor
+            item["members"] = [
+                {
+                    "member_id": m.member_id,
+                    "client_id": m.client_id,
+                    "partitions": [[p.topic, p.partition] for p in m.assignment.topic_partitions],
+                }
+                for m in described.members
+            ]
+        items.append(item)
+    return {"ok": True, "groups": items}
+
+
+def delete_groups(job: Job) -> Result:
+    admin = admin_for(job)
+    futures = admin.delete_consumer_groups(job["groups"], request_timeout=request_timeout(job))
+    items = []
+    for name in job["groups"]:
+        item = {"group": name}
+        outcome(item, futures[name])
+        items.append(item)
+    return {"ok": True, "groups": items}
+
+
+def list_group_offsets(job: Job) -> Result:
+    admin = admin_for(job)
+    request = [ConsumerGroupTopicPartitions(job["group"])]
+    futures = admin.list_consumer_group_offsets(request, request_timeout=request_timeout(job))
+    listed = futures[job["group"]].result()
+    items = [
+        {"topic": p.topic, "partition": p.partition, "offset": p.offset, "metadata": p.metadata}
+        for p in listed.topic_partitions
+    ]
+    return {"ok": True, "offsets": items}
+
+
+def partition_error_fields(partition: TopicPartition) -> dict[str, str | None]:
+    if partition.error is None:
+        return {"error": None, "error_name": None}
+    return {"error": partition.error.str(), "error_name": partition.error.name()}
+
+
+def alter_group_offsets(job: Job) -> Result:
+    admin = admin_for(job)
+    partitions = [
+        TopicPartition(o["topic"], o["partition"], o["offset"], o.get("metadata", ""))
+        for o in job["offsets"]
+    ]
+    request = [ConsumerGroupTopicPartitions(job["group"], partitions)]
+    futures = admin.alter_consumer_group_offsets(request, request_timeout=request_timeout(job))
+    item: dict[str, Any] = {}
+    altered = outcome(item, futures[job["group"]])
+    if altered is None:  # a group-level error: it is every partition's
+        return {
+            "ok": True,
+            "offsets": [{"topic": p.topic, "partition": p.partition, **item} for p in partitions],
+        }
+    return {
+        "ok": True,
+        "offsets": [
+            {"topic": p.topic, "partition": p.partition, **partition_error_fields(p)}
+            for p in altered.topic_partitions
+        ],
+    }
 
 
 OPS = {
@@ -575,6 +697,11 @@ OPS = {
     "delete_records": delete_records,
     "transform": transform,
     "fence": fence,
+    "list_groups": list_groups,
+    "describe_groups": describe_groups,
+    "delete_groups": delete_groups,
+    "list_group_offsets": list_group_offsets,
+    "alter_group_offsets": alter_group_offsets,
 }
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Usage: python py_kafka_python.py '<job json>'  (or the job on stdin); see README
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import time
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import jobio
 import kafka
 from jobio import Deadline, Job, Result, b64, headers_in, headers_out, unb64
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition, errors
 from kafka.errors import KafkaError
 
 # kafka-python 2's KafkaAdminClient takes NewTopic/NewPartitions objects, raises on per-topic
@@ -167,6 +168,22 @@ def consume(job: Job) -> Result:
 
 # --- group_member: a long-running group consumer (README.md) ---
 
+# A rebalance refused the commit: the rest of the batch is not reported, and is read again
+# (here, if the partition stays assigned; else by its new owner, from the committed offset).
+COMMIT_REFUSED_BY_REBALANCE = (
+    errors.CommitFailedError,
+    errors.RebalanceInProgressError,
+    errors.IllegalGenerationError,
+    errors.UnknownMemberIdError,
+)
+
+
+def rewind(consumer: Any, positions: dict[TopicPartition, int]) -> None:
+    assigned = consumer.assignment()
+    for tp, offset in positions.items():
+        if tp in assigned:
+            consumer.seek(tp, offset)
+
 
 def group_member(job: Job) -> Result:
     from kafka import OffsetAndMetadata
@@ -199,10 +216,15 @@ def group_member(job: Job) -> Result:
             if now_assigned != assigned:
                 assigned = now_assigned
                 jobio.assigned(assigned)
-            for tp, messages in batches.items():
-                for message in messages:
-                    consumer.commit({tp: OffsetAndMetadata(message.offset + 1, "", -1)})
-                    jobio.consumed(tp.partition, message.offset, message.value)
+            unreported = {tp: messages[0].offset for tp, messages in batches.items()}
+            try:
+                for tp, messages in batches.items():
+                    for message in messages:
+                        consumer.commit({tp: OffsetAndMetadata(message.offset + 1, "", -1)})
+                        jobio.consumed(tp.partition, message.offset, message.value)
+                        unreported[tp] = message.offset + 1
+            except COMMIT_REFUSED_BY_REBALANCE:
+                rewind(consumer, unreported)
     finally:
         consumer.close(autocommit=False)
     return {"ok": True}
@@ -632,6 +654,148 @@ def produce_paced(job: Job) -> Result:
     return {"ok": True, "results": results}
 
 
+# --- group admin ---
+
+
+def error_class_fields(found: Any) -> dict[str, str | None]:
+    """Error fields from a kafka-python error class or its class name ("OK": no error)."""
+    from kafka import errors
+
+    error_class = getattr(errors, found, errors.NoError) if isinstance(found, str) else found
+    if error_class is errors.NoError:
+        return {"error": None, "error_name": None}
+    return {
+        "error": f"{error_class.__name__}: {error_class.description}",
+        "error_name": error_class.message,
+    }
+
+
+def described_error_fields(error: str | None) -> dict[str, str | None]:
+    """describe_groups gives a group's error as the text of the error instance."""
+    found = re.search(r"\b(\w+Error)\b", error or "")
+    if error is None or found is None:
+        return {"error": error, "error_name": None}
+    return {"error": error, "error_name": error_class_fields(found[1])["error_name"]}
+
+
+def list_groups(job: Job) -> Result:
+    admin = admin_for(job)
+    try:
+        groups = admin.list_groups()
+    finally:
+        admin.close()
+    return {
+        "ok": True,
+        "groups": [{"group": g["group_id"], "state": g["group_state"]} for g in groups],
+    }
+
+
+def assigned_partitions(assignment: Any) -> list[list[Any]]:
+    """A described member's assignment: decoded to a dict or a ConsumerProtocolAssignment."""
+    if not assignment:
+        return []
+    if isinstance(assignment, dict):
+        pairs = [(a["topic"], a["partitions"]) for a in assignment["assigned_partitions"]]
+    else:
+        pairs = assignment.assigned_partitions
+    return [[topic, p] for topic, partitions in pairs for p in partitions]
+
+
+def describe_groups(job: Job) -> Result:
+    admin = admin_for(job)
+    try:
+        described = admin.describe_groups(job["groups"])
+    finally:
+        admin.close()
+    items = []
+    for name in job["groups"]:
+        group = described[name]
+        item: dict[str, Any] = {
+            "group": name,
+            **described_error_fields(group["error"]),
+            "members": [],
+        }
+        if not group["error"]:
+            item["state"] = group["group_state"]
+            item["protocol"] = group["protocol_data"]
+            item["members"] = [
+                {
+                    "member_id": m["member_id"],
+                    "client_id": m["client_id"],
+                    "partitions": assigned_partitions(m["member_assignment"]),
+                }
+                for m in group["members"]
+            ]
+        items.append(item)
+    return {"ok": True, "groups": items}
+
+
+def delete_groups(job: Job) -> Result:
+    admin = admin_for(job)
+    try:
+        deleted = admin.delete_groups(job["groups"])
+    finally:
+        admin.close()
+    return {
+        "ok": True,
+        "groups": [{"group": name, **error_class_fields(deleted[name])} for name in job["groups"]],
+    }
+
+
+def list_group_offsets(job: Job) -> Result:
+    admin = admin_for(job)
+    try:
+        offsets = admin.list_group_offsets({job["group"]: None})[job["group"]]
+    finally:
+        admin.close()
+    items = [
+        {"topic": tp.topic, "partition": tp.partition, "offset": o.offset, "metadata": o.metadata}
+        for tp, o in offsets.items()
+    ]
+    return {"ok": True, "offsets": items}
+
+
+def alter_group_offsets(job: Job) -> Result:
+    from kafka import OffsetAndMetadata
+
+    offsets = {
+        TopicPartition(o["topic"], o["partition"]): OffsetAndMetadata(
+            o["offset"], o.get("metadata", ""), -1
+        )
+        for o in job["offsets"]
+    }
+    admin = admin_for(job)
+    try:
+        altered = admin.alter_group_offsets(job["group"], offsets)
+    finally:
+        admin.close()
+    return {
+        "ok": True,
+        "offsets": [
+            {"topic": tp.topic, "partition": tp.partition, **error_class_fields(altered[tp])}
+            for tp in offsets
+        ],
+    }
+
+
+def delete_group_offsets(job: Job) -> Result:
+    partitions = [TopicPartition(p["topic"], p["partition"]) for p in job["partitions"]]
+    admin = admin_for(job)
+    try:
+        deleted = admin.delete_group_offsets(job["group"], partitions)
+    except KafkaError as exc:  # a group-level error
+        deleted = {tp: type(exc) for tp in partitions}
+    finally:
+        admin.close()
+    return {
+        "ok": True,
+        "partitions": [
+            {"topic": tp.topic, "partition": tp.partition, **error_class_fields(deleted[tp])}
+            for tp in partitions
+        ],
+    }
+
+
 OPS = {
     "produce": produce,
     "produce_paced": produce_paced,
@@ -645,6 +809,12 @@ OPS = {
     "alter_configs": alter_configs,
     "list_offsets": list_offsets,
     "delete_records": delete_records,
+    "list_groups": list_groups,
+    "describe_groups": describe_groups,
+    "delete_groups": delete_groups,
+    "list_group_offsets": list_group_offsets,
+    "alter_group_offsets": alter_group_offsets,
+    "delete_group_offsets": delete_group_offsets,
 }
 
 

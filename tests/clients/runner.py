@@ -57,6 +57,17 @@ ADMIN_OPS = frozenset(
     }
 )
 
+GROUP_ADMIN_OPS = frozenset(
+    {
+        "list_groups",
+        "describe_groups",
+        "delete_groups",
+        "list_group_offsets",
+        "alter_group_offsets",
+        "delete_group_offsets",
+    }
+)
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -76,16 +87,21 @@ class Capabilities:
 
 
 CAPABILITIES: dict[str, Capabilities] = {
-    "java-4.3": Capabilities(PRODUCE_CONSUME | ADMIN_OPS | TRANSACTION_OPS),
-    "java-3.9": Capabilities(PRODUCE_CONSUME | ADMIN_OPS | TRANSACTION_OPS),
+    "java-4.3": Capabilities(PRODUCE_CONSUME | ADMIN_OPS | GROUP_ADMIN_OPS | TRANSACTION_OPS),
+    "java-3.9": Capabilities(PRODUCE_CONSUME | ADMIN_OPS | GROUP_ADMIN_OPS | TRANSACTION_OPS),
     "kafka-python-3": Capabilities(
-        PRODUCE_CONSUME | ADMIN_OPS, null_header_values=False, null_key_and_value=False
+        PRODUCE_CONSUME | ADMIN_OPS | GROUP_ADMIN_OPS,
+        null_header_values=False,
+        null_key_and_value=False,
     ),
     "kafka-python-2": Capabilities(
         PRODUCE_CONSUME, null_header_values=False, null_key_and_value=False
     ),
     "aiokafka": Capabilities(PRODUCE_CONSUME),
-    "confluent-kafka": Capabilities(PRODUCE_CONSUME | ADMIN_OPS | TRANSACTION_OPS),
+    # confluent-kafka's AdminClient has no DeleteConsumerGroupOffsets.
+    "confluent-kafka": Capabilities(
+        PRODUCE_CONSUME | ADMIN_OPS | GROUP_ADMIN_OPS - {"delete_group_offsets"} | TRANSACTION_OPS
+    ),
     "kcat": Capabilities(
         PRODUCE_CONSUME, record_timestamps=False, ack_timestamps=False, transactions=False
     ),

@@ -26,6 +26,7 @@ class Consumed:
         self.records: list[tuple[str, int, int, str]] = []
         self.assignments: dict[str, list[int]] = {}
         self.members: list[ConsumerProcess] = []
+        self.results: dict[str, dict[str, Any]] = {}  # each member's result line, once it stops
         self.changed = threading.Condition()
 
     def add(self, name: str, line: str) -> None:
@@ -36,6 +37,8 @@ class Consumed:
             elif fields.get("event") == "record":
                 value = base64.b64decode(fields["value"] or "").decode()
                 self.records.append((name, fields["partition"], fields["offset"], value))
+            else:
+                self.results[name] = fields
             self.changed.notify_all()
 
     def wait_for(self, condition: Callable[[], bool], timeout_s: float = 60.0) -> None:
@@ -46,6 +49,7 @@ class Consumed:
                 if remaining <= 0:
                     raise AssertionError(
                         f"timed out: {len(self.records)} records, {self.assignments}\n"
+                        f"results of stopped members: {self.results}\n"
                         + "\n".join(member.stderr_tail() for member in self.members)
                     )
                 self.changed.wait(remaining)

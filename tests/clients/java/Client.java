@@ -39,6 +39,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -53,6 +54,7 @@ import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -600,12 +602,28 @@ public final class Client {
     try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
       consumer.subscribe(List.of(job.get("topic").asText()), new Assignment());
       while (!stopping.get()) {
-        for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(50))) {
-          TopicPartition partition = new TopicPartition(record.topic(), record.partition());
-          consumer.commitSync(Map.of(partition, new OffsetAndMetadata(record.offset() + 1)));
-          ObjectNode line = JSON.createObjectNode().put("event", "record");
-          line.put("partition", record.partition()).put("offset", record.offset());
-          event(line.put("value", b64(record.value())));
+        ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(50));
+        Map<TopicPartition, Long> unreported = new HashMap<>();
+        records.partitions().forEach(p -> unreported.put(p, records.records(p).get(0).offset()));
+        try {
+          for (ConsumerRecord<byte[], byte[]> record : records) {
+            TopicPartition partition = new TopicPartition(record.topic(), record.partition());
+            consumer.commitSync(Map.of(partition, new OffsetAndMetadata(record.offset() + 1)));
+            ObjectNode line = JSON.createObjectNode().put("event", "record");
+            line.put("partition", record.partition()).put("offset", record.offset());
+            event(line.put("value", b64(record.value())));
+            unreported.put(partition, record.offset() + 1);
+          }
+        } catch (RebalanceInProgressException | CommitFailedException e) {
+          // A rebalance refused the commit: the rest of the batch is not reported, and is
+          // read again (here if the partition stays assigned, else by its new owner).
+          Set<TopicPartition> assigned = consumer.assignment();
+          unreported.forEach(
+              (partition, offset) -> {
+                if (assigned.contains(partition)) {
+                  consumer.seek(partition, offset);
+                }
+              });
         }
       }
     }
