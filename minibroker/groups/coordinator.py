@@ -877,18 +877,29 @@ class GroupCoordinator:
     def expire_offsets(self, now: int) -> None:
         """Kafka's offset expiration (KIP-211), then drop empty groups with no offsets left."""
         for group in list(self.groups.values()):
-            expired = self._expired_offsets(group, now)
-            records = self._offset_tombstones(group, expired)
-            drop_group = group.is_in(GroupState.EMPTY) and len(expired) == len(group.offsets)
-            if drop_group:
-                records.append((encode_group_key(GroupKey(group.group_id)), None))
-            if self.store.append(group.group_id, records, now) != ErrorCode.NO_ERROR:
-                continue
-            for key in expired:
-                del group.offsets[key]
-            if drop_group:
-                group.transition(GroupState.DEAD, now)
-                del self.groups[group.group_id]
+            self._remove_offsets(group, self._expired_offsets(group, now), now)
+
+    def delete_topic_offsets(self, topics: Iterable[str]) -> None:
+        """Kafka's cleanup when topics are deleted (GroupMetadataManager.cleanupGroupMetadata):
+        every group's offsets of those topics go, tombstoned in __consumer_offsets, and
+        Empty groups left without offsets are dropped."""
+        deleted = set(topics)
+        now = now_ms()
+        for group in list(self.groups.values()):
+            self._remove_offsets(group, [key for key in group.offsets if key[0] in deleted], now)
+
+    def _remove_offsets(self, group: Group, keys: list[tuple[str, int]], now: int) -> None:
+        records = self._offset_tombstones(group, keys)
+        drop_group = group.is_in(GroupState.EMPTY) and len(keys) == len(group.offsets)
+        if drop_group:
+            records.append((encode_group_key(GroupKey(group.group_id)), None))
+        if self.store.append(group.group_id, records, now) != ErrorCode.NO_ERROR:
+            return
+        for key in keys:
+            del group.offsets[key]
+        if drop_group:
+            group.transition(GroupState.DEAD, now)
+            del self.groups[group.group_id]
 
     def _expired_offsets(self, group: Group, now: int) -> list[tuple[str, int]]:
         if group.is_in(GroupState.EMPTY):

@@ -6,7 +6,9 @@ id."), an entry with both a name and an id or with neither INVALID_REQUEST, an u
 name UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID. With
 `delete.topic.enable=false` every topic gets TOPIC_DELETION_DISABLED (INVALID_REQUEST
 before v3). Deletion is immediate (logs, directories and producer state go at once), so the
-timeout is not used.
+timeout is not used. Groups' committed offsets of a deleted topic go too, tombstoned in
+`__consumer_offsets`, and Empty groups left without offsets are dropped (Kafka's
+GroupMetadataManager cleanup), so OffsetFetch shows no offset for it.
 
 Version notes: v1-5 carry names only (`topic_names`); v6 carries `topics` entries with a
 name or an id, and the answer gives both; error messages are v5+.
@@ -48,6 +50,7 @@ def _delete_by_name(ctx: RequestContext, name: str) -> Any:
     topic = ctx.broker.cluster.delete_topic(name)
     for partition in topic.partitions:
         ctx.broker.producers.forget(partition)
+    ctx.broker.groups.delete_topic_offsets([name])
     return _result(name, topic.topic_id, ErrorCode.NO_ERROR, None)
 
 

@@ -447,6 +447,31 @@ def test_delete_groups(client: WireClient) -> None:
     assert fetch_offsets(client, "simple", None) == {}
 
 
+def test_delete_topics_removes_its_committed_offsets(group_broker: ThreadedBroker) -> None:
+    with WireClient(group_broker.bootstrap_servers) as client:
+        create_topic(client, "t", 2)
+        create_topic(client, "u", 1)
+        commit(client, "both", {("t", 0): 1, ("t", 1): 2, ("u", 0): 3})
+        commit(client, "only-t", {("t", 0): 4})
+        joined = join_two_step(client, "active")
+        sync(client, "active", joined.member_id, 1, {joined.member_id: b""})
+        commit(client, "active", {("t", 1): 5}, member_id=joined.member_id, generation=1)
+        deleted = client.call(ApiKey.DeleteTopics, 4, topic_names=["t"], timeout_ms=5000)
+        assert deleted.responses[0].error_code == ErrorCode.NO_ERROR
+
+        def remaining() -> dict[str, object]:
+            return {g: fetch_offsets(client, g, None) for g in ("both", "only-t", "active")}
+
+        expected = {"both": {("u", 0): (3, 3, "")}, "only-t": {}, "active": {}}
+        assert remaining() == expected
+        assert fetch_offsets(client, "both", {"t": [0]}) == {("t", 0): (-1, -1, "")}
+        listed = client.call(ApiKey.ListGroups, 4, states_filter=[])
+        assert {g.group_id for g in listed.groups} == {"both", "active"}
+    group_broker.restart()  # the tombstones are in __consumer_offsets
+    with WireClient(group_broker.bootstrap_servers) as client:
+        assert remaining() == expected
+
+
 def test_offset_delete(client: WireClient) -> None:
     create_topic(client, "t", 2)
     create_topic(client, "u", 1)
