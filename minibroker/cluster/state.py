@@ -265,6 +265,12 @@ class Cluster:
             flush_messages=value("flush.messages"),
             flush_ms=value("flush.ms"),
             fsync_on_ack=config.get_bool("minibroker.fsync.on.ack"),
+            cleanup_policy=config.topic_value(overrides or {}, "cleanup.policy"),
+            delete_retention_ms=value("delete.retention.ms"),
+            min_compaction_lag_ms=value("min.compaction.lag.ms"),
+            min_cleanable_dirty_ratio=float(
+                config.topic_value(overrides or {}, "min.cleanable.dirty.ratio")
+            ),
         )
 
     def _apply_log_config(self, topic: Topic) -> None:

@@ -102,7 +102,10 @@ class GroupCoordinator:
     ) -> None:
         self.groups: dict[str, Group] = {}
         self.store = OffsetsTopic(
-            cluster, config.get_int("offsets.topic.num.partitions"), producers
+            cluster,
+            config.get_int("offsets.topic.num.partitions"),
+            config.get_int("offsets.topic.segment.bytes"),
+            producers,
         )
         self.cluster = cluster
         self.min_session_timeout_ms = config.get_int("group.min.session.timeout.ms")

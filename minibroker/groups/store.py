@@ -1,7 +1,8 @@
 """`__consumer_offsets`: where committed offsets and group metadata are written and reloaded.
 
 The topic is created the first time a group needs it (FindCoordinator, or a write) with
-`offsets.topic.num.partitions` partitions and `cleanup.policy=compact`; a group's records go
+`offsets.topic.num.partitions` partitions, `cleanup.policy=compact` (log/cleaner.py compacts
+it) and `segment.bytes=offsets.topic.segment.bytes`; a group's records go
 to partition `abs(hash(group)) % partitions`, as in Kafka. Writes are synchronous appends of
 one uncompressed batch, so a commit is in the log before its response is sent. Transactional
 offset commits go through the producer state as Kafka's appends of origin COORDINATOR (epoch
@@ -72,10 +73,15 @@ class LoadedGroup:
 
 class OffsetsTopic:
     def __init__(
-        self, cluster: Cluster, num_partitions: int, producers: ProducerStateManager
+        self,
+        cluster: Cluster,
+        num_partitions: int,
+        segment_bytes: int,
+        producers: ProducerStateManager,
     ) -> None:
         self.cluster = cluster
         self.num_partitions = num_partitions
+        self.segment_bytes = segment_bytes
         self.producers = producers
 
     def topic(self) -> Topic | None:
@@ -85,7 +91,9 @@ class OffsetsTopic:
         topic = self.topic()
         if topic is None:
             topic = self.cluster.create_topic(
-                OFFSETS_TOPIC, self.num_partitions, {"cleanup.policy": "compact"}
+                OFFSETS_TOPIC,
+                self.num_partitions,
+                {"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)},
             )
         return topic
 

@@ -29,6 +29,7 @@ from .checkpoints import (
     write_offset_checkpoint,
     write_properties,
 )
+from .cleaner import clean_log
 from .config import LogConfig
 from .memory import MemoryPartitionLog
 from .offline import OfflinePartitionLog
@@ -229,6 +230,13 @@ class LogManager:
         deleted = sum(log.apply_retention(now_ms) for log in self._logs.values())
         if deleted:
             self.checkpoint_log_start_offsets()
+
+    def run_cleaner(self, now_ms: int) -> None:
+        """One log cleaner pass over every compacted log (cleaner.py)."""
+        for log in list(self._logs.values()):
+            if isinstance(log, SegmentedLog):
+                with contextlib.suppress(LogOfflineError):  # logged when it went offline
+                    clean_log(log, now_ms)
 
     def flush_due(self, now_ms: int) -> None:
         """Flush what flush.ms / flush.messages ask for; checkpoint recovery points that moved."""

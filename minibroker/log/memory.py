@@ -38,6 +38,13 @@ class MemoryPartitionLog(SegmentedLog):
             now_ms=now_ms,
         )
 
+    def new_cleaned_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        return self._new_segment(base_offset, now_ms)
+
+    def _swap_in(self, old: list[LogSegment], cleaned: LogSegment) -> None:
+        for segment in old:
+            segment.delete()
+
     def _segments_changed(self) -> None:
         pass
 

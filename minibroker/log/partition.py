@@ -12,6 +12,9 @@ import shutil
 import uuid
 from pathlib import Path
 
+from minibroker.records.batch import HEADER_SIZE
+
+from .batch import header_is_plausible, offset_after, parse_header
 from .blob import FileBlob, FilePool
 from .checkpoints import fsync_directory, write_partition_metadata
 from .config import LogConfig
@@ -24,7 +27,10 @@ INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
-_LEFTOVER_SUFFIXES = (".tmp", ".deleted", ".cleaned", ".swap")
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+DELETED_SUFFIX = ".deleted"
+_LEFTOVER_SUFFIXES = (".tmp", DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +120,7 @@ class FilePartitionLog(SegmentedLog):
     # -- loading -------------------------------------------------------------------------------
 
     def _load_segments(self, now_ms: int, recovery_point: int, clean_shutdown: bool) -> None:
+        self._complete_swaps()
         base_offsets = self._scan_directory()
         for base_offset in base_offsets:
             self._segments.append(self._open_segment(base_offset, now_ms))
@@ -144,6 +151,28 @@ class FilePartitionLog(SegmentedLog):
             position += 1
         if first_txn_rebuild is not None:
             self.rebuild_txn_indexes(first_txn_rebuild)
+
+    def _complete_swaps(self) -> None:
+        """Finish a cleaner swap a crash interrupted, as Kafka's LogLoader does: a complete
+        `.swap` segment replaces the segments its offsets cover (`.cleaned` files, not yet
+        complete, go with the other leftovers)."""
+        for swap_log in sorted(self.directory.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}")):
+            base_offset = int(swap_log.name[: -len(LOG_SUFFIX + SWAP_SUFFIX)])
+            next_offset = max(_next_offset_of(swap_log.read_bytes(), base_offset), base_offset + 1)
+            for path in self.directory.glob(f"*{LOG_SUFFIX}"):
+                stem = path.name[: -len(LOG_SUFFIX)]
+                if stem.isdigit() and base_offset <= int(stem) < next_offset:
+                    for suffix in SEGMENT_SUFFIXES:
+                        (self.directory / segment_file_name(int(stem), suffix)).unlink(
+                            missing_ok=True
+                        )
+            for suffix in SEGMENT_SUFFIXES:
+                final = self.directory / segment_file_name(base_offset, suffix)
+                swap = final.with_name(final.name + SWAP_SUFFIX)
+                if swap.exists():
+                    swap.rename(final)
+            logger.warning("%s: completed the interrupted swap of %d", self.directory, base_offset)
+            self._directory_dirty = True
 
     def _scan_directory(self) -> list[int]:
         """Base offsets of the segments present; removes leftovers and orphan index files."""
@@ -235,6 +264,41 @@ class FilePartitionLog(SegmentedLog):
             base_offset, log, offset_index, time_index, txn_index, self.config, now_ms=now_ms
         )
 
+    def new_cleaned_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        blobs = [
+            FileBlob(
+                self.directory / (segment_file_name(base_offset, suffix) + CLEANED_SUFFIX),
+                self._pool,
+            )
+            for suffix in SEGMENT_SUFFIXES
+        ]
+        for blob in blobs:
+            blob.truncate(0)
+        log, offset_index, time_index, txn_index = blobs
+        return LogSegment(
+            base_offset, log, offset_index, time_index, txn_index, self.config, now_ms=now_ms
+        )
+
+    def _swap_in(self, old: list[LogSegment], cleaned: LogSegment) -> None:
+        """Kafka's replaceSegments: the complete cleaned files become `.swap`, the old ones
+        `.deleted`, then the swap files take the segment names and the old files go. A crash
+        in between is finished by `_complete_swaps` when the log is opened."""
+        cleaned.flush()
+        new_files = _blobs(cleaned)
+        for blob in new_files:
+            blob.rename_to(
+                blob.path.with_name(blob.path.name[: -len(CLEANED_SUFFIX)] + SWAP_SUFFIX)
+            )
+        fsync_directory(self.directory)
+        old_files = [blob for segment in old for blob in _blobs(segment) if blob.exists()]
+        for blob in old_files:
+            blob.rename_to(blob.path.with_name(blob.path.name + DELETED_SUFFIX))
+        for blob in new_files:
+            blob.rename_to(blob.path.with_name(blob.path.name[: -len(SWAP_SUFFIX)]))
+        fsync_directory(self.directory)
+        for blob in old_files:
+            blob.delete()
+
     def _segments_changed(self) -> None:
         self._directory_dirty = True
 
@@ -258,3 +322,26 @@ class FilePartitionLog(SegmentedLog):
         self._segments.clear()
         self._base_offsets.clear()
         shutil.rmtree(self.directory)
+
+
+def _blobs(segment: LogSegment) -> list[FileBlob]:
+    blobs = [
+        segment.log,
+        segment.offset_index.blob,
+        segment.time_index.blob,
+        segment.txn_index.blob,
+    ]
+    assert all(isinstance(blob, FileBlob) for blob in blobs)
+    return blobs  # type: ignore[return-value]
+
+
+def _next_offset_of(data: bytes, base_offset: int) -> int:
+    """The offset after the last whole batch of a segment's bytes (base offset if none)."""
+    next_offset, position = base_offset, 0
+    while position + HEADER_SIZE <= len(data):
+        header = parse_header(data, position)
+        if not header_is_plausible(header, len(data) - position):
+            break
+        next_offset = offset_after(header)
+        position += header.size
+    return next_offset

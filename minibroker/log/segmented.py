@@ -73,9 +73,19 @@ class SegmentedLog(ABC):
         # or flushing, so that the checkpoint files follow before the caller answers.
         self.on_checkpoint_needed: Callable[[], None] | None = None
         self.storage_error: OSError | None = None
+        # Where the log cleaner's last pass stopped (cleaner.py); in memory only.
+        self.first_dirty_offset = 0
 
     @abstractmethod
     def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment: ...
+
+    @abstractmethod
+    def new_cleaned_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        """An empty segment the cleaner fills, not yet part of the log."""
+
+    @abstractmethod
+    def _swap_in(self, old: list[LogSegment], cleaned: LogSegment) -> None:
+        """Make `cleaned` durable in place of `old` (the file log renames, as Kafka)."""
 
     @abstractmethod
     def delete(self) -> None:
@@ -119,6 +129,20 @@ class SegmentedLog(ABC):
 
     def _segment_index_for(self, offset: int) -> int:
         return max(bisect.bisect_right(self._base_offsets, offset) - 1, 0)
+
+    def closed_segments(self) -> list[LogSegment]:
+        return self._segments[:-1]
+
+    @storage_operation
+    def replace_segments(self, old: list[LogSegment], cleaned: LogSegment) -> None:
+        """Put a cleaned segment in place of the consecutive closed segments it was made of."""
+        first = self._segments.index(old[0])
+        assert self._segments[first : first + len(old)] == old and old[-1] is not self._active
+        self._swap_in(old, cleaned)
+        self._segments[first : first + len(old)] = [cleaned]
+        self._base_offsets[first : first + len(old)] = [cleaned.base_offset]
+        self._segments_changed()
+        self.rebuild_txn_indexes(first)
 
     # -- append and roll -----------------------------------------------------------------------
 
@@ -287,6 +311,12 @@ class SegmentedLog(ABC):
         return deleted
 
     def apply_retention(self, now_ms: int) -> int:
+        """retention.ms and retention.bytes when cleanup.policy includes delete, and segments
+        below the log start offset."""
+        deleted = self._apply_time_and_size_retention(now_ms) if self.config.deletes else 0
+        return deleted + self._delete_segments_below_log_start(self._log_start_offset)
+
+    def _apply_time_and_size_retention(self, now_ms: int) -> int:
         deleted = 0
         retention_ms = self.config.retention_ms
         if retention_ms >= 0:
@@ -302,7 +332,7 @@ class SegmentedLog(ABC):
                 excess -= self._segments[0].size
                 self._delete_oldest_segment()
                 deleted += 1
-        return deleted + self._delete_segments_below_log_start(self._log_start_offset)
+        return deleted
 
     # -- durability and lifetime ---------------------------------------------------------------
 

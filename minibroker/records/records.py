@@ -138,13 +138,16 @@ def encode_varint(value: int) -> bytes:
 # -- scanning ------------------------------------------------------------------------------
 
 
-def scan_records(buf: Buffer, pos: int, end: int, count: int) -> RecordsSummary:
+def scan_records(
+    buf: Buffer, pos: int, end: int, count: int, *, max_offset_delta: int | None = None
+) -> RecordsSummary:
     """Walk `count` records in `buf[pos:end]` without decoding them into objects.
 
     Checks what Kafka's `DefaultRecord.readFrom` and the batch iterator check: each length
     varint matches the fields inside it, header counts and key lengths are sane, offset
-    deltas run 0, 1, 2, ..., and the records fill the region exactly. Raises
-    `CorruptRecordsError` naming the index of the first bad record.
+    deltas run 0, 1, 2, ... (or, for a stored batch, which compaction may have left with
+    gaps, given `max_offset_delta`: increase up to it), and the records fill the region
+    exactly. Raises `CorruptRecordsError` naming the index of the first bad record.
 
     This loop is the produce path, so the shape nearly every client writes is recognised
     inline: record and value lengths under 8 KiB, a timestamp delta within 64 ms of the
@@ -158,6 +161,7 @@ def scan_records(buf: Buffer, pos: int, end: int, count: int) -> RecordsSummary:
     min_delta = _INT64_MAX
     max_delta = _INT64_MIN
     null_keys = 0
+    previous_delta = -1
     for index in range(count):
         next_pos = -1
         try:
@@ -171,7 +175,13 @@ def scan_records(buf: Buffer, pos: int, end: int, count: int) -> RecordsSummary:
             body_end = p + (raw >> 1)
             timestamp = buf[p + 1]  # after the attributes
             offset_delta = index << 1
-            if not raw & 1 and body_end <= end and timestamp < 0x80:
+            if (
+                not raw & 1
+                and body_end <= end
+                and timestamp < 0x80
+                and previous_delta == index - 1
+                and (max_offset_delta is None or index <= max_offset_delta)
+            ):
                 if offset_delta < 0x80:
                     expected = buf[p + 2] == offset_delta
                     p += 3
@@ -209,7 +219,11 @@ def scan_records(buf: Buffer, pos: int, end: int, count: int) -> RecordsSummary:
         except IndexError:
             pass
         if next_pos < 0:
-            next_pos, timestamp_delta, null_key = _scan_record(buf, pos, end, index)
+            next_pos, timestamp_delta, null_key, previous_delta = _scan_record(
+                buf, pos, end, index, previous_delta, max_offset_delta
+            )
+        else:
+            previous_delta = index
         pos = next_pos
         null_keys += null_key
         if timestamp_delta < min_delta:
@@ -223,9 +237,17 @@ def scan_records(buf: Buffer, pos: int, end: int, count: int) -> RecordsSummary:
     return RecordsSummary(min_delta, max_delta, null_keys)
 
 
-def _scan_record(buf: Buffer, pos: int, end: int, index: int) -> tuple[int, int, int]:
-    """(next position, timestamp delta, 1 if the key is null else 0) of record `index` at
-    `pos`, decoded in general; raises `CorruptRecordsError` for a malformed record."""
+def _scan_record(
+    buf: Buffer,
+    pos: int,
+    end: int,
+    index: int,
+    previous_delta: int,
+    max_offset_delta: int | None,
+) -> tuple[int, int, int, int]:
+    """(next position, timestamp delta, 1 if the key is null else 0, offset delta) of record
+    `index` at `pos`, decoded in general; raises `CorruptRecordsError` for a malformed
+    record."""
     try:
         if pos >= end:
             raise CorruptRecordsError(
@@ -242,9 +264,16 @@ def _scan_record(buf: Buffer, pos: int, end: int, index: int) -> tuple[int, int,
             )
         timestamp_delta, pos = read_varlong(buf, pos + 1)  # + 1: attributes
         offset_delta, pos = read_varint(buf, pos)
-        if offset_delta != index:
+        if max_offset_delta is None and offset_delta != index:
             raise CorruptRecordsError(
                 f"record {index} has offset delta {offset_delta}, expected {index}", index
+            )
+        limit = offset_delta if max_offset_delta is None else max_offset_delta
+        if not previous_delta < offset_delta <= limit:
+            raise CorruptRecordsError(
+                f"record {index} has offset delta {offset_delta} after {previous_delta}, "
+                f"at most {max_offset_delta}",
+                index,
             )
         key_length, pos = read_varint(buf, pos)
         if key_length > 0:
@@ -264,7 +293,7 @@ def _scan_record(buf: Buffer, pos: int, end: int, index: int) -> tuple[int, int,
             f"but instead read {pos - body_end + length}",
             index,
         )
-    return pos, timestamp_delta, 1 if key_length < 0 else 0
+    return pos, timestamp_delta, 1 if key_length < 0 else 0, offset_delta
 
 
 def _skip_headers(buf: Buffer, pos: int, body_end: int, index: int) -> int:
@@ -305,7 +334,8 @@ def records_region(
 def iter_records(
     batch: Buffer, *, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
 ) -> Iterator[Record]:
-    """Decode every record of one v2 batch: offset = base + delta, LogAppendTime honoured.
+    """Decode every record of one stored v2 batch: offset = base + delta (deltas may skip, as
+    in a compacted batch), LogAppendTime honoured.
 
     Raises `CorruptRecordsError` for a batch whose records are malformed (checked before the
     first record is yielded).
@@ -316,7 +346,7 @@ def iter_records(
     if header.magic != MAGIC_V2:
         raise CorruptRecordsError(f"unsupported magic {header.magic}")
     buf, pos, end = records_region(batch, header, max_decompressed_bytes)
-    scan_records(buf, pos, end, header.records_count)
+    scan_records(buf, pos, end, header.records_count, max_offset_delta=header.last_offset_delta)
     return decode_records(buf, pos, header)
 
 

@@ -122,6 +122,9 @@ class Broker:
                 loop.create_task(self._every(FLUSH_CHECK_INTERVAL_SECONDS, self._flush_due)),
                 *self._transaction_timers(loop),
             ]
+            if self.config.get_bool("log.cleaner.enable"):
+                cleaner_interval = self._interval("log.cleaner.backoff.ms")
+                self._timers.append(loop.create_task(self._every(cleaner_interval, self._clean)))
         self._timers.append(
             asyncio.get_running_loop().create_task(
                 self._every(self._idle_check_interval(), self._close_idle)
@@ -182,6 +185,9 @@ class Broker:
 
     def _run_retention(self) -> None:
         self.logs.run_retention(time.time_ns() // 1_000_000)
+
+    def _clean(self) -> None:
+        self.logs.run_cleaner(time.time_ns() // 1_000_000)
 
     def _idle_limit_seconds(self) -> float:
         return self.config.get_int("connections.max.idle.ms") / 1000

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
+from minibroker.groups.store import OFFSETS_TOPIC
+from minibroker.log.segmented import SegmentedLog
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
+from minibroker.records.batch import BatchHeader, split_batches
+from minibroker.records.records import Record, iter_records
 from minibroker.testing.threaded import ThreadedBroker
+from tests.groups.conftest import GROUP_SETTINGS
 from tests.groups.wirehelp import (
     commit,
     fetch_offsets,
@@ -397,6 +404,57 @@ def test_commits_and_groups_survive_restart(group_broker: ThreadedBroker) -> Non
             ("simple", "Empty"),
             ("g", "Stable"),
         }
+
+
+def test_consumer_offsets_stay_right_after_compaction_and_restart(tmp_path: Path) -> None:
+    settings = {
+        **GROUP_SETTINGS,
+        "offsets.topic.num.partitions": "1",
+        "offsets.topic.segment.bytes": "1500",
+        "log.cleaner.backoff.ms": "20",
+    }
+    with ThreadedBroker(data_dir=tmp_path / "data", settings=settings) as broker:
+        with WireClient(broker.bootstrap_servers) as client:
+            create_topic(client, "t", 3)
+            for round_ in range(40):
+                commit(client, "g", {("t", round_ % 3): round_}, metadata=f"m{round_}")
+            commit(client, "gone", {("t", 0): 1})
+            assert (
+                client.call(ApiKey.DeleteGroups, 1, groups_names=["gone"]).results[0].error_code
+                == 0
+            )
+            commit(client, "g", {("t", 0): 100})
+
+        async def stored() -> tuple[int, int]:
+            assert broker.broker is not None
+            log = broker.broker.logs.get(OFFSETS_TOPIC, 0)
+            assert isinstance(log, SegmentedLog)
+            return log.first_dirty_offset, len(read_all_records(log))
+
+        deadline = time.monotonic() + 30
+        while (found := broker.call(stored())) and (found[0] == 0 or found[1] >= 40):
+            assert time.monotonic() < deadline, f"not compacted: {found}"
+            time.sleep(0.02)
+        broker.restart()
+        with WireClient(broker.bootstrap_servers) as client:
+            assert fetch_offsets(client, "g", None) == {
+                ("t", 0): (100, 3, ""),
+                ("t", 1): (37, 3, "m37"),
+                ("t", 2): (38, 3, "m38"),
+            }
+            assert fetch_offsets(client, "gone", None) == {}
+            listed = client.call(ApiKey.ListGroups, 4, states_filter=[])
+            assert {g.group_id for g in listed.groups} == {"g"}
+
+
+def read_all_records(log: SegmentedLog) -> list[Record]:
+    records: list[Record] = []
+    offset = log.log_start_offset
+    while data := log.read(offset, 1 << 20):
+        for batch in split_batches(data):
+            records += iter_records(batch)
+            offset = BatchHeader.parse(batch).last_offset + 1
+    return records
 
 
 def test_list_and_describe_groups(client: WireClient) -> None:
