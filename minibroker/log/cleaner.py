@@ -145,6 +145,7 @@ def clean_log(target: SegmentedLog, now_ms: int) -> CleanerStats | None:
     if not dirty_bytes or dirty_bytes / total_bytes < config.min_cleanable_dirty_ratio:
         return None
     latest = _offset_map(dirty, first_dirty)
+    cleaned_up_to = cleanable[-1].next_offset
     stats = _Counts()
     for group in _group_by_size(cleanable, config.segment_bytes):
         cleaned = target.new_cleaned_segment(group[0].base_offset, now_ms)
@@ -157,7 +158,7 @@ def clean_log(target: SegmentedLog, now_ms: int) -> CleanerStats | None:
         stats.before += sum(s.size for s in group)
         stats.after += cleaned.size
         target.replace_segments(group, cleaned)
-    target.first_dirty_offset = max(first_dirty, cleanable[-1].next_offset)
+    target.first_dirty_offset = max(first_dirty, cleaned_up_to)
     log.info(
         "%s-%d cleaned: %d segments, %d -> %d bytes, %d records removed",
         target.topic,
