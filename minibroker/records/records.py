@@ -161,7 +161,7 @@ def scan_records(
     min_delta = _INT64_MAX
     max_delta = _INT64_MIN
     null_keys = 0
-    previous_delta = -1
+    deltas = None if max_offset_delta is None else _StoredDeltas(max_offset_delta)
     for index in range(count):
         next_pos = -1
         try:
@@ -179,8 +179,7 @@ def scan_records(
                 not raw & 1
                 and body_end <= end
                 and timestamp < 0x80
-                and previous_delta == index - 1
-                and (max_offset_delta is None or index <= max_offset_delta)
+                and (deltas is None or deltas.allow_inline(index))
             ):
                 if offset_delta < 0x80:
                     expected = buf[p + 2] == offset_delta
@@ -219,11 +218,9 @@ def scan_records(
         except IndexError:
             pass
         if next_pos < 0:
-            next_pos, timestamp_delta, null_key, previous_delta = _scan_record(
-                buf, pos, end, index, previous_delta, max_offset_delta
-            )
-        else:
-            previous_delta = index
+            next_pos, timestamp_delta, null_key = _scan_record(buf, pos, end, index, deltas)
+        elif deltas is not None:
+            deltas.previous = index
         pos = next_pos
         null_keys += null_key
         if timestamp_delta < min_delta:
@@ -237,17 +234,32 @@ def scan_records(
     return RecordsSummary(min_delta, max_delta, null_keys)
 
 
+class _StoredDeltas:
+    """Offset deltas of a stored batch: increasing, up to its last offset delta."""
+
+    def __init__(self, maximum: int) -> None:
+        self.maximum = maximum
+        self.previous = -1
+
+    def allow_inline(self, index: int) -> bool:
+        """The inline path assumes delta == index: only while no delta was skipped."""
+        return self.previous == index - 1 and index <= self.maximum
+
+    def check(self, offset_delta: int, index: int) -> None:
+        if not self.previous < offset_delta <= self.maximum:
+            raise CorruptRecordsError(
+                f"record {index} has offset delta {offset_delta} after {self.previous}, "
+                f"at most {self.maximum}",
+                index,
+            )
+        self.previous = offset_delta
+
+
 def _scan_record(
-    buf: Buffer,
-    pos: int,
-    end: int,
-    index: int,
-    previous_delta: int,
-    max_offset_delta: int | None,
-) -> tuple[int, int, int, int]:
-    """(next position, timestamp delta, 1 if the key is null else 0, offset delta) of record
-    `index` at `pos`, decoded in general; raises `CorruptRecordsError` for a malformed
-    record."""
+    buf: Buffer, pos: int, end: int, index: int, deltas: _StoredDeltas | None = None
+) -> tuple[int, int, int]:
+    """(next position, timestamp delta, 1 if the key is null else 0) of record `index` at
+    `pos`, decoded in general; raises `CorruptRecordsError` for a malformed record."""
     try:
         if pos >= end:
             raise CorruptRecordsError(
@@ -264,16 +276,11 @@ def _scan_record(
             )
         timestamp_delta, pos = read_varlong(buf, pos + 1)  # + 1: attributes
         offset_delta, pos = read_varint(buf, pos)
-        if max_offset_delta is None and offset_delta != index:
+        if deltas is not None:
+            deltas.check(offset_delta, index)
+        elif offset_delta != index:
             raise CorruptRecordsError(
                 f"record {index} has offset delta {offset_delta}, expected {index}", index
-            )
-        limit = offset_delta if max_offset_delta is None else max_offset_delta
-        if not previous_delta < offset_delta <= limit:
-            raise CorruptRecordsError(
-                f"record {index} has offset delta {offset_delta} after {previous_delta}, "
-                f"at most {max_offset_delta}",
-                index,
             )
         key_length, pos = read_varint(buf, pos)
         if key_length > 0:
@@ -293,7 +300,7 @@ def _scan_record(
             f"but instead read {pos - body_end + length}",
             index,
         )
-    return pos, timestamp_delta, 1 if key_length < 0 else 0, offset_delta
+    return pos, timestamp_delta, 1 if key_length < 0 else 0
 
 
 def _skip_headers(buf: Buffer, pos: int, body_end: int, index: int) -> int:

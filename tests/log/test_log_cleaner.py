@@ -21,7 +21,12 @@ from minibroker.records.batch import ATTR_TRANSACTIONAL
 from minibroker.records.compression import GZIP
 from minibroker.records.records import build_batch, build_control_batch, iter_records
 
-from .log_testing import assert_indexes_point_at_batches, make_batch, split_batches
+from .log_testing import (
+    assert_indexes_point_at_batches,
+    batch_last_offset,
+    make_batch,
+    split_batches,
+)
 
 TOPIC = "compacted"
 NOW = 1_700_000_000_000
@@ -56,15 +61,13 @@ def append(log: SegmentedLog, pairs: list[tuple[bytes, bytes | None]], now: int 
 
 
 def entries(log: SegmentedLog) -> list[Entry]:
+    """Every record, read as a consumer does: on from each batch's last offset + 1."""
     found: list[Entry] = []
     offset = log.log_start_offset
-    while offset < log.log_end_offset:
-        data = log.read(offset, 1 << 20)
-        if not data:
-            break
+    while data := log.read(offset, 1 << 20):
         for batch in split_batches(data):
             found += [(r.offset, r.key, r.value) for r in iter_records(batch)]
-        offset = found[-1][0] + 1 if found else log.log_end_offset
+            offset = batch_last_offset(batch) + 1
     return found
 
 
