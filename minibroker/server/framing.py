@@ -14,7 +14,7 @@ import struct
 import sys
 
 _SIZE = struct.Struct(">i")
-_SCRATCH_BYTES = 256 * 1024
+_SCRATCH_BYTES = 16 * 1024
 # Frames above this are read into a buffer of their own rather than through the scratch.
 _DIRECT_FRAME_BYTES = 32 * 1024
 _MIN_FREE_SCRATCH = 4096
