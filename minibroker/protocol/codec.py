@@ -19,7 +19,7 @@ from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
 
-from minibroker.protocol import decoder_limits
+from minibroker.protocol import decoder_limits, definitions
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.produce_request import decode_produce_request
 from minibroker.protocol.produce_response import encode_produce_response
@@ -77,6 +77,8 @@ def _message_classes() -> dict[tuple[int, str], type[ApiMessage]]:
 
 
 _CLASSES = _message_classes()
+# The APIs kafka-python has no class for, from our own message definitions.
+_CLASSES.update(definitions.load(skip=_CLASSES))
 
 
 def request_class(api_key: int) -> type[ApiMessage] | None:
