@@ -5,10 +5,11 @@ APPEND, SUBTRACT). Checks run in Kafka's order: duplicate resources, duplicate k
 values, the resource type and (for brokers) name, then the resulting topic configs
 (INVALID_CONFIG), and the topic's existence last.
 
-Every broker setting is static here (minibroker has no dynamic broker configs), so a
-change to one is answered as Kafka answers a change to `log.dirs`: INVALID_REQUEST
-"Cannot update these configs dynamically: Set(...)". Deleting one changes nothing and
-succeeds, as in Kafka.
+A broker resource (this node's id, or "" for the cluster-wide defaults) holds dynamic
+broker configs (`cluster/dynamic_configs.py`): the ops are applied to its stored set
+(APPEND/SUBTRACT on LIST settings only, starting from the default), and the resulting set is
+checked as Kafka's broker checks it ("Cannot update these configs dynamically: [...]" and
+the others, INVALID_REQUEST) before it replaces the stored one.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+from minibroker.cluster.dynamic_configs import DynamicConfigError, DynamicConfigs, validate
 from minibroker.cluster.state import Cluster, TopicError, check_topic_name
 from minibroker.config import (
     BROKER_CONFIGS,
@@ -116,31 +118,66 @@ def check_broker_name(name: str, node_id: int) -> None:
         )
 
 
-def _is_list(name: str) -> bool:
-    definition = BROKER_CONFIGS.get(name)
+def _broker_list_op(current: str | None, op: ConfigOp) -> str:
+    """APPEND/SUBTRACT on a LIST broker setting, from its default when it has no dynamic value
+    (Kafka's `prepareIncrementalConfigs`); INVALID_CONFIG for other settings."""
+    definition = BROKER_CONFIGS.get(op.name)
     if definition is None:
-        raise ConfigChangeError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
-    return definition.type == ConfigType.LIST
-
-
-def check_broker_change(ops: Sequence[ConfigOp]) -> None:
-    """Reject any broker setting that would change: all of them are static here."""
-    changed: list[str] = []
-    for op in ops:
-        if op.op == OpType.DELETE:
-            continue
-        if op.op in (OpType.APPEND, OpType.SUBTRACT) and not _is_list(op.name):
-            verb = "append" if op.op == OpType.APPEND else "subtract"
-            raise ConfigChangeError(
-                ErrorCode.INVALID_CONFIG,
-                f"Config value {verb} is not allowed for config key: {op.name}",
-            )
-        changed.append(op.name)
-    if changed:
+        raise ConfigChangeError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {op.name}")
+    if definition.type != ConfigType.LIST:
+        verb = "append" if op.op == OpType.APPEND else "subtract"
         raise ConfigChangeError(
-            ErrorCode.INVALID_REQUEST,
-            f"Cannot update these configs dynamically: Set({', '.join(changed)})",
+            ErrorCode.INVALID_CONFIG,
+            f"Config value {verb} is not allowed for config key: {op.name}",
         )
+    start = (definition.default or "") if current is None else current
+    parts = [part for part in start.split(",") if part]
+    for item in (op.value or "").split(","):
+        if op.op == OpType.APPEND and item not in parts:
+            parts.append(item)
+        elif op.op == OpType.SUBTRACT and item in parts:
+            parts.remove(item)
+    return ",".join(parts)
+
+
+def apply_broker_incremental(
+    current: Mapping[str, str], ops: Sequence[ConfigOp]
+) -> dict[str, str]:
+    """A broker resource's dynamic configs after `ops`."""
+    result = dict(current)
+    for op in ops:
+        if op.op == OpType.SET:
+            assert op.value is not None
+            result[op.name] = op.value
+        elif op.op == OpType.DELETE:
+            result.pop(op.name, None)
+        else:
+            result[op.name] = _broker_list_op(result.get(op.name), op)
+    return result
+
+
+def alter_broker(
+    dynamic: DynamicConfigs,
+    node_id: int,
+    name: str,
+    ops: Sequence[ConfigOp],
+    *,
+    incremental: bool,
+    validate_only: bool,
+) -> None:
+    """Check (and unless validate_only store) a broker resource's new dynamic configs."""
+    check_broker_name(name, node_id)
+    target = int(name) if name else None
+    if incremental:
+        configs = apply_broker_incremental(dynamic.configs(target), ops)
+    else:
+        configs = {op.name: op.value for op in ops if op.value is not None}
+    try:
+        validate(configs, per_broker=target is not None)
+    except DynamicConfigError as exc:
+        raise ConfigChangeError(ErrorCode.INVALID_REQUEST, str(exc)) from exc
+    if not validate_only:
+        dynamic.replace(target, configs)
 
 
 def _list_parts(value: str | None, name: str) -> list[str]:
@@ -198,6 +235,7 @@ def check_topic_configs(cluster: Cluster, name: str, configs: Mapping[str, str])
 
 def alter_resource(
     cluster: Cluster,
+    dynamic: DynamicConfigs,
     node_id: int,
     resource_type: int,
     name: str,
@@ -209,8 +247,9 @@ def alter_resource(
     """Apply one resource's changes (or only check them); raises ConfigChangeError."""
     check_ops(ops)
     if check_resource_type(resource_type) == ResourceType.BROKER:
-        check_broker_name(name, node_id)
-        check_broker_change(ops)
+        alter_broker(
+            dynamic, node_id, name, ops, incremental=incremental, validate_only=validate_only
+        )
         return
     topic = cluster.topics.get(name)
     current = topic.configs if topic is not None else {}
@@ -225,6 +264,7 @@ def alter_resource(
 
 def alter_results(
     cluster: Cluster,
+    dynamic: DynamicConfigs,
     node_id: int,
     resources: Sequence[tuple[int, str, Sequence[ConfigOp]]],
     *,
@@ -241,6 +281,7 @@ def alter_results(
         try:
             alter_resource(
                 cluster,
+                dynamic,
                 node_id,
                 kind,
                 name,

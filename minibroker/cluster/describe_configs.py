@@ -2,13 +2,15 @@
 
 A topic config's synonyms are its own override (TOPIC_CONFIG), then the broker setting it
 falls back to, expanded to that setting's own synonyms (`log.retention.ms` →
-`log.retention.minutes` → `log.retention.hours`): first those set in server.properties
-(STATIC_BROKER_CONFIG), then those with a Kafka default (DEFAULT_CONFIG). As in Kafka,
-synonyms listed before the described name itself are dropped, so `retention.ms` has no
-synonyms unless `log.retention.ms` is set. The source is that of the first synonym.
+`log.retention.minutes` → `log.retention.hours`), level by level as Kafka's ConfigHelper
+lists them: this node's dynamic configs (DYNAMIC_BROKER_CONFIG), the cluster-wide dynamic
+defaults (DYNAMIC_DEFAULT_BROKER_CONFIG), server.properties (STATIC_BROKER_CONFIG), Kafka's
+defaults (DEFAULT_CONFIG). As in Kafka, synonyms listed before the described name itself
+are dropped, so `retention.ms` has no synonyms unless `log.retention.ms` is set. The source
+is that of the first synonym.
 
-minibroker has no dynamic broker configs, so DYNAMIC_* sources never appear and the
-cluster-default broker resource ("") has no entries.
+A broker setting is read-only unless Kafka lets it change dynamically. The cluster-default
+broker resource ("") lists only the dynamic defaults, without per-node synonyms.
 """
 
 from __future__ import annotations
@@ -18,29 +20,15 @@ from dataclasses import dataclass
 
 from minibroker.config import (
     BROKER_CONFIGS,
+    DYNAMIC_BROKER_CONFIGS,
     TOPIC_CONFIGS,
     BrokerConfig,
     ConfigSource,
     ConfigType,
+    broker_synonyms,
 )
 
 UNKNOWN_CONFIG_TYPE = 0
-
-# Kafka's `DynamicBrokerConfig.brokerConfigSynonyms`: the broker names a setting may come from,
-# most specific first. Names not listed are their own only synonym.
-_BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(("log.roll.ms", "log.roll.hours"), ("log.roll.ms", "log.roll.hours")),
-    **dict.fromkeys(
-        ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-        ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    ),
-    **dict.fromkeys(
-        ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-        ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-    ),
-    "log.flush.interval.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
-}
-
 
 @dataclass(frozen=True)
 class Synonym:
@@ -61,20 +49,20 @@ class ConfigEntry:
     documentation: str | None
 
 
-def broker_synonyms(name: str) -> tuple[str, ...]:
-    return _BROKER_SYNONYMS.get(name, (name,))
-
-
-def _config_synonyms(config: BrokerConfig, name: str, sensitive: bool) -> list[Synonym]:
+def _config_synonyms(
+    config: BrokerConfig, name: str, sensitive: bool, per_broker: bool = True
+) -> list[Synonym]:
     names = broker_synonyms(name)
+    levels = [
+        (config.dynamic_node if per_broker else {}, ConfigSource.DYNAMIC_BROKER_CONFIG),
+        (config.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        (config.static_values, ConfigSource.STATIC_BROKER_CONFIG),
+    ]
     found = [
-        Synonym(
-            synonym,
-            None if sensitive else config.values[synonym],
-            ConfigSource.STATIC_BROKER_CONFIG,
-        )
+        Synonym(synonym, None if sensitive else values[synonym], source)
+        for values, source in levels
         for synonym in names
-        if synonym in config.values
+        if synonym in values
     ]
     for synonym in names:
         definition = BROKER_CONFIGS.get(synonym)
@@ -115,16 +103,20 @@ def topic_config_entries(config: BrokerConfig, overrides: Mapping[str, str]) -> 
     return [topic_config_entry(config, overrides, name) for name in sorted(TOPIC_CONFIGS)]
 
 
-def broker_config_entry(config: BrokerConfig, name: str) -> ConfigEntry:
+def broker_config_entry(
+    config: BrokerConfig, name: str, value: str | None = None, per_broker: bool = True
+) -> ConfigEntry:
+    """One broker setting with this node's value (or `value`, for the cluster default)."""
     definition = BROKER_CONFIGS.get(name)
     # Kafka treats a name it has no definition for as possibly sensitive.
     sensitive = definition is None or definition.sensitive or definition.type == ConfigType.PASSWORD
-    synonyms = _config_synonyms(config, name, sensitive)
+    synonyms = _config_synonyms(config, name, sensitive, per_broker)
+    shown = config.raw(name) if value is None else value
     return ConfigEntry(
         name=name,
-        value=None if sensitive else config.raw(name),
+        value=None if sensitive else shown,
         source=_source(synonyms),
-        read_only=True if definition is None else definition.read_only,
+        read_only=name not in DYNAMIC_BROKER_CONFIGS,
         sensitive=sensitive,
         config_type=UNKNOWN_CONFIG_TYPE if definition is None else definition.type,
         synonyms=tuple(synonyms),
@@ -136,3 +128,11 @@ def broker_config_entries(config: BrokerConfig) -> list[ConfigEntry]:
     """Every broker config Kafka's definition knows, plus any other name that was set."""
     names = sorted(set(BROKER_CONFIGS) | set(config.values))
     return [broker_config_entry(config, name) for name in names]
+
+
+def cluster_default_entries(config: BrokerConfig) -> list[ConfigEntry]:
+    """The cluster-wide dynamic defaults (the broker resource named "")."""
+    return [
+        broker_config_entry(config, name, value, per_broker=False)
+        for name, value in sorted(config.dynamic_default.items())
+    ]

@@ -4,8 +4,11 @@ Behaviour: the legacy API: the configs given become the topic's whole override s
 override not listed is removed). Checked as IncrementalAlterConfigs is (see
 `cluster/alter_configs.py`): duplicate resources or keys and null values are
 INVALID_REQUEST, unknown or invalid topic configs INVALID_CONFIG, unknown topics
-UNKNOWN_TOPIC_OR_PARTITION; `validate_only` changes nothing. Broker settings are static
-here, so setting one is INVALID_REQUEST ("Cannot update these configs dynamically").
+UNKNOWN_TOPIC_OR_PARTITION; `validate_only` changes nothing. A broker resource (this
+node's id, or "" for the cluster-wide default) gets the configs given as its whole set of
+dynamic broker configs, checked as Kafka does (`cluster/dynamic_configs.py`: a static
+setting is INVALID_REQUEST "Cannot update these configs dynamically: [name]"); a change is
+stored in the data directory and applied to every node at once.
 
 Version notes: v1 only changes throttling; v2 is the flexible encoding.
 """
@@ -15,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from minibroker.cluster.alter_configs import ConfigOp, OpType, alter_results
+from minibroker.cluster.alter_configs import ConfigOp, OpType, ResourceType, alter_results
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -34,13 +37,19 @@ def answer_config_changes(
         (resource.resource_type, resource.resource_name, [op_of(c) for c in resource.configs])
         for resource in request.resources
     ]
+    broker = ctx.broker
     results = alter_results(
-        ctx.broker.cluster,
-        ctx.broker.node_id,
+        broker.cluster,
+        broker.dynamic_configs,
+        broker.node_id,
         resources,
         incremental=incremental,
         validate_only=request.validate_only,
     )
+    if not request.validate_only and any(kind == ResourceType.BROKER for kind, _, _ in resources):
+        nodes = list(broker.nodes.brokers.values())
+        owner = next(node for node in nodes if node.owns_state)
+        broker.dynamic_configs.apply(nodes, owner, broker.cluster)
     response_type = struct_type(api_key, "response", "AlterConfigsResourceResponse")
     return new_response(
         api_key,

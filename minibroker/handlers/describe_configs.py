@@ -2,13 +2,14 @@
 
 Behaviour: topic (2) and broker (4) resources, as Kafka's `ConfigHelper` describes them
 (see `cluster/describe_configs.py`): every topic config with this topic's value, its source
-(TOPIC_CONFIG, STATIC_BROKER_CONFIG or DEFAULT_CONFIG) and synonyms; every broker setting,
-read-only (minibroker has no dynamic broker configs), sensitive ones without a value. The
-configuration keys filter keeps only the named configs; null or empty means all. A broker
-resource must be named by this node's id, or "" for the cluster-wide dynamic defaults,
-of which there are none. Errors per resource: an illegal topic name
-INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION, another broker id or
-a non-integer name INVALID_REQUEST, other resource types INVALID_REQUEST.
+(TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG
+or DEFAULT_CONFIG) and synonyms; every broker setting with this node's effective value and
+source (dynamic ones first), read-only unless Kafka lets it change dynamically, sensitive
+ones without a value. The configuration keys filter keeps only the named configs; null or
+empty means all. A broker resource must be named by this node's id, or "" for the
+cluster-wide dynamic defaults (only those set are listed). Errors per resource: an illegal
+topic name INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION, another
+broker id or a non-integer name INVALID_REQUEST, other resource types INVALID_REQUEST.
 
 Version notes: synonyms are only listed when `include_synonyms` (v1+) is set; config type
 and documentation are v3+, documentation only when asked for.
@@ -22,6 +23,7 @@ from minibroker.cluster.alter_configs import ConfigChangeError, ResourceType, is
 from minibroker.cluster.describe_configs import (
     ConfigEntry,
     broker_config_entries,
+    cluster_default_entries,
     topic_config_entries,
 )
 from minibroker.cluster.state import TopicError, check_topic_name
@@ -60,7 +62,7 @@ def _config(entry: ConfigEntry, request: Any) -> Any:
 
 def _broker_entries(ctx: RequestContext, name: str) -> list[ConfigEntry]:
     if not name:
-        return []
+        return cluster_default_entries(ctx.broker.config)
     if not is_java_int(name):
         raise ConfigChangeError(
             ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}"

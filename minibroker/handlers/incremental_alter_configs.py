@@ -5,8 +5,12 @@ broker and controller check them (see `cluster/alter_configs.py`): a resource na
 is INVALID_REQUEST for both, duplicate keys or a null value for anything but DELETE
 INVALID_REQUEST, APPEND/SUBTRACT on a non-LIST config or an unknown or invalid topic config
 INVALID_CONFIG, an unknown topic UNKNOWN_TOPIC_OR_PARTITION. `validate_only` checks
-without changing anything. Broker settings are all static here: changing one is
-INVALID_REQUEST ("Cannot update these configs dynamically"), deleting one succeeds.
+without changing anything. On a broker resource (this node's id, or "" for the
+cluster-wide default) the ops change its dynamic broker configs, checked as Kafka's broker
+checks them (`cluster/dynamic_configs.py`): a static setting is INVALID_REQUEST ("Cannot
+update these configs dynamically: [name]"), deleting one succeeds; changes are stored in
+the data directory and applied to every node at once (topic defaults such as
+`log.retention.ms` reach topics without their own override).
 
 Version notes: v1 is the flexible encoding of v0.
 """
