@@ -155,6 +155,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("offsets.retention.minutes", INT, "10080"),
         _broker("offsets.retention.check.interval.ms", L, "600000"),
         _broker("offset.metadata.max.bytes", INT, "4096"),
+        _broker(
+            "max.request.partition.size.limit",
+            INT,
+            "2000",
+            "Most partitions one DescribeTopicPartitions response carries.",
+        ),
         _broker("ssl.keystore.type", S, "JKS", "minibroker reads PEM keystores only."),
         _broker("ssl.keystore.location", S, None),
         _secret("ssl.keystore.password"),
