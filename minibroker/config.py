@@ -156,6 +156,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("offsets.retention.check.interval.ms", L, "600000"),
         _broker("offset.metadata.max.bytes", INT, "4096"),
         _broker(
+            "max.incremental.fetch.session.cache.slots",
+            INT,
+            "1000",
+            "Fetch sessions (KIP-227) each broker keeps.",
+        ),
+        _broker(
             "max.request.partition.size.limit",
             INT,
             "2000",

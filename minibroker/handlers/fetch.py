@@ -1,7 +1,7 @@
-"""Fetch (key 1), versions 4-12.
+"""Fetch (key 1), versions 4-18.
 
 Behaviour: stored batches go into the response exactly as they are on disk. Every requested
-partition is in the answer, with its high watermark, last stable offset and log start
+partition is in a full answer, with its high watermark, last stable offset and log start
 offset; the first partition with data gets at least one whole batch even past the size
 limits (KIP-74), later ones only whole batches within `max_bytes` and their own
 `partition_max_bytes`. When fewer than `min_bytes` are available the request waits up to
@@ -13,20 +13,46 @@ are none, null for read_uncommitted. Control batches are served like data; clien
 them. Offsets outside [log start, high watermark] get
 OFFSET_OUT_OF_RANGE; a leader epoch newer than ours gets UNKNOWN_LEADER_EPOCH, an older one
 FENCED_LEADER_EPOCH. A partition whose storage failed (offline log) gets KAFKA_STORAGE_ERROR.
+In an in-process cluster a partition this node does not lead gets NOT_LEADER_OR_FOLLOWER.
 
-Version notes: fetch sessions (v7+) are refused the way Kafka refuses them: every full fetch
-(epoch 0 or -1) is answered with session id 0, so clients keep sending full fetches, and an
-incremental fetch (session id != 0) gets FETCH_SESSION_ID_NOT_FOUND. Preferred read replica
-(v11+) is always -1. Capped at v12 so that clients keep using topic names, not ids.
+Fetch sessions (KIP-227, v7+), per node, as Kafka's FetchManager (cluster/fetch_sessions.py):
+a full fetch with epoch 0 creates a session when `max.incremental.fetch.session.cache.slots`
+(default 1000) allow and answers its id; incremental fetches (that id, the next epoch) add or
+change the partitions they name, drop `ForgottenTopicsData`, read every partition of the
+session and answer only those with records, a new high watermark or log start offset, or an
+error. Epoch -1 is a sessionless full fetch (closing the session it names). Unknown session:
+FETCH_SESSION_ID_NOT_FOUND; wrong epoch (or a second fetch of the session overtaking a
+waiting one): INVALID_FETCH_SESSION_EPOCH; a session made with topic ids used below v13 or
+the other way round: FETCH_SESSION_TOPIC_ID_ERROR. These top-level errors come with no
+partitions and session id 0 (the overtaken fetch keeps its session's id).
+
+Version notes: v13+ name topics by id in request, forgotten topics and response: an unknown
+id gets UNKNOWN_TOPIC_ID for each of its partitions, and a session partition whose topic was
+deleted and re-created under its name INCONSISTENT_TOPIC_ID (its old id no longer matches).
+Preferred read replica (v11+) is always -1. v12+ LastFetchedEpoch is not checked (no
+diverging epochs on a single replica). v15 moves the replica id into ReplicaState; a fetch
+from a replica id >= 0 makes a privileged session (as Kafka's followers), and is otherwise
+served as a consumer's. v16+ (KIP-951): a partition answered NOT_LEADER_OR_FOLLOWER or
+FENCED_LEADER_EPOCH carries CurrentLeader (the leader's id and epoch), and the response the
+leaders' NodeEndpoints (their advertised address on the request's listener). v17's
+ReplicaDirectoryId and v18's HighWatermark (follower fields) are accepted and ignored.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from minibroker.cluster.state import Partition
+from minibroker.cluster.fetch_sessions import (
+    Answer,
+    FetchContext,
+    PartitionKey,
+    Requested,
+    Wanted,
+)
+from minibroker.cluster.state import Cluster, Partition
 from minibroker.handlers.registry import handles
 from minibroker.log import OffsetOutOfRange
 from minibroker.log.blob import FileRegion
@@ -35,21 +61,26 @@ from minibroker.protocol.codec import EncodedFrame
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.fetch_response import (
     FetchedPartition,
+    FetchedTopic,
+    NodeEndpoint,
     encode_fetch_response,
     fetch_response_message,
 )
 from minibroker.server.context import RequestContext
 
 READ_COMMITTED = 1
-FINAL_EPOCH = -1
-INITIAL_EPOCH = 0
+FIRST_TOPIC_ID_VERSION = 13
+FIRST_REPLICA_STATE_VERSION = 15
+FIRST_LEADER_DISCOVERY_VERSION = 16
+_ZERO_ID = uuid.UUID(int=0)
+_LEADER_CHANGED = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
 _NO_RECORDS = b""
 
 
 @dataclass
 class PartitionRead:
-    topic: str
-    index: int
+    requested: Requested
+    partition: Partition | None = None
     error: ErrorCode = ErrorCode.NO_ERROR
     high_watermark: int = -1
     last_stable_offset: int = -1
@@ -58,18 +89,22 @@ class PartitionRead:
     next_offset: int = -1  # the offset after the last batch in `records`
     aborted_transactions: list[tuple[int, int]] | None = None
 
+    @property
+    def key(self) -> PartitionKey:
+        return self.requested.key
+
     def drop_records(self) -> None:
         if isinstance(self.records, FileRegion):
             self.records.close()
         self.records = _NO_RECORDS
 
-    def collect_aborted_transactions(self, partition: Partition, fetch_offset: int) -> None:
+    def collect_aborted_transactions(self, fetch_offset: int) -> None:
         """The aborted transactions overlapping the records read (read_committed only)."""
         self.aborted_transactions = []
-        if not self.records:
+        if not self.records or self.partition is None:
             return
         try:
-            aborted = partition.log.collect_aborted_txns(fetch_offset, self.next_offset)
+            aborted = self.partition.log.collect_aborted_txns(fetch_offset, self.next_offset)
         except OSError:  # the log went offline reading its transaction index
             self.error = ErrorCode.KAFKA_STORAGE_ERROR
             self.drop_records()
@@ -77,26 +112,46 @@ class PartitionRead:
             return
         self.aborted_transactions = [(txn.producer_id, txn.first_offset) for txn in aborted]
 
-    def fetched(self) -> FetchedPartition:
+    def answer(self) -> Answer:
+        return Answer(
+            self.error, self.high_watermark, self.log_start_offset, has_records=bool(self.records)
+        )
+
+    def fetched(self, current_leader: tuple[int, int] | None) -> FetchedPartition:
         return FetchedPartition(
-            self.index,
+            self.key[1],
             self.error,
             self.high_watermark,
             self.last_stable_offset,
             self.log_start_offset,
             self.aborted_transactions,
             self.records,
+            current_leader,
         )
 
 
+def _locate(cluster: Cluster, item: Requested) -> Partition | ErrorCode:
+    """The partition a fetch names, or Kafka's error for it."""
+    if item.topic is None:
+        return ErrorCode.UNKNOWN_TOPIC_ID
+    topic_key, index = item.key
+    topic = cluster.topics.get(item.topic)
+    if topic is None or not 0 <= index < len(topic.partitions):
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if isinstance(topic_key, uuid.UUID) and topic_key != topic.topic_id:
+        return ErrorCode.INCONSISTENT_TOPIC_ID
+    return topic.partitions[index]
+
+
 def _read_partition(
-    ctx: RequestContext, topic: str, wanted: Any, budget: int, read_committed: bool
+    ctx: RequestContext, item: Requested, budget: int, read_committed: bool
 ) -> PartitionRead:
-    result = PartitionRead(topic, wanted.partition)
-    partition = ctx.broker.cluster.partition(topic, wanted.partition)
-    if partition is None:
-        result.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    result = PartitionRead(item)
+    located = _locate(ctx.broker.cluster, item)
+    if isinstance(located, ErrorCode):
+        result.error = located
         return result
+    result.partition = partition = located
     if (not_leader := ctx.leader_error(partition)) is not None:
         result.error = not_leader
         return result
@@ -107,6 +162,7 @@ def _read_partition(
     result.high_watermark = partition.high_watermark
     result.last_stable_offset = last_stable_offset = partition.last_stable_offset
     result.log_start_offset = log.log_start_offset
+    wanted = item.wanted
     epoch_error = partition.leader_epoch_error(wanted.current_leader_epoch)
     if epoch_error is not None:
         result.error = epoch_error
@@ -129,35 +185,25 @@ def _read_partition(
     return result
 
 
-def _collect(ctx: RequestContext, request: Any) -> tuple[list[PartitionRead], int]:
+def _collect(
+    ctx: RequestContext, request: Any, items: list[Requested]
+) -> tuple[list[PartitionRead], int]:
     read_committed = request.isolation_level == READ_COMMITTED
     remaining = request.max_bytes
     total = 0
     reads = []
-    for topic in request.topics:
-        for wanted in topic.partitions:
-            read = _read_partition(ctx, topic.topic, wanted, remaining, read_committed)
-            if total > 0 and len(read.records) > remaining:
-                # Only a first batch larger than the budget (KIP-74) goes past it, and only the
-                # first partition with data may have one.
-                read.drop_records()
-            partition = ctx.broker.cluster.partition(topic.topic, wanted.partition)
-            if read_committed and read.error == ErrorCode.NO_ERROR and partition is not None:
-                read.collect_aborted_transactions(partition, wanted.fetch_offset)
-            total += len(read.records)
-            remaining -= len(read.records)
-            reads.append(read)
+    for item in items:
+        read = _read_partition(ctx, item, remaining, read_committed)
+        if total > 0 and len(read.records) > remaining:
+            # Only a first batch larger than the budget (KIP-74) goes past it, and only the
+            # first partition with data may have one.
+            read.drop_records()
+        if read_committed and read.error == ErrorCode.NO_ERROR:
+            read.collect_aborted_transactions(item.wanted.fetch_offset)
+        total += len(read.records)
+        remaining -= len(read.records)
+        reads.append(read)
     return reads, total
-
-
-def _requested_partitions(ctx: RequestContext, request: Any) -> list[Partition]:
-    cluster = ctx.broker.cluster
-    found = (
-        cluster.partition(topic.topic, wanted.partition)
-        for topic in request.topics
-        for wanted in topic.partitions
-    )
-    return [partition for partition in found if partition is not None]
 
 
 async def _wait_for_append(partitions: list[Partition], timeout_s: float) -> None:
@@ -178,12 +224,16 @@ async def _wait_for_append(partitions: list[Partition], timeout_s: float) -> Non
             partition.append_listeners.discard(on_append)
 
 
-async def _long_poll(ctx: RequestContext, request: Any) -> list[PartitionRead]:
+async def _long_poll(
+    ctx: RequestContext, request: Any, items: list[Requested]
+) -> list[PartitionRead]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
-    partitions = _requested_partitions(ctx, request)
+    cluster = ctx.broker.cluster
+    located = (_locate(cluster, item) for item in items)
+    partitions = [found for found in located if isinstance(found, Partition)]
     while True:
-        reads, total = _collect(ctx, request)
+        reads, total = _collect(ctx, request, items)
         has_error = any(read.error != ErrorCode.NO_ERROR for read in reads)
         remaining = deadline - loop.time()
         if total >= request.min_bytes or has_error or remaining <= 0 or not partitions:
@@ -193,20 +243,121 @@ async def _long_poll(ctx: RequestContext, request: Any) -> list[PartitionRead]:
         await _wait_for_append(partitions, remaining)
 
 
-def _response(ctx: RequestContext, error: ErrorCode, reads: list[PartitionRead]) -> EncodedFrame:
-    topics: dict[str, list[FetchedPartition]] = {}
+# ---- the request's partitions ------------------------------------------------------------
+
+
+def _requested(ctx: RequestContext, request: Any) -> list[Requested]:
+    by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
+    topics_by_id = ctx.broker.cluster.topics_by_id
+    items = []
+    for topic in request.topics:
+        if by_id:
+            known = topics_by_id.get(topic.topic_id)
+            topic_key: uuid.UUID | str = topic.topic_id
+            name = None if known is None else known.name
+        else:
+            topic_key = name = topic.topic
+        for wanted in topic.partitions:
+            items.append(
+                Requested(
+                    (topic_key, wanted.partition),
+                    name,
+                    Wanted(
+                        wanted.fetch_offset,
+                        wanted.partition_max_bytes,
+                        wanted.current_leader_epoch,
+                        wanted.log_start_offset,
+                        wanted.last_fetched_epoch,
+                    ),
+                )
+            )
+    return items
+
+
+def _forgotten(ctx: RequestContext, request: Any) -> list[PartitionKey]:
+    by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
+    return [
+        (topic.topic_id if by_id else topic.topic, index)
+        for topic in request.forgotten_topics_data or ()
+        for index in topic.partitions
+    ]
+
+
+def _replica_id(ctx: RequestContext, request: Any) -> int:
+    if ctx.api_version >= FIRST_REPLICA_STATE_VERSION:
+        state = request.replica_state
+        return -1 if state is None else int(state.replica_id)
+    return int(request.replica_id)
+
+
+def _topic_name(cluster: Cluster, topic_id: uuid.UUID) -> str | None:
+    topic = cluster.topics_by_id.get(topic_id)
+    return None if topic is None else topic.name
+
+
+def _context(ctx: RequestContext, request: Any) -> FetchContext:
+    return ctx.broker.fetch_sessions.new_context(
+        ctx.api_version,
+        request.session_id,
+        request.session_epoch,
+        _requested(ctx, request),
+        _forgotten(ctx, request),
+        ctx.now_ms(),
+        privileged=_replica_id(ctx, request) >= 0,
+    )
+
+
+# ---- the response ------------------------------------------------------------------------
+
+
+def _current_leader(
+    ctx: RequestContext, read: PartitionRead, endpoints: dict[int, NodeEndpoint]
+) -> tuple[int, int] | None:
+    """KIP-951: the leader of a partition answered NOT_LEADER_OR_FOLLOWER or
+    FENCED_LEADER_EPOCH (v16+), its endpoint added to `endpoints`."""
+    partition = read.partition
+    if (
+        ctx.api_version < FIRST_LEADER_DISCOVERY_VERSION
+        or read.error not in _LEADER_CHANGED
+        or partition is None
+    ):
+        return None
+    nodes = ctx.broker.nodes
+    leader_id = nodes.leader_of(partition)
+    host, port = nodes.broker(leader_id).advertised_endpoint(ctx.listener)
+    endpoints.setdefault(leader_id, NodeEndpoint(leader_id, host, port))
+    return leader_id, partition.leader_epoch
+
+
+def _response(
+    ctx: RequestContext, error: ErrorCode, session_id: int, reads: list[PartitionRead]
+) -> EncodedFrame:
+    endpoints: dict[int, NodeEndpoint] = {}
+    grouped: dict[uuid.UUID | str, tuple[str, uuid.UUID, list[FetchedPartition]]] = {}
     for read in reads:
-        topics.setdefault(read.topic, []).append(read.fetched())
-    fetched = list(topics.items())
+        topic_key = read.key[0]
+        if topic_key not in grouped:
+            topic_id = topic_key if isinstance(topic_key, uuid.UUID) else _ZERO_ID
+            grouped[topic_key] = (read.requested.topic or "", topic_id, [])
+        grouped[topic_key][2].append(read.fetched(_current_leader(ctx, read, endpoints)))
+    topics = [FetchedTopic(name, topic_id, parts) for name, topic_id, parts in grouped.values()]
+    node_endpoints = list(endpoints.values())
 
     def message() -> Any:
         with_bytes = [
-            (name, [replace(p, records=_bytes_of(p.records)) for p in partitions])
-            for name, partitions in fetched
+            replace(
+                topic,
+                partitions=[replace(p, records=_bytes_of(p.records)) for p in topic.partitions],
+            )
+            for topic in topics
         ]
-        return fetch_response_message(ctx.api_version, error, with_bytes)
+        return fetch_response_message(
+            ctx.api_version, error, with_bytes, session_id, node_endpoints
+        )
 
-    parts = encode_fetch_response(ctx.api_version, ctx.header.correlation_id, error, fetched)
+    parts = encode_fetch_response(
+        ctx.api_version, ctx.header.correlation_id, error, topics, session_id, node_endpoints
+    )
     return EncodedFrame(parts, message)
 
 
@@ -220,18 +371,18 @@ def _bytes_of(records: object) -> bytes:
     return records
 
 
-def _session_error(request: Any) -> ErrorCode | None:
-    if request.session_id != 0:
-        return ErrorCode.FETCH_SESSION_ID_NOT_FOUND
-    if request.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
-        return ErrorCode.INVALID_FETCH_SESSION_EPOCH
-    return None
-
-
-@handles(ApiKey.Fetch, 4, 12)
+@handles(ApiKey.Fetch, 4, 18)
 async def handle_fetch(ctx: RequestContext, request: Any) -> EncodedFrame:
-    session_error = _session_error(request)
-    if session_error is not None:
-        return _response(ctx, session_error, [])
-    reads = await _long_poll(ctx, request)
-    return _response(ctx, ErrorCode.NO_ERROR, reads)
+    context = _context(ctx, request)
+    if context.error is not None:
+        return _response(ctx, context.error, 0, [])
+    cluster = ctx.broker.cluster
+    items = context.partitions(lambda topic_id: _topic_name(cluster, topic_id))
+    reads = await _long_poll(ctx, request, items)
+    answer = context.respond([(read.key, read.answer()) for read in reads], ctx.now_ms())
+    included = set(answer.included)
+    for read in reads:
+        if read.key not in included:
+            read.drop_records()
+    kept = [read for read in reads if read.key in included]
+    return _response(ctx, answer.error, answer.session_id, kept)

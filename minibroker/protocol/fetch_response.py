@@ -1,15 +1,20 @@
-"""The Fetch response (v4-12) framed by hand around stored record bytes.
+"""The Fetch response (v4-18) framed by hand around stored record bytes.
 
 The codec would copy every partition's records into one new buffer; here the frame is a list
 of parts, the small encoded fields as bytes and each partition's records as they were given
 (bytes, or any sized object that the connection knows how to send, such as a file region),
-so the stored bytes are never copied. The encoding is the codec's, byte for byte (v12 is a
-flexible version: compact lengths, empty tagged fields, header v1); tests compare the two.
+so the stored bytes are never copied. The encoding is the codec's, byte for byte (v12+ are
+flexible versions: compact lengths, tagged fields, header v1); tests compare the two.
+
+Version notes: topics are named from v4 to v12 and go by topic id from v13. A partition's
+CurrentLeader (tag 1) is written when given (Kafka sets it from v16 for NOT_LEADER_OR_FOLLOWER
+and FENCED_LEADER_EPOCH), as are the response's NodeEndpoints (tag 0, v16+).
 """
 
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import Sequence, Sized
 from dataclasses import dataclass
 from typing import Any
@@ -19,11 +24,16 @@ from minibroker.protocol.codec import new_response, struct_type
 from minibroker.protocol.errors import ErrorCode
 
 FIRST_FLEXIBLE_VERSION = 12
+FIRST_TOPIC_ID_VERSION = 13
+FIRST_NODE_ENDPOINTS_VERSION = 16
+_CURRENT_LEADER_TAG = 1
+_NODE_ENDPOINTS_TAG = 0
 _INT32 = struct.Struct(">i")
 _HEADER = struct.Struct(">ii")  # frame size, correlation id
 _TOP_V7 = struct.Struct(">ihi")  # throttle time, error code, session id
 _PARTITION = struct.Struct(">ihqqq")  # index, error code, high watermark, LSO, log start
 _ABORTED_TXN = struct.Struct(">qq")  # producer id, first offset
+_LEADER = struct.Struct(">ii")  # leader id, leader epoch
 _NO_TAGGED_FIELDS = b"\x00"
 
 ResponsePart = bytes | Sized
@@ -32,6 +42,10 @@ _Partition = struct_type(ApiKey.Fetch, "response", "FetchableTopicResponse", "Pa
 _AbortedTxn = struct_type(
     ApiKey.Fetch, "response", "FetchableTopicResponse", "PartitionData", "AbortedTransaction"
 )
+_CurrentLeader = struct_type(
+    ApiKey.Fetch, "response", "FetchableTopicResponse", "PartitionData", "LeaderIdAndEpoch"
+)
+_NodeEndpoint = struct_type(ApiKey.Fetch, "response", "NodeEndpoint")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +57,22 @@ class FetchedPartition:
     log_start_offset: int
     aborted_transactions: list[tuple[int, int]] | None  # (producer id, first offset); None: null
     records: ResponsePart
+    current_leader: tuple[int, int] | None = None  # (leader id, leader epoch); v12+, tagged
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedTopic:
+    name: str  # written v4-12
+    topic_id: uuid.UUID  # written v13+
+    partitions: Sequence[FetchedPartition]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEndpoint:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
 
 
 def _unsigned_varint(value: int) -> bytes:
@@ -70,12 +100,13 @@ class _Writer:
         else:
             self.current += _INT32.pack(-1 if length is None else length)
 
-    def string(self, value: str) -> None:
-        encoded = value.encode()
+    def string(self, value: str | None) -> None:
+        encoded = b"" if value is None else value.encode()
+        length = None if value is None else len(encoded)
         if self.flexible:
-            self.current += _unsigned_varint(len(encoded) + 1)
+            self.current += _unsigned_varint(0 if length is None else length + 1)
         else:
-            self.current += struct.pack(">h", len(encoded))
+            self.current += struct.pack(">h", -1 if length is None else length)
         self.current += encoded
 
     def tagged_fields(self) -> None:
@@ -104,21 +135,30 @@ def encode_fetch_response(
     version: int,
     correlation_id: int,
     error: ErrorCode,
-    topics: Sequence[tuple[str, Sequence[FetchedPartition]]],
+    topics: Sequence[FetchedTopic],
+    session_id: int = 0,
+    node_endpoints: Sequence[NodeEndpoint] = (),
 ) -> list[ResponsePart]:
     """The whole response frame (size, header, body) as parts to write in order; throttle time
-    and session id are 0, the preferred read replica -1."""
+    is 0, the preferred read replica -1. `node_endpoints` are written from v16."""
     writer = _Writer(version)
     writer.tagged_fields()  # response header v1 (flexible versions)
-    writer.current += _TOP_V7.pack(0, error, 0) if version >= 7 else _INT32.pack(0)
+    writer.current += _TOP_V7.pack(0, error, session_id) if version >= 7 else _INT32.pack(0)
     writer.array_length(len(topics))
-    for name, partitions in topics:
-        writer.string(name)
-        writer.array_length(len(partitions))
-        for partition in partitions:
+    for topic in topics:
+        if version >= FIRST_TOPIC_ID_VERSION:
+            writer.current += topic.topic_id.bytes
+        else:
+            writer.string(topic.name)
+        writer.array_length(len(topic.partitions))
+        for partition in topic.partitions:
             _partition(writer, partition)
         writer.tagged_fields()
-    writer.tagged_fields()
+    if version >= FIRST_NODE_ENDPOINTS_VERSION and node_endpoints:
+        writer.current += b"\x01" + _unsigned_varint(_NODE_ENDPOINTS_TAG)
+        writer.current += _tagged_value(_node_endpoints(node_endpoints))
+    else:
+        writer.tagged_fields()
     parts = writer.finish()
     header = _HEADER.pack(writer.size + 4, correlation_id)
     if parts and isinstance(parts[0], bytes):
@@ -126,6 +166,22 @@ def encode_fetch_response(
     else:
         parts.insert(0, header)
     return parts
+
+
+def _tagged_value(data: bytes) -> bytes:
+    return _unsigned_varint(len(data)) + data
+
+
+def _node_endpoints(endpoints: Sequence[NodeEndpoint]) -> bytes:
+    writer = _Writer(FIRST_NODE_ENDPOINTS_VERSION)
+    writer.array_length(len(endpoints))
+    for endpoint in endpoints:
+        writer.current += _INT32.pack(endpoint.node_id)
+        writer.string(endpoint.host)
+        writer.current += _INT32.pack(endpoint.port)
+        writer.string(endpoint.rack)
+        writer.tagged_fields()
+    return bytes(writer.current)
 
 
 def _partition(writer: _Writer, partition: FetchedPartition) -> None:
@@ -145,30 +201,46 @@ def _partition(writer: _Writer, partition: FetchedPartition) -> None:
     if writer.version >= 11:
         writer.current += _INT32.pack(-1)
     writer.records(partition.records)
-    writer.tagged_fields()
+    if writer.flexible and partition.current_leader is not None:
+        leader = _LEADER.pack(*partition.current_leader) + _NO_TAGGED_FIELDS
+        writer.current += b"\x01" + _unsigned_varint(_CURRENT_LEADER_TAG) + _tagged_value(leader)
+    else:
+        writer.tagged_fields()
 
 
 def fetch_response_message(
     version: int,
     error: ErrorCode,
-    topics: Sequence[tuple[str, Sequence[FetchedPartition]]],
+    topics: Sequence[FetchedTopic],
+    session_id: int = 0,
+    node_endpoints: Sequence[NodeEndpoint] = (),
 ) -> Any:
     """The same response as a codec message (records must be bytes here)."""
+    endpoints = [
+        _NodeEndpoint(node_id=e.node_id, host=e.host, port=e.port, rack=e.rack)
+        for e in node_endpoints
+    ]
     return new_response(
         ApiKey.Fetch,
         version,
         throttle_time_ms=0,
         error_code=error,
-        session_id=0,
+        session_id=session_id,
         responses=[
-            _Topic(topic=name, partitions=[_partition_message(p) for p in partitions])
-            for name, partitions in topics
+            _Topic(
+                topic=topic.name,
+                topic_id=topic.topic_id,
+                partitions=[_partition_message(p) for p in topic.partitions],
+            )
+            for topic in topics
         ],
+        node_endpoints=endpoints if version >= FIRST_NODE_ENDPOINTS_VERSION else [],
     )
 
 
 def _partition_message(partition: FetchedPartition) -> Any:
     aborted = partition.aborted_transactions
+    leader = partition.current_leader
     return _Partition(
         partition_index=partition.index,
         error_code=partition.error,
@@ -180,4 +252,7 @@ def _partition_message(partition: FetchedPartition) -> Any:
         else [_AbortedTxn(producer_id=pid, first_offset=first) for pid, first in aborted],
         preferred_read_replica=-1,
         records=partition.records,
+        current_leader=None
+        if leader is None
+        else _CurrentLeader(leader_id=leader[0], leader_epoch=leader[1]),
     )

@@ -21,6 +21,7 @@ from functools import partial
 from pathlib import Path
 
 from minibroker import handlers
+from minibroker.cluster.fetch_sessions import FetchSessionCache
 from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig, Listener, new_cluster_id
 from minibroker.groups import GroupCoordinator
@@ -65,6 +66,9 @@ class Broker:
         self.security = {
             item.name: listener_security(config, item.name) for item in config.listeners
         }
+        self.fetch_sessions = FetchSessionCache(
+            config.get_int("max.incremental.fetch.session.cache.slots")
+        )
         if shared_with is not None:
             self._share_state(shared_with)
             return
