@@ -53,7 +53,6 @@ class ConfigDef:
     type: ConfigType
     default: str | None
     doc: str = ""
-    read_only: bool = True
     sensitive: bool = False
 
 
@@ -140,6 +139,26 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("log.cleaner.min.cleanable.ratio", ConfigType.DOUBLE, "0.5"),
         _broker("log.segment.delete.delay.ms", L, "60000"),
         _broker("log.preallocate", B, "false"),
+        _broker("log.roll.jitter.ms", L, None),
+        _broker("log.roll.jitter.hours", INT, "0"),
+        _broker("log.local.retention.ms", L, "-2"),
+        _broker("log.local.retention.bytes", L, "-2"),
+        _broker("compression.gzip.level", INT, "-1"),
+        _broker("compression.lz4.level", INT, "9"),
+        _broker("compression.zstd.level", INT, "3"),
+        _broker("log.cleaner.threads", INT, "1"),
+        _broker("log.cleaner.dedupe.buffer.size", L, "134217728"),
+        _broker("log.cleaner.io.buffer.size", INT, "524288"),
+        _broker("log.cleaner.io.buffer.load.factor", ConfigType.DOUBLE, "0.9"),
+        _broker("log.cleaner.io.max.bytes.per.second", ConfigType.DOUBLE, "1.7976931348623157E308"),
+        _broker("num.io.threads", INT, "8"),
+        _broker("num.network.threads", INT, "3"),
+        _broker("num.replica.fetchers", INT, "1"),
+        _broker("num.recovery.threads.per.data.dir", INT, "2"),
+        _broker("background.threads", INT, "10"),
+        _broker("max.connection.creation.rate", INT, "2147483647"),
+        _broker("metric.reporters", LI, ""),
+        _broker("transaction.partition.verification.enable", B, "true"),
         _broker("producer.id.expiration.ms", INT, "86400000"),
         _broker("transaction.max.timeout.ms", INT, "900000"),
         _broker("transaction.state.log.num.partitions", INT, "50"),
@@ -156,16 +175,16 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("offsets.retention.check.interval.ms", L, "600000"),
         _broker("offset.metadata.max.bytes", INT, "4096"),
         _broker(
-            "max.incremental.fetch.session.cache.slots",
-            INT,
-            "1000",
-            "Fetch sessions (KIP-227) each broker keeps.",
-        ),
-        _broker(
             "max.request.partition.size.limit",
             INT,
             "2000",
             "Most partitions one DescribeTopicPartitions response carries.",
+        ),
+        _broker(
+            "max.incremental.fetch.session.cache.slots",
+            INT,
+            "1000",
+            "Fetch sessions (KIP-227) each broker keeps.",
         ),
         _broker("ssl.keystore.type", S, "JKS", "minibroker reads PEM keystores only."),
         _broker("ssl.keystore.location", S, None),
@@ -204,6 +223,156 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
     ]
 }
+
+
+# Kafka's `DynamicBrokerConfig`: the broker settings AlterConfigs may change at run time. The
+# log ones are the first broker synonym of each topic config (`log.retention.ms`, not
+# `log.retention.hours`); PER_BROKER ones only for a named broker, never the cluster default.
+DYNAMIC_LOG_CONFIGS = frozenset(
+    {
+        "log.segment.bytes",
+        "log.roll.ms",
+        "log.roll.jitter.ms",
+        "log.index.size.max.bytes",
+        "log.flush.interval.messages",
+        "log.flush.interval.ms",
+        "log.retention.bytes",
+        "log.retention.ms",
+        "message.max.bytes",
+        "log.index.interval.bytes",
+        "log.cleaner.delete.retention.ms",
+        "log.cleaner.min.compaction.lag.ms",
+        "log.cleaner.max.compaction.lag.ms",
+        "log.segment.delete.delay.ms",
+        "log.cleaner.min.cleanable.ratio",
+        "log.cleanup.policy",
+        "unclean.leader.election.enable",
+        "min.insync.replicas",
+        "compression.type",
+        "compression.gzip.level",
+        "compression.lz4.level",
+        "compression.zstd.level",
+        "log.preallocate",
+        "log.message.timestamp.type",
+        "log.message.timestamp.before.max.ms",
+        "log.message.timestamp.after.max.ms",
+        "log.local.retention.ms",
+        "log.local.retention.bytes",
+    }
+)
+DYNAMIC_SECURITY_CONFIGS = frozenset(
+    {
+        "ssl.keystore.type",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.key.password",
+        "ssl.truststore.type",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        "ssl.truststore.certificates",
+    }
+)
+_CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset(
+    {"max.connections", "max.connection.creation.rate", "num.network.threads"}
+)
+_DYNAMIC_LISTENER_CONFIGS = frozenset(
+    {
+        "listeners",
+        "listener.security.protocol.map",
+        "principal.builder.class",
+        "ssl.protocol",
+        "ssl.provider",
+        "ssl.cipher.suites",
+        "ssl.enabled.protocols",
+        *DYNAMIC_SECURITY_CONFIGS,
+        "ssl.keymanager.algorithm",
+        "ssl.trustmanager.algorithm",
+        "ssl.endpoint.identification.algorithm",
+        "ssl.secure.random.implementation",
+        "ssl.client.auth",
+        "ssl.engine.factory.class",
+        "sasl.mechanism.inter.broker.protocol",
+        "sasl.jaas.config",
+        "sasl.enabled.mechanisms",
+        "sasl.kerberos.service.name",
+        "sasl.kerberos.kinit.cmd",
+        "sasl.kerberos.ticket.renew.window.factor",
+        "sasl.kerberos.ticket.renew.jitter",
+        "sasl.kerberos.min.time.before.relogin",
+        "sasl.kerberos.principal.to.local.rules",
+        "sasl.login.refresh.window.factor",
+        "sasl.login.refresh.window.jitter",
+        "sasl.login.refresh.min.period.seconds",
+        "sasl.login.refresh.buffer.seconds",
+        *_CLUSTER_LEVEL_LISTENER_CONFIGS,
+    }
+)
+PER_BROKER_CONFIGS = _DYNAMIC_LISTENER_CONFIGS - _CLUSTER_LEVEL_LISTENER_CONFIGS
+DYNAMIC_BROKER_CONFIGS = frozenset(
+    {
+        *DYNAMIC_LOG_CONFIGS,
+        *_DYNAMIC_LISTENER_CONFIGS,
+        # LogCleaner
+        "log.cleaner.threads",
+        "log.cleaner.dedupe.buffer.size",
+        "log.cleaner.io.buffer.load.factor",
+        "log.cleaner.io.buffer.size",
+        "log.cleaner.io.max.bytes.per.second",
+        "log.cleaner.backoff.ms",
+        # thread pools, metrics, sockets, producer state, config providers
+        "num.io.threads",
+        "num.replica.fetchers",
+        "num.recovery.threads.per.data.dir",
+        "background.threads",
+        "metric.reporters",
+        "max.connections.per.ip",
+        "max.connections.per.ip.overrides",
+        "producer.id.expiration.ms",
+        "transaction.partition.verification.enable",
+        "config.providers",
+        "follower.fetch.last.tiered.offset.enable",
+    }
+)
+# Kafka settings minibroker has no definition for that Kafka refuses to change dynamically.
+KAFKA_STATIC_BROKER_CONFIGS = frozenset(
+    {
+        "process.roles",
+        "controller.listener.names",
+        "controller.quorum.voters",
+        "controller.quorum.bootstrap.servers",
+        "inter.broker.listener.name",
+        "broker.rack",
+        "metadata.log.dir",
+        "num.replica.alter.log.dirs.threads",
+        "replica.lag.time.max.ms",
+        "replica.fetch.max.bytes",
+        "group.coordinator.rebalance.protocols",
+        "authorizer.class.name",
+        "auto.leader.rebalance.enable",
+        "request.timeout.ms",
+        "queued.max.requests",
+        "socket.send.buffer.bytes",
+        "socket.receive.buffer.bytes",
+        "offsets.topic.replication.factor",
+        "transaction.state.log.replication.factor",
+        "transaction.state.log.min.isr",
+    }
+)
+# Kafka's `DynamicBrokerConfig.brokerConfigSynonyms`: the broker names one setting may be given
+# by, most specific first. Names not listed are their own only synonym.
+BROKER_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+)
+
+
+def broker_synonyms(name: str) -> tuple[str, ...]:
+    if name == "log.flush.interval.ms":
+        return ("log.flush.interval.ms", "log.flush.scheduler.interval.ms")
+    return next((group for group in BROKER_SYNONYM_GROUPS if name in group), (name,))
 
 
 @dataclass(frozen=True)
@@ -332,9 +501,33 @@ class Listener:
 
 @dataclass(frozen=True)
 class BrokerConfig:
-    """Explicitly set broker properties (name -> string) and where each came from."""
+    """Explicitly set broker properties (name -> string) and where each came from.
+
+    `values` are the effective ones: the static settings (`static`, or `values` themselves
+    when no dynamic config applies) overridden by the cluster-wide dynamic defaults, then by
+    this node's dynamic configs, as Kafka's `DynamicBrokerConfig` layers them."""
 
     values: Mapping[str, str] = field(default_factory=dict)
+    dynamic_node: Mapping[str, str] = field(default_factory=dict)
+    dynamic_default: Mapping[str, str] = field(default_factory=dict)
+    static: Mapping[str, str] | None = None
+
+    @property
+    def static_values(self) -> Mapping[str, str]:
+        return self.values if self.static is None else self.static
+
+    def with_dynamic(
+        self, dynamic_default: Mapping[str, str], dynamic_node: Mapping[str, str]
+    ) -> BrokerConfig:
+        """This node's config under these dynamic layers (replacing any applied before); a
+        dynamic value removes the static synonyms of its name, as Kafka's `overrideProps`."""
+        values = dict(self.static_values)
+        for layer in (dynamic_default, dynamic_node):
+            for name, value in layer.items():
+                for synonym in broker_synonyms(name):
+                    values.pop(synonym, None)
+                values[name] = value
+        return BrokerConfig(values, dict(dynamic_node), dict(dynamic_default), self.static_values)
 
     def raw(self, name: str) -> str | None:
         if name in self.values:
@@ -355,12 +548,18 @@ class BrokerConfig:
         return self.raw(name) or ""
 
     def source(self, name: str) -> ConfigSource:
-        if name in self.values:
+        if name in self.dynamic_node:
+            return ConfigSource.DYNAMIC_BROKER_CONFIG
+        if name in self.dynamic_default:
+            return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        if name in self.static_values:
             return ConfigSource.STATIC_BROKER_CONFIG
         return ConfigSource.DEFAULT_CONFIG
 
     def with_values(self, **overrides: str) -> BrokerConfig:
-        return BrokerConfig({**self.values, **overrides})
+        return BrokerConfig({**self.static_values, **overrides}).with_dynamic(
+            self.dynamic_default, self.dynamic_node
+        )
 
     @property
     def node_id(self) -> int:
@@ -412,7 +611,7 @@ class BrokerConfig:
                 scale = _SYNONYM_SCALE_TO_MS.get(synonym)
                 if scale is not None:
                     value = str(int(value) * scale)
-                return value, ConfigSource.STATIC_BROKER_CONFIG, synonym
+                return value, self.source(synonym), synonym
         return definition.default, ConfigSource.DEFAULT_CONFIG, None
 
     def topic_value(self, overrides: Mapping[str, str], name: str) -> str:

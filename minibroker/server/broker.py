@@ -21,6 +21,7 @@ from functools import partial
 from pathlib import Path
 
 from minibroker import handlers
+from minibroker.cluster.dynamic_configs import DynamicConfigs
 from minibroker.cluster.fetch_sessions import FetchSessionCache
 from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig, Listener, new_cluster_id
@@ -94,6 +95,8 @@ class Broker:
         self.nodes = Nodes(self)
         self.faults = Faults()
         self.scram_credentials = ScramCredentials.open(config, self.data_dir)
+        self.dynamic_configs = DynamicConfigs.open(self.data_dir)
+        self.dynamic_configs.apply([self], self, self.cluster)
 
     def _share_state(self, owner: Broker) -> None:
         self.owns_state = False
@@ -107,6 +110,8 @@ class Broker:
         self.nodes = owner.nodes
         self.faults = owner.faults
         self.scram_credentials = owner.scram_credentials
+        self.dynamic_configs = owner.dynamic_configs
+        self.config = self.dynamic_configs.effective(self.config, self.node_id)
         self.nodes.add(self)
 
     def _stored_cluster_id(self) -> str | None:
