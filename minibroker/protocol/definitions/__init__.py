@@ -141,7 +141,10 @@ def parse(text: str, source: str = "<definition>") -> list[dict[str, Any]]:
             stack.append((indent, node))
         except (DefinitionError, ValueError) as exc:
             raise DefinitionError(f"{source}:{number}: {exc}") from exc
-    return [_finished(message, common) for message, common in zip(messages, commons, strict=True)]
+    return [
+        _finished(message, common, source)
+        for message, common in zip(messages, commons, strict=True)
+    ]
 
 
 def _top_level(words: list[str], messages: list[_Node], commons: list[dict[str, _Node]]) -> _Node:
@@ -198,9 +201,12 @@ def _field(words: list[str]) -> dict[str, Any]:
     return attrs
 
 
-def _finished(message: _Node, common: dict[str, _Node]) -> dict[str, Any]:
+def _finished(message: _Node, common: dict[str, _Node], source: str) -> dict[str, Any]:
     message.attrs["fields"] = message.fields
-    _resolve(message.fields, common)
+    try:
+        _resolve(message.fields, common)
+    except DefinitionError as exc:
+        raise DefinitionError(f"{source}: {message.attrs['name']}: {exc}") from exc
     return message.attrs
 
 
