@@ -104,6 +104,15 @@ def test_golden_trailing_bytes_are_ignored(name: str) -> None:
     assert bytes(body.encode(version=header.api_version)) == body_bytes
 
 
+def test_null_in_a_non_nullable_field_is_malformed() -> None:
+    whole = (GOLDEN / "ConsumerGroupHeartbeat-v1.bin").read_bytes()
+    group_id = b"\x0eg-java-ffd99f"  # compact string: length + 1, then the bytes
+    frame = memoryview(whole.replace(group_id, b"\x00"))  # null, which only InstanceId etc. may be
+    header, pos = decode_header(frame)
+    with pytest.raises(MalformedRequest, match="ConsumerGroupHeartbeat v1"):
+        decode_body(header.api_key, header.api_version, frame, pos)
+
+
 # --- registration --------------------------------------------------------------------------
 
 
