@@ -1,4 +1,4 @@
-"""DescribeCluster (key 60), versions 0-1.
+"""DescribeCluster (key 60), versions 0-2.
 
 Behaviour: the brokers are the live nodes (one, unless this is an in-process cluster), at
 the addresses advertised on the listener the request came in on, and, as KRaft brokers
@@ -8,6 +8,9 @@ authorizer); otherwise INT32_MIN, Kafka's "not requested".
 
 Version notes: v1 adds the endpoint type: this is a broker endpoint (1); asking for
 controllers (2) is MISMATCHED_ENDPOINT_TYPE, any other type UNSUPPORTED_ENDPOINT_TYPE.
+v2 (KIP-1073) adds `IncludeFencedBrokers` and each broker's `IsFenced`: the stopped nodes of an
+in-process cluster are fenced (as a KRaft broker is after a controlled shutdown) and listed,
+at their configured addresses, only when the request includes fenced brokers.
 """
 
 from __future__ import annotations
@@ -42,7 +45,25 @@ def _endpoint_error(endpoint_type: int) -> tuple[ErrorCode, str] | None:
     return ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {endpoint_type}"
 
 
-@handles(ApiKey.DescribeCluster, 0, 1)
+def _brokers(ctx: RequestContext, *, include_fenced: bool) -> list[Any]:
+    nodes = ctx.broker.nodes
+    listed = nodes.brokers.values() if include_fenced else nodes.live_brokers()
+    brokers = []
+    for node in sorted(listed, key=lambda node: node.node_id):
+        host, port = node.advertised_endpoint(ctx.listener)
+        brokers.append(
+            _Broker(
+                broker_id=node.node_id,
+                host=host,
+                port=port,
+                rack=None,
+                is_fenced=node.node_id not in nodes.live,
+            )
+        )
+    return brokers
+
+
+@handles(ApiKey.DescribeCluster, 0, 2)
 async def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
     error = _endpoint_error(request.endpoint_type)
     if error is not None:
@@ -58,10 +79,6 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
             brokers=[],
             authorized_operations=None,
         )
-    brokers = []
-    for node in ctx.broker.nodes.live_brokers():
-        host, port = node.advertised_endpoint(ctx.listener)
-        brokers.append(_Broker(broker_id=node.node_id, host=host, port=port, rack=None))
     operations = authorized_operations(
         request.include_cluster_authorized_operations, CLUSTER_OPERATIONS
     )
@@ -74,6 +91,6 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
         endpoint_type=EndpointType.BROKER,
         cluster_id=ctx.broker.cluster_id,
         controller_id=ctx.broker.nodes.controller_id(),
-        brokers=brokers,
+        brokers=_brokers(ctx, include_fenced=bool(request.include_fenced_brokers)),
         authorized_operations=operations,
     )

@@ -1,12 +1,14 @@
-"""DescribeGroups (key 15), versions 0-5.
+"""DescribeGroups (key 15), versions 0-6.
 
 Behaviour: state, protocol type and members of each group. A stable group also shows its
 protocol name and each member's metadata and assignment; in other states those are empty,
-as in Kafka. Unknown groups are answered as Kafka's classic coordinator does: state "Dead",
-no members, NO_ERROR.
+as in Kafka. Unknown groups are answered as Kafka's group coordinator does: state "Dead",
+no members, and NO_ERROR before v6, GROUP_ID_NOT_FOUND with the message
+"Group <id> not found." from v6 (KIP-1043; no authorized operations on an error, as Kafka).
 
 Version notes: v3+ answer authorized operations (READ, DELETE, DESCRIBE: there are no ACLs)
-when asked, else INT32_MIN; v4+ carry members' `group_instance_id`; v5 is flexible.
+when asked, else INT32_MIN; v4+ carry members' `group_instance_id`; v5 is flexible; v6 adds
+each group's error message and GROUP_ID_NOT_FOUND for unknown groups.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from minibroker.server.context import RequestContext
 
 _Group = struct_type(ApiKey.DescribeGroups, "response", "DescribedGroup")
 _Member = struct_type(ApiKey.DescribeGroups, "response", "DescribedGroup", "DescribedGroupMember")
+GROUP_ID_NOT_FOUND_FROM_VERSION = 6
 
 
 def _member(member: Member, group: Group, stable: bool) -> Any:
@@ -36,18 +39,21 @@ def _member(member: Member, group: Group, stable: bool) -> Any:
     )
 
 
-def _described(group_id: str, group: Group | None, operations: set[int] | None) -> Any:
-    if group is None:
-        return _Group(
-            error_code=ErrorCode.NO_ERROR,
-            error_message=None,
-            group_id=group_id,
-            group_state=GroupState.DEAD.value,
-            protocol_type="",
-            protocol_data="",
-            members=[],
-            authorized_operations=operations,
-        )
+def _unknown(group_id: str, version: int, operations: set[int] | None) -> Any:
+    not_found = version >= GROUP_ID_NOT_FOUND_FROM_VERSION
+    return _Group(
+        error_code=ErrorCode.GROUP_ID_NOT_FOUND if not_found else ErrorCode.NO_ERROR,
+        error_message=f"Group {group_id} not found." if not_found else None,
+        group_id=group_id,
+        group_state=GroupState.DEAD.value,
+        protocol_type="",
+        protocol_data="",
+        members=[],
+        authorized_operations=None if not_found else operations,
+    )
+
+
+def _described(group_id: str, group: Group, operations: set[int] | None) -> Any:
     stable = group.is_in(GroupState.STABLE)
     return _Group(
         error_code=ErrorCode.NO_ERROR,
@@ -61,13 +67,18 @@ def _described(group_id: str, group: Group | None, operations: set[int] | None) 
     )
 
 
-@handles(ApiKey.DescribeGroups, 0, 5)
+@handles(ApiKey.DescribeGroups, 0, 6)
 async def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
     operations = authorized_operations(request.include_authorized_operations, GROUP_OPERATIONS)
     groups = ctx.broker.groups.groups
+    described = []
+    for group_id in request.groups:
+        group = groups.get(group_id)
+        described.append(
+            _unknown(group_id, ctx.api_version, operations)
+            if group is None
+            else _described(group_id, group, operations)
+        )
     return new_response(
-        ApiKey.DescribeGroups,
-        ctx.api_version,
-        throttle_time_ms=0,
-        groups=[_described(gid, groups.get(gid), operations) for gid in request.groups],
+        ApiKey.DescribeGroups, ctx.api_version, throttle_time_ms=0, groups=described
     )

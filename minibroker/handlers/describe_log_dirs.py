@@ -1,4 +1,4 @@
-"""DescribeLogDirs (key 35), versions 1-4.
+"""DescribeLogDirs (key 35), versions 1-5.
 
 Behaviour: one log dir, the broker's data directory (absolute path), listing each
 requested partition (null: every partition) with its size on disk; partitions that don't
@@ -7,7 +7,7 @@ exist are left out, as Kafka does. This node leads every partition, so the offse
 pseudo directory named "memory:" whose space is unknown (-1).
 
 Version notes: v3 adds the top-level error code; v4 adds the directory's total and usable
-bytes.
+bytes; v5 adds `IsCordoned` (KIP-1066): minibroker's single log dir is never cordoned.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _topics(partitions: Iterator[Partition]) -> list[Any]:
     return [_Topic(name=name, partitions=entries) for name, entries in by_topic.items()]
 
 
-@handles(ApiKey.DescribeLogDirs, 1, 4)
+@handles(ApiKey.DescribeLogDirs, 1, 5)
 async def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     data_dir = ctx.broker.data_dir
     if data_dir is None:
@@ -78,6 +78,7 @@ async def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
         topics=_topics(_requested(ctx, request)),
         total_bytes=total,
         usable_bytes=usable,
+        is_cordoned=False,
     )
     return new_response(
         ApiKey.DescribeLogDirs,

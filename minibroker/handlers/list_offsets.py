@@ -1,17 +1,26 @@
-"""ListOffsets (key 2), versions 1-7.
+"""ListOffsets (key 2), versions 1-11.
 
 Behaviour: timestamp -2 (earliest) gives the log start offset, -1 (latest) the high
-watermark (the last stable offset for read_committed), -3 (max timestamp, v7+) the record
+watermark (the last stable offset for read_committed), -3 (max timestamp) the record
 with the largest timestamp, and any other timestamp the first record whose timestamp is at
 or after it — found through `.timeindex`, then inside that batch — or offset -1 with
 timestamp -1 when there is none. As in Kafka's `ReplicaManager.fetchOffset`, a record found
 at or after the last fetchable offset (the last stable offset for read_committed, else the
 high watermark) is answered as none found. The leader epoch is this node's (0). A current leader
 epoch newer than ours gets UNKNOWN_LEADER_EPOCH, an older one FENCED_LEADER_EPOCH. A
-partition whose storage failed (offline log) gets KAFKA_STORAGE_ERROR.
+partition whose storage failed (offline log) gets KAFKA_STORAGE_ERROR. A partition named twice
+in one request gets INVALID_REQUEST (each time), and a negative timestamp that is not one of
+Kafka's special values, or one the request's version does not know yet, UNSUPPORTED_VERSION;
+both are checked before the partition is looked up, as Kafka's `ReplicaManager` does.
+
+The tiered-storage timestamps are answered as by a Kafka broker whose topics have no remote
+storage (`UnifiedLog.fetchOffsetByTimestamp`): -4 (earliest local) is the log start offset,
+-5 (latest tiered) and -6 (earliest pending upload) are offset -1, timestamp -1, epoch -1.
 
 Version notes: v0 (old-style offsets) is not served; isolation level is v2+; leader epochs
-v4+; max timestamp v7+.
+v4+; max timestamp -3 v7+ (KIP-734); earliest local -4 v8+ (KIP-405); latest tiered -5 v9+
+(KIP-1005); `timeout_ms` v10+ (KIP-1075, for remote reads: nothing here waits, so it is
+unused); earliest pending upload -6 v11+ (KIP-1023).
 """
 
 from __future__ import annotations
@@ -33,6 +42,18 @@ _Partition = struct_type(
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
+# The first version that knows each special timestamp (Kafka's timestampMinSupportedVersion).
+SPECIAL_TIMESTAMP_FROM_VERSION = {
+    LATEST: 1,
+    EARLIEST: 1,
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL: 8,
+    LATEST_TIERED: 9,
+    EARLIEST_PENDING_UPLOAD: 11,
+}
 READ_COMMITTED = 1
 NOT_FOUND = (-1, -1)
 
@@ -59,8 +80,10 @@ def _max_timestamp(batch: bytes | None) -> tuple[int, int]:
 def offset_for(partition: Partition, timestamp: int, read_committed: bool) -> tuple[int, int]:
     """(offset, timestamp) answered for `timestamp`, as Kafka's `fetchOffsetByTimestamp`."""
     log = partition.log
-    if timestamp == EARLIEST:
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return log.log_start_offset, -1
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        return NOT_FOUND
     last_fetchable = partition.last_stable_offset if read_committed else partition.high_watermark
     if timestamp == LATEST:
         return last_fetchable, -1
@@ -71,37 +94,40 @@ def offset_for(partition: Partition, timestamp: int, read_committed: bool) -> tu
     return NOT_FOUND if found[0] >= last_fetchable else found
 
 
-def _partition_entry(ctx: RequestContext, topic: str, wanted: Any, read_committed: bool) -> Any:
-    partition = ctx.broker.cluster.partition(topic, wanted.partition_index)
-    error: ErrorCode | None = None
+def _unsupported_timestamp(timestamp: int, version: int) -> bool:
+    """Kafka's `ReplicaManager.isListOffsetsTimestampUnsupported`."""
+    if timestamp >= 0:
+        return False
+    first_version = SPECIAL_TIMESTAMP_FROM_VERSION.get(timestamp)
+    return first_version is None or version < first_version
+
+
+def _error_entry(index: int, error: ErrorCode) -> Any:
+    return _Partition(
+        partition_index=index, error_code=error, timestamp=-1, offset=-1, leader_epoch=-1
+    )
+
+
+def _partition_error(ctx: RequestContext, partition: Partition | None, wanted: Any) -> ErrorCode:
     if partition is None:
-        error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    else:
-        error = partition.leader_epoch_error(wanted.current_leader_epoch) or ctx.leader_error(
-            partition
-        )
-        if error is None and partition.log.storage_error is not None:
-            error = ErrorCode.KAFKA_STORAGE_ERROR
-    if wanted.timestamp < MAX_TIMESTAMP and error is None:
-        error = ErrorCode.UNSUPPORTED_VERSION
-    if error is not None or partition is None:
-        return _Partition(
-            partition_index=wanted.partition_index,
-            error_code=error,
-            timestamp=-1,
-            offset=-1,
-            leader_epoch=-1,
-        )
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    error = partition.leader_epoch_error(wanted.current_leader_epoch) or ctx.leader_error(partition)
+    if error is None and partition.log.storage_error is not None:
+        error = ErrorCode.KAFKA_STORAGE_ERROR
+    return error or ErrorCode.NO_ERROR
+
+
+def _partition_entry(ctx: RequestContext, topic: str, wanted: Any, read_committed: bool) -> Any:
+    if _unsupported_timestamp(wanted.timestamp, ctx.api_version):
+        return _error_entry(wanted.partition_index, ErrorCode.UNSUPPORTED_VERSION)
+    partition = ctx.broker.cluster.partition(topic, wanted.partition_index)
+    error = _partition_error(ctx, partition, wanted)
+    if error != ErrorCode.NO_ERROR or partition is None:
+        return _error_entry(wanted.partition_index, error)
     try:
         offset, timestamp = offset_for(partition, wanted.timestamp, read_committed)
     except OSError:  # the log went offline reading it
-        return _Partition(
-            partition_index=wanted.partition_index,
-            error_code=ErrorCode.KAFKA_STORAGE_ERROR,
-            timestamp=-1,
-            offset=-1,
-            leader_epoch=-1,
-        )
+        return _error_entry(wanted.partition_index, ErrorCode.KAFKA_STORAGE_ERROR)
     return _Partition(
         partition_index=wanted.partition_index,
         error_code=ErrorCode.NO_ERROR,
@@ -111,14 +137,29 @@ def _partition_entry(ctx: RequestContext, topic: str, wanted: Any, read_committe
     )
 
 
-@handles(ApiKey.ListOffsets, 1, 7)
+def _duplicates(request: Any) -> set[tuple[str, int]]:
+    seen: set[tuple[str, int]] = set()
+    duplicates = set()
+    for topic in request.topics:
+        for wanted in topic.partitions:
+            key = (topic.name, wanted.partition_index)
+            if key in seen:
+                duplicates.add(key)
+            seen.add(key)
+    return duplicates
+
+
+@handles(ApiKey.ListOffsets, 1, 11)
 async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
     read_committed = request.isolation_level == READ_COMMITTED
+    duplicates = _duplicates(request)
     topics = [
         _Topic(
             name=topic.name,
             partitions=[
-                _partition_entry(ctx, topic.name, wanted, read_committed)
+                _error_entry(wanted.partition_index, ErrorCode.INVALID_REQUEST)
+                if (topic.name, wanted.partition_index) in duplicates
+                else _partition_entry(ctx, topic.name, wanted, read_committed)
                 for wanted in topic.partitions
             ],
         )

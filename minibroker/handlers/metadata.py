@@ -1,4 +1,4 @@
-"""Metadata (key 3), versions 0-12.
+"""Metadata (key 3), versions 0-13.
 
 Behaviour: every partition has one replica, its leader; a single broker leads every
 partition and is the controller. In an in-process cluster (minibroker.testing) the brokers
@@ -12,7 +12,8 @@ requested by id only (v12) that we don't know get UNKNOWN_TOPIC_ID.
 Version notes: the topic list means "all topics" when it is empty at v0 and when it is null
 at v1+; an empty list at v1+ means none. v8+ report authorized operations when asked
 (topic: v8+, cluster: v8-10): every operation Kafka supports, as there are no ACLs;
-otherwise INT32_MIN, Kafka's "not requested" value.
+otherwise INT32_MIN, Kafka's "not requested" value. v13 adds a top-level error code
+(KIP-1102, for REBOOTSTRAP_REQUIRED); a Kafka broker always answers NO_ERROR there, so do we.
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ def broker_entries(ctx: RequestContext) -> list[Any]:
     return entries
 
 
-@handles(ApiKey.Metadata, 0, 12)
+@handles(ApiKey.Metadata, 0, 13)
 async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
     if _wants_all_topics(ctx, request):
         topics = [_topic_entry(ctx, request, topic) for topic in ctx.broker.cluster.topics.values()]
@@ -140,4 +141,5 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
         authorized_operations=authorized_operations(
             request.include_cluster_authorized_operations, CLUSTER_OPERATIONS
         ),
+        error_code=ErrorCode.NO_ERROR,
     )

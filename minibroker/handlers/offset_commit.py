@@ -1,4 +1,4 @@
-"""OffsetCommit (key 8), versions 2-9.
+"""OffsetCommit (key 8), versions 2-10.
 
 Behaviour: Kafka's classic-group commit. A group with no members accepts commits with
 generation -1 (`assign()` + commit, admin offset changes) and is created by one if it does
@@ -10,11 +10,19 @@ than `offset.metadata.max.bytes` OFFSET_METADATA_TOO_LARGE. Accepted offsets are
 
 Version notes: v2-4 carry `retention_time_ms` (-1: broker default), stored as the record's
 expire timestamp; v6+ the committed leader epoch; v7+ `group_instance_id`; v8 is flexible.
+v10 (KIP-848) names topics by topic id only, in the request and the response: as Kafka's
+`KafkaApis`, ids are resolved to names before the group sees the commit (offsets are stored
+under the topic name, so v9 and v10 clients read each other's commits), and every partition
+of an id that names no topic gets UNKNOWN_TOPIC_ID (those topics come first in the answer,
+and a request with only unknown ids does not reach the group). Java 4.3 sends v10 from its
+KIP-848 consumer (`group.protocol=consumer`); its classic consumer stays at v9.
 v0-1 are gone since Kafka 4.0 and not served; librdkafka's probe (1..2) finds v2.
 """
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from minibroker.groups.coordinator import OffsetCommit
@@ -30,23 +38,63 @@ _Partition = struct_type(
 )
 
 
-def _commits(request: Any) -> list[OffsetCommit]:
+TOPIC_IDS_FROM_VERSION = 10
+
+
+@dataclass(frozen=True, slots=True)
+class _Wanted:
+    """One request topic: its name (None for an unknown id) and its id (v10)."""
+
+    name: str | None
+    topic_id: uuid.UUID | None
+    partitions: list[Any]
+
+
+def _wanted(ctx: RequestContext, request: Any) -> list[_Wanted]:
+    if ctx.api_version < TOPIC_IDS_FROM_VERSION:
+        return [_Wanted(topic.name, None, topic.partitions) for topic in request.topics]
+    by_id = ctx.broker.cluster.topics_by_id
+    wanted = []
+    for topic in request.topics:
+        known = by_id.get(topic.topic_id)
+        wanted.append(_Wanted(known.name if known else None, topic.topic_id, topic.partitions))
+    return wanted
+
+
+def _commits(topic: _Wanted, name: str) -> list[OffsetCommit]:
     return [
         OffsetCommit(
-            topic=topic.name,
+            topic=name,
             partition=partition.partition_index,
             offset=partition.committed_offset,
             leader_epoch=partition.committed_leader_epoch,
             metadata=partition.committed_metadata,
         )
-        for topic in request.topics
         for partition in topic.partitions
     ]
 
 
-@handles(ApiKey.OffsetCommit, 2, 9)
-async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
-    commits = _commits(request)
+def _response_topic(topic: _Wanted, partitions: list[Any]) -> Any:
+    return _Topic(name=topic.name or "", topic_id=topic.topic_id, partitions=partitions)
+
+
+def _unknown_ids(wanted: list[_Wanted]) -> list[Any]:
+    return [
+        _response_topic(
+            topic,
+            [
+                _Partition(partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_ID)
+                for p in topic.partitions
+            ],
+        )
+        for topic in wanted
+        if topic.name is None
+    ]
+
+
+def _commit(ctx: RequestContext, request: Any, commits: list[OffsetCommit]) -> list[ErrorCode]:
+    if not commits:
+        return []
     outcome = ctx.broker.groups.commit_offsets(
         request.group_id,
         request.member_id,
@@ -55,15 +103,25 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
         commits,
         request.retention_time_ms,
     )
-    errors = [outcome] * len(commits) if isinstance(outcome, ErrorCode) else outcome
-    topics: dict[str, list[Any]] = {}
-    for commit, error in zip(commits, errors, strict=True):
-        topics.setdefault(commit.topic, []).append(
-            _Partition(partition_index=commit.partition, error_code=error)
+    return [outcome] * len(commits) if isinstance(outcome, ErrorCode) else outcome
+
+
+@handles(ApiKey.OffsetCommit, 2, 10)
+async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
+    wanted = _wanted(ctx, request)
+    known = [(topic, _commits(topic, topic.name)) for topic in wanted if topic.name is not None]
+    errors = iter(_commit(ctx, request, [c for _, topic_commits in known for c in topic_commits]))
+    by_topic: dict[str, tuple[_Wanted, list[Any]]] = {}
+    for topic, topic_commits in known:
+        _, partitions = by_topic.setdefault(topic.name or "", (topic, []))
+        partitions.extend(
+            _Partition(partition_index=commit.partition, error_code=next(errors))
+            for commit in topic_commits
         )
     return new_response(
         ApiKey.OffsetCommit,
         ctx.api_version,
         throttle_time_ms=0,
-        topics=[_Topic(name=name, partitions=partitions) for name, partitions in topics.items()],
+        topics=_unknown_ids(wanted)
+        + [_response_topic(topic, partitions) for topic, partitions in by_topic.values()],
     )

@@ -1,4 +1,4 @@
-"""OffsetFetch (key 9), versions 1-9.
+"""OffsetFetch (key 9), versions 1-10.
 
 Behaviour: the committed offset, leader epoch and metadata of each requested partition;
 -1 (and empty metadata) where the group has none or the group is unknown. A null topic list
@@ -10,10 +10,16 @@ the group and top-level errors stay NO_ERROR, as in Kafka.
 Version notes: v1 answers errors per partition only, v2-7 also at the top level; v5+ carry
 the leader epoch; v6 is flexible; v8+ (KIP-709) batch several groups in `groups`, each
 answered with its own error; v9's member id and epoch are for KIP-848 groups and ignored.
+v10 (KIP-848) names topics by topic id only: requested ids are resolved to names (offsets are
+stored under the topic name, as Kafka does), an id that names no topic answers
+UNKNOWN_TOPIC_ID (offset -1) for each of its partitions, and the answer carries each topic's
+id; when all of a group's offsets are asked for, those of topics that no longer exist (no id
+to name them by) are left out.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from minibroker.groups.coordinator import FetchedOffset
@@ -39,6 +45,7 @@ _GroupPartition = struct_type(
     "OffsetFetchResponsePartitions",
 )
 BATCHED_FROM_VERSION = 8
+TOPIC_IDS_FROM_VERSION = 10
 
 
 def _fetch(
@@ -61,29 +68,71 @@ def _partition_fields(fetched: FetchedOffset) -> dict[str, Any]:
     }
 
 
+def _group_topic(name: str, topic_id: uuid.UUID | None, fetched: list[FetchedOffset]) -> Any:
+    return _GroupTopic(
+        name=name,
+        topic_id=topic_id,
+        partitions=[_GroupPartition(**_partition_fields(f)) for f in fetched],
+    )
+
+
 def _group_entry(ctx: RequestContext, group: Any, require_stable: bool) -> Any:
     by_topic = _fetch(ctx, group.group_id, group.topics, require_stable)
     return _Group(
         group_id=group.group_id,
         error_code=ErrorCode.NO_ERROR,
-        topics=[
-            _GroupTopic(
-                name=name,
-                partitions=[_GroupPartition(**_partition_fields(f)) for f in fetched],
+        topics=[_group_topic(name, None, fetched) for name, fetched in by_topic.items()],
+    )
+
+
+def _unknown_id(topic: Any) -> Any:
+    return _GroupTopic(
+        name="",
+        topic_id=topic.topic_id,
+        partitions=[
+            _GroupPartition(
+                **_partition_fields(
+                    FetchedOffset("", index, -1, -1, "", ErrorCode.UNKNOWN_TOPIC_ID)
+                )
             )
-            for name, fetched in by_topic.items()
+            for index in topic.partition_indexes
         ],
     )
 
 
-@handles(ApiKey.OffsetFetch, 1, 9)
+def _group_entry_by_ids(ctx: RequestContext, group: Any, require_stable: bool) -> Any:
+    """v10: the topics named by id, resolved to names for the group and back to ids."""
+    cluster = ctx.broker.cluster
+    if group.topics is None:
+        by_topic = _fetch(ctx, group.group_id, None, require_stable)
+        topics = [
+            _group_topic(name, cluster.topics[name].topic_id, fetched)
+            for name, fetched in by_topic.items()
+            if name in cluster.topics
+        ]
+    else:
+        topics = []
+        for wanted in group.topics:
+            known = cluster.topics_by_id.get(wanted.topic_id)
+            if known is None:
+                topics.append(_unknown_id(wanted))
+                continue
+            fetched = ctx.broker.groups.fetch_offsets(
+                group.group_id, [(known.name, list(wanted.partition_indexes))], require_stable
+            )
+            topics.append(_group_topic(known.name, known.topic_id, fetched))
+    return _Group(group_id=group.group_id, error_code=ErrorCode.NO_ERROR, topics=topics)
+
+
+@handles(ApiKey.OffsetFetch, 1, 10)
 async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= BATCHED_FROM_VERSION:
+        entry = _group_entry_by_ids if ctx.api_version >= TOPIC_IDS_FROM_VERSION else _group_entry
         return new_response(
             ApiKey.OffsetFetch,
             ctx.api_version,
             throttle_time_ms=0,
-            groups=[_group_entry(ctx, group, request.require_stable) for group in request.groups],
+            groups=[entry(ctx, group, request.require_stable) for group in request.groups],
         )
     by_topic = _fetch(ctx, request.group_id, request.topics, request.require_stable)
     return new_response(
