@@ -76,9 +76,9 @@ def _message_classes() -> dict[tuple[int, str], type[ApiMessage]]:
     return classes
 
 
-_CLASSES = _message_classes()
-# The APIs kafka-python has no class for, from our own message definitions.
-_CLASSES.update(definitions.load(skip=_CLASSES))
+# kafka-python's classes, and for the APIs it has none for, classes built from our own
+# message definitions (when first looked up).
+_CLASSES = definitions.MessageClasses(_message_classes())
 
 
 def request_class(api_key: int) -> type[ApiMessage] | None:

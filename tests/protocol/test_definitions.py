@@ -140,6 +140,25 @@ def test_definitions_do_not_replace_kafka_pythons_classes() -> None:
     produce = codec.request_class(0)
     assert produce is not None
     assert produce.__module__.startswith("kafka.protocol")
+    tweaked = {**codec._CLASSES, (71, "request"): produce}  # as if kafka-python had 71's request
+    classes = definitions.MessageClasses(tweaked)
+    assert classes[(71, "request")] is produce
+    assert classes[(71, "response")].__module__ == definitions.__name__
+
+
+def test_classes_are_built_once_when_first_looked_up() -> None:
+    classes = definitions.MessageClasses({})
+    assert dict.get(classes, (72, "request")) is None
+    request = classes.get((72, "request"))
+    assert request is not None
+    assert dict.get(classes, (72, "response")) is not None  # built with its request
+    assert (classes[(72, "request")], classes.get((72, "request"))) == (request, request)
+
+
+def test_unknown_api_keys_have_no_class() -> None:
+    assert codec.request_class(9999) is None
+    with pytest.raises(KeyError):
+        codec.response_class(9999)
 
 
 # --- agreement with Kafka 4.3's message definitions -----------------------------------------

@@ -38,13 +38,15 @@ files (field `name`, `type`, `versions`, `nullableVersions`, `default`, `tag`,
 metaclass with that dict in place of the file it would load, so encode, decode and the
 compiled decoders (`_struct.compiled_decode_from`) work as for its own classes.
 `tests/protocol/test_definitions.py` checks every definition against Kafka 4.3's JSON.
-Parsing all files and building the classes takes a few milliseconds; `codec.py` builds
-only the messages kafka-python has no class for.
+`codec.py` uses our definitions only for the API keys kafka-python has no class for, and
+builds each API's classes when it is first looked up (`MessageClasses`): building them all
+would add some 20 ms to every start.
 """
 
 from __future__ import annotations
 
 import importlib.resources
+import threading
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -228,13 +230,48 @@ def _resolve(fields: list[dict[str, Any]], common: dict[str, _Node]) -> None:
         _resolve(attrs["fields"], common)
 
 
-def load(skip: Collection[tuple[int, str]] = ()) -> dict[tuple[int, str], type[ApiMessage]]:
-    """Classes for every defined message, by (API key, "request"/"response"), but those
-    whose key is in `skip`."""
-    classes: dict[tuple[int, str], type[ApiMessage]] = {}
-    for name, text in definition_files():
-        for schema in parse(text, name):
-            key = (schema["apiKey"], schema["type"])
-            if key not in skip:
-                classes[key] = message_class(schema)
-    return classes
+class MessageClasses(dict[tuple[int, str], type[ApiMessage]]):
+    """Message classes by (API key, "request"/"response"): those given, and for the other
+    keys our definitions declare, classes built from them when first looked up (keeping
+    `minibroker serve` from building them all at start)."""
+
+    def __init__(self, classes: dict[tuple[int, str], type[ApiMessage]]) -> None:
+        super().__init__(classes)
+        self._files = {
+            key: name
+            for name, text in definition_files()
+            for key in _message_keys(text, name)
+            if key not in classes
+        }
+        self._lock = threading.Lock()
+
+    def __missing__(self, key: tuple[int, str]) -> type[ApiMessage]:
+        name = self._files.get(key)
+        if name is None:
+            raise KeyError(key)
+        with self._lock:
+            if key not in self:
+                text = importlib.resources.files(__package__).joinpath(name).read_text("utf-8")
+                for schema in parse(text, name):
+                    if (defined := (schema["apiKey"], schema["type"])) in self._files:
+                        self[defined] = message_class(schema)
+        return dict.__getitem__(self, key)
+
+    def get(  # type: ignore[override]
+        self, key: tuple[int, str], default: None = None
+    ) -> type[ApiMessage] | None:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
+def _message_keys(text: str, source: str) -> Iterator[tuple[int, str]]:
+    """(API key, kind) of the messages a definition text declares, from its message lines."""
+    for line in text.splitlines():
+        words = line.split("#", 1)[0].split()
+        if words and words[0] in MESSAGE_KINDS and not line[0].isspace():
+            try:
+                yield int(_keywords(words[2:], ("key", "valid", "flexible"))["key"]), words[0]
+            except (DefinitionError, ValueError) as exc:
+                raise DefinitionError(f"{source}: {line}: {exc}") from exc
