@@ -1,4 +1,7 @@
-"""Request decoding and response encoding over kafka-python's generated message classes.
+"""Request decoding and response encoding over kafka-python's generated message classes,
+and for the APIs kafka-python has no class for (ConsumerGroupHeartbeat, telemetry, share
+groups...), classes built by its machinery from our own message definitions
+(`minibroker/protocol/definitions/`).
 
 The rest of the broker never imports `kafka.protocol`; it gets request objects from
 `decode_request` and turns response objects into frames with `encode_response`.
