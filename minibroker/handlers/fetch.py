@@ -148,10 +148,14 @@ def _read_partition(
 ) -> PartitionRead:
     result = PartitionRead(item)
     located = _locate(ctx.broker.cluster, item)
+    pushed = ctx.entry_errors.get((item.topic or "", item.key[1]))
     if isinstance(located, ErrorCode):
-        result.error = located
+        result.error = pushed or located
         return result
     result.partition = partition = located
+    if pushed is not None:  # a test's pushed error (minibroker.testing)
+        result.error = pushed
+        return result
     if (not_leader := ctx.leader_error(partition)) is not None:
         result.error = not_leader
         return result

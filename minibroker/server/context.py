@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from minibroker.protocol.codec import RequestHeader
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     from minibroker.cluster.state import Partition
     from minibroker.config import Listener
     from minibroker.server.broker import Broker
+    from minibroker.server.faults import EntryKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +25,9 @@ class RequestContext:
     listener: Listener
     client_host: str = ""
     """The peer's address as Kafka shows it in DescribeGroups ("/127.0.0.1")."""
+    entry_errors: Mapping[EntryKey, ErrorCode] = field(default_factory=dict)
+    """Errors pushed by a test for some partitions, for a handler that answers them itself
+    (Fetch: `dispatch.ANSWERS_ENTRY_ERRORS`)."""
 
     @property
     def api_version(self) -> int:

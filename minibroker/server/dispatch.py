@@ -11,13 +11,16 @@ transaction requests sent to a node that does not coordinate their key are answe
 NOT_COORDINATOR here (`server/nodes.py`), so no handler needs to know about nodes; requests
 naming several groups (or transactional ids) get it for the keys of other coordinators only,
 and their handler answers the rest, as pushed errors for some partitions are merged with the
-handler's answer for the others.
+handler's answer for the others (Fetch gets them in its context and answers them itself, to
+keep its fetch sessions whole). Topics a request names by id only (Fetch v13+) are recorded
+with their names filled in.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from minibroker.handlers.registry import REGISTRY, Handler
@@ -41,6 +44,7 @@ from minibroker.server.faults import (
     EntryKey,
     RecordedRequest,
     error_response,
+    name_topics,
     with_entry_errors,
     without_entries,
 )
@@ -50,6 +54,11 @@ if TYPE_CHECKING:
     from minibroker.server.broker import Broker
 
 log = logging.getLogger(__name__)
+
+# APIs whose handler answers pushed partition errors itself (`RequestContext.entry_errors`)
+# instead of being handed the request without those partitions: a fetch session must keep
+# the partitions of its full fetch, or its incremental fetches would never read them again.
+ANSWERS_ENTRY_ERRORS = frozenset({ApiKey.Fetch})
 
 
 def unsupported_api_versions_frame(correlation_id: int) -> bytearray:
@@ -146,6 +155,8 @@ async def _handled(
     if not entry_errors:
         return await handler(context, request)
     api_key, api_version = context.header.api_key, context.api_version
+    if api_key in ANSWERS_ENTRY_ERRORS:
+        return await handler(replace(context, entry_errors=entry_errors), request)
     rest = without_entries(api_key, api_version, request, entry_errors)
     handled = None if rest is None else await handler(context, rest)
     if isinstance(handled, EncodedFrame):
@@ -156,6 +167,8 @@ async def _handled(
 def _recorded(
     broker: Broker, header: RequestHeader, client_host: str, request: Any
 ) -> RecordedRequest:
+    topics_by_id = broker.cluster.topics_by_id
+    name_topics(header.api_key, request, lambda id_: getattr(topics_by_id.get(id_), "name", None))
     return RecordedRequest(
         time=time.time(),
         node_id=broker.node_id,

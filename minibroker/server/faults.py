@@ -543,6 +543,21 @@ def _topic_name(topic: Any) -> str:
     return str(name if name is not None else getattr(topic, "topic", ""))
 
 
+def name_topics(api_key: int, body: Any, names: Callable[[Any], str | None]) -> None:
+    """Fill in the names of the topics a request gives by id only (Fetch v13+), as far as
+    they are known, so that recording, pushed errors and hooks see them by name."""
+    shape = _PARTITIONED.get(api_key)
+    if shape is None:
+        return
+    for topic in getattr(body, shape.request_topics, None) or []:
+        topic_id = getattr(topic, "topic_id", None)
+        if topic_id is None or _topic_name(topic):
+            continue
+        name = names(topic_id)
+        if name is not None:
+            setattr(topic, "name" if hasattr(topic, "name") else "topic", name)
+
+
 def _index(shape: _Shape, partition: Any) -> int:
     return int(
         partition if shape.request_index is None else getattr(partition, shape.request_index)
@@ -677,6 +692,8 @@ def _merge_partitions(
             topic = handled_topics[name]
         else:
             topic = topic_type(**{shape.response_topic_name: name})
+            if getattr(request_topic, "topic_id", None) is not None and "topic_id" in topic.fields:
+                topic.topic_id = request_topic.topic_id
         setattr(topic, shape.response_partitions, partitions)
         topics.append(topic)
     setattr(handled, shape.response_topics, topics)
