@@ -216,6 +216,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "fsync a partition before acknowledging a produce (power-loss safety).",
         ),
         _broker(
+            "minibroker.transaction.version",
+            INT,
+            "2",
+            "transaction.version finalized in a new data directory (KIP-890; 2 = TV2, as a new "
+            "Kafka 4.3 cluster; 1 or 0 = TV1). UpdateFeatures changes it.",
+        ),
+        _broker(
             "minibroker.max.decompressed.batch.bytes",
             INT,
             "67108864",

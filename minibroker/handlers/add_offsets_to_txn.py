@@ -6,7 +6,9 @@ offsets sent with TxnOffsetCommit visible (or drops them). Errors as AddPartitio
 INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS.
 
 Version notes: PRODUCER_FENCED exists from v2; older versions get INVALID_PRODUCER_EPOCH. v3 is
-flexible; v4 only adds TRANSACTION_ABORTABLE (KIP-890), which minibroker never answers.
+flexible; v4 only adds TRANSACTION_ABORTABLE (KIP-890), which minibroker never answers; v4 is
+Kafka 4.3's latest. Transactions V2 clients do not send it: TxnOffsetCommit v5 adds the
+offsets partition itself.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""AddPartitionsToTxn (key 24), versions 0-3.
+"""AddPartitionsToTxn (key 24), versions 0-5.
 
 Behaviour (Kafka's `handleAddPartitionsToTxnRequest`): if any partition is unknown, those get
 UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED, and nothing is added.
@@ -7,9 +7,16 @@ Empty/Complete* -> Ongoing) and every partition gets its answer: INVALID_PRODUCE
 for an unknown transactional id or producer id, PRODUCER_FENCED for another epoch,
 CONCURRENT_TRANSACTIONS while the previous transaction is being ended.
 
-Version notes: v0-3 are the client versions (one transaction per request); v4+ batch
-transactions and are broker-to-broker only (KIP-890), not served. PRODUCER_FENCED exists from
-v2; older versions get INVALID_PRODUCER_EPOCH. v3 is flexible.
+v4+ is the batched form brokers send to the coordinator (KIP-890): several transactions per
+request, each answered on its own (`ResultsByTransaction`, top-level error NONE). A
+transaction with VerifyOnly is only checked (Kafka's handleVerifyPartitionsInTransaction):
+each partition answers NO_ERROR if it is in the producer's ongoing transaction,
+INVALID_TXN_STATE if not; nothing is added. Without VerifyOnly the partitions are added, for a
+client on transactions V2 (Kafka: a v4+ add is TV2).
+
+Version notes: v0-3 are the client versions (one transaction per request). PRODUCER_FENCED
+exists from v2; older versions get INVALID_PRODUCER_EPOCH. v3 is flexible; v5 only adds
+TRANSACTION_ABORTABLE (never answered here).
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.context import RequestContext
-from minibroker.txn.coordinator import error_for_version
+from minibroker.txn.coordinator import TRANSACTION_VERSION_2, error_for_version
+from minibroker.txn.state import TopicPartition
 
 _Topic = struct_type(ApiKey.AddPartitionsToTxn, "response", "AddPartitionsToTxnTopicResult")
 _Partition = struct_type(
@@ -30,15 +38,20 @@ _Partition = struct_type(
     "AddPartitionsToTxnTopicResult",
     "AddPartitionsToTxnPartitionResult",
 )
+_Transaction = struct_type(ApiKey.AddPartitionsToTxn, "response", "AddPartitionsToTxnResult")
 PRODUCER_FENCED_FROM_VERSION = 2
+FIRST_BATCHED_VERSION = 4
 
 
-def _errors(ctx: RequestContext, request: Any) -> dict[tuple[str, int], ErrorCode]:
-    wanted = [
-        (topic.name, partition)
-        for topic in request.v3_and_below_topics
-        for partition in topic.partitions
-    ]
+def _errors(
+    ctx: RequestContext,
+    transactional_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    topics: Any,
+    verify_only: bool = False,
+) -> dict[TopicPartition, ErrorCode]:
+    wanted = [(topic.name, partition) for topic in topics for partition in topic.partitions]
     unknown = {tp for tp in wanted if ctx.broker.cluster.partition(*tp) is None}
     if unknown:
         return {
@@ -47,29 +60,68 @@ def _errors(ctx: RequestContext, request: Any) -> dict[tuple[str, int], ErrorCod
             else ErrorCode.OPERATION_NOT_ATTEMPTED
             for tp in wanted
         }
-    error = ctx.broker.transactions.add_partitions(
-        request.v3_and_below_transactional_id,
-        request.v3_and_below_producer_id,
-        request.v3_and_below_producer_epoch,
-        wanted,
+    coordinator = ctx.broker.transactions
+    if verify_only:
+        return coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, wanted)
+    tv = TRANSACTION_VERSION_2 if ctx.api_version >= FIRST_BATCHED_VERSION else 0
+    error = coordinator.add_partitions(
+        transactional_id, producer_id, producer_epoch, wanted, client_transaction_version=tv
     )
     error = error_for_version(error, ctx.api_version, PRODUCER_FENCED_FROM_VERSION)
     return dict.fromkeys(wanted, error)
 
 
-@handles(ApiKey.AddPartitionsToTxn, 0, 3)
-async def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
+def _topic_results(errors: dict[TopicPartition, ErrorCode]) -> list[Any]:
     by_topic: dict[str, list[Any]] = {}
-    for (topic, partition), error in _errors(ctx, request).items():
+    for (topic, partition), error in errors.items():
         by_topic.setdefault(topic, []).append(
             _Partition(partition_index=partition, partition_error_code=error)
         )
+    return [
+        _Topic(name=name, results_by_partition=partitions) for name, partitions in by_topic.items()
+    ]
+
+
+def _batched(ctx: RequestContext, request: Any) -> Any:
+    results = [
+        _Transaction(
+            transactional_id=txn.transactional_id,
+            topic_results=_topic_results(
+                _errors(
+                    ctx,
+                    txn.transactional_id,
+                    txn.producer_id,
+                    txn.producer_epoch,
+                    txn.topics,
+                    txn.verify_only,
+                )
+            ),
+        )
+        for txn in request.transactions
+    ]
     return new_response(
         ApiKey.AddPartitionsToTxn,
         ctx.api_version,
         throttle_time_ms=0,
-        results_by_topic_v3_and_below=[
-            _Topic(name=name, results_by_partition=partitions)
-            for name, partitions in by_topic.items()
-        ],
+        error_code=ErrorCode.NO_ERROR,
+        results_by_transaction=results,
+    )
+
+
+@handles(ApiKey.AddPartitionsToTxn, 0, 5)
+async def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
+    if ctx.api_version >= FIRST_BATCHED_VERSION:
+        return _batched(ctx, request)
+    errors = _errors(
+        ctx,
+        request.v3_and_below_transactional_id,
+        request.v3_and_below_producer_id,
+        request.v3_and_below_producer_epoch,
+        request.v3_and_below_topics,
+    )
+    return new_response(
+        ApiKey.AddPartitionsToTxn,
+        ctx.api_version,
+        throttle_time_ms=0,
+        results_by_topic_v3_and_below=_topic_results(errors),
     )

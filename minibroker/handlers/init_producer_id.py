@@ -15,7 +15,10 @@ Behaviour (Kafka's `KafkaApis.handleInitProducerIdRequest` and
   committed or aborted): the client retries. v3+ may carry the producer's current id and
   epoch (KIP-360, resuming after an abortable error): a stale one is PRODUCER_FENCED.
 
-Errors carry producer id -1 and epoch -1. Version notes: `producer_id` / `producer_epoch` exist
+Under transactions V2 (`transaction.version` 2) the coordinator behaves the same here; the
+per-transaction epoch bump happens in EndTxn v5. Errors carry producer id -1 and epoch -1.
+v6 (KIP-939 two-phase commit: Enable2Pc, KeepPreparedTxn) is marked unstable in Kafka 4.3 and
+is not served. Version notes: `producer_id` / `producer_epoch` exist
 from v3 (KIP-360); the codec fills -1 for older versions. v2+ is flexible. PRODUCER_FENCED
 exists from v4; older versions get INVALID_PRODUCER_EPOCH.
 """

@@ -1,4 +1,4 @@
-"""Produce (key 0), advertised 0-11, served 3-11.
+"""Produce (key 0), advertised 0-13, served 3-13.
 
 Behaviour: each partition's records are validated as Kafka's LogValidator does (see
 `records/validate.py`), checked against the producer's sequence state (idempotence), then
@@ -10,15 +10,32 @@ acks=0 gets no response at all; acks other than 0, 1 and -1 get INVALID_REQUIRED
 A disk error on append answers KAFKA_STORAGE_ERROR for that partition only, and takes it
 offline (KAFKA_STORAGE_ERROR for every later read or write) until the broker restarts.
 
+Transactional batches (of a request with a transactional id) are checked with the transaction
+coordinator before they are appended, as Kafka's AddPartitionsToTxnManager does:
+- Produce v12+ while `transaction.version` 2 is finalized (transactions V2, KIP-890 part 2):
+  the partition joins the producer's transaction implicitly (there is no AddPartitionsToTxn).
+- Otherwise (TV1) the partition must already be in the producer's ongoing transaction
+  (verification): INVALID_TXN_STATE if not, so a produce cannot leave a hanging transaction.
+Coordinator errors are answered as Kafka answers them on the produce path: PRODUCER_FENCED as
+INVALID_PRODUCER_EPOCH; CONCURRENT_TRANSACTIONS (the previous transaction's markers are being
+written) and coordinator errors as the retriable NOT_ENOUGH_REPLICAS.
+
+In a cluster a partition this node does not lead gets NOT_LEADER_OR_FOLLOWER; from v10 the
+answer carries the partition's CurrentLeader (id, epoch) and the leaders' NodeEndpoints
+(KIP-951), so clients go to the new leader without a Metadata round trip.
+
 Version notes: v0-2 are advertised only because librdkafka before 2.11.1 checks for
 Produce v0 before it compresses (KAFKA-18659); like Kafka 4, requests at those versions get
 UNSUPPORTED_VERSION. v2+ carries log_append_time_ms, v5+ log_start_offset, v8+ record
-errors and an error message.
+errors and an error message, v10+ the leader discovery tagged fields. v12 is v11 for a
+transactions V2 producer. v13 names topics by topic id (a topic id not known:
+UNKNOWN_TOPIC_ID).
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,8 +61,29 @@ _RecordError = struct_type(
     "PartitionProduceResponse",
     "BatchIndexAndErrorMessage",
 )
+_Leader = struct_type(
+    ApiKey.Produce,
+    "response",
+    "TopicProduceResponse",
+    "PartitionProduceResponse",
+    "LeaderIdAndEpoch",
+)
+_NodeEndpoint = struct_type(ApiKey.Produce, "response", "NodeEndpoint")
 FIRST_SERVED_VERSION = 3
+LAST_VERSION = 13
+FIRST_LEADER_DISCOVERY_VERSION = 10
+FIRST_IMPLICIT_ADD_VERSION = 12
+FIRST_TOPIC_ID_VERSION = 13
 VALID_ACKS = (0, 1, -1)
+# Coordinator answers a producer retries (Kafka: NOT_ENOUGH_REPLICAS on the produce path).
+_RETRIABLE_TXN_ERRORS = frozenset(
+    {
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.NOT_COORDINATOR,
+    }
+)
 
 
 @dataclass
@@ -56,9 +94,10 @@ class PartitionResult:
     log_start_offset: int = -1
     error_message: str | None = None
     record_errors: list[tuple[int, str]] = field(default_factory=list)
+    current_leader: tuple[int, int] | None = None  # (leader id, leader epoch), v10+
 
     def entry(self, index: int) -> Any:
-        return _Partition(
+        partition = _Partition(
             index=index,
             error_code=self.error,
             base_offset=self.base_offset,
@@ -70,6 +109,10 @@ class PartitionResult:
             ],
             error_message=self.error_message,
         )
+        if self.current_leader is not None:
+            leader_id, leader_epoch = self.current_leader
+            partition.current_leader = _Leader(leader_id=leader_id, leader_epoch=leader_epoch)
+        return partition
 
 
 def _rejected(error: ErrorCode, message: str | None = None) -> PartitionResult:
@@ -104,8 +147,46 @@ def _append_batches(
     return result
 
 
+def _transaction_error(
+    ctx: RequestContext,
+    transactional_id: str | None,
+    partition: Partition,
+    batches: list[ValidatedBatch],
+) -> ErrorCode | None:
+    """The coordinator's answer for transactional batches: implicit add (TV2) or verification."""
+    batch = next((b for b in batches if b.is_transactional), None)
+    if batch is None or transactional_id is None:
+        return None
+    coordinator = ctx.broker.transactions
+    tp = (partition.topic, partition.index)
+    ids = (transactional_id, batch.producer_id, batch.producer_epoch)
+    if ctx.api_version >= FIRST_IMPLICIT_ADD_VERSION and coordinator.transaction_version >= 2:
+        error = coordinator.add_partitions(*ids, [tp], client_transaction_version=2)
+    else:
+        error = coordinator.verify_partitions(*ids, [tp])[tp]
+    if error == ErrorCode.NO_ERROR:
+        return None
+    if error == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if error in _RETRIABLE_TXN_ERRORS:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    return error
+
+
+def _not_leader(ctx: RequestContext, partition: Partition, error: ErrorCode) -> PartitionResult:
+    result = _rejected(error)
+    if ctx.api_version >= FIRST_LEADER_DISCOVERY_VERSION:
+        leader = ctx.broker.nodes.leader_of(partition)
+        result.current_leader = (leader, partition.leader_epoch)
+    return result
+
+
 def produce_to_partition(
-    ctx: RequestContext, topic_name: str, index: int, records: bytes | memoryview | None
+    ctx: RequestContext,
+    topic_name: str,
+    index: int,
+    records: bytes | memoryview | None,
+    transactional_id: str | None = None,
 ) -> PartitionResult:
     """Validate and append one partition's records; writable records are stamped in place."""
     cluster = ctx.broker.cluster
@@ -114,7 +195,7 @@ def produce_to_partition(
     if topic is None or partition is None:
         return _rejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if (not_leader := ctx.leader_error(partition)) is not None:
-        return _rejected(not_leader)
+        return _not_leader(ctx, partition, not_leader)
     now_ms = ctx.now_ms()
     try:
         batches = validate_produce_records(
@@ -124,6 +205,9 @@ def produce_to_partition(
         result = _rejected(exc.error_code, exc.message)
         result.record_errors = exc.record_errors
         return result
+    txn_error = _transaction_error(ctx, transactional_id, partition, batches)
+    if txn_error is not None:
+        return _rejected(txn_error)
     try:
         return _append_batches(ctx, partition, batches, now_ms)
     except RecordBatchTooLarge as exc:
@@ -141,19 +225,53 @@ def _early_error(ctx: RequestContext, request: Any) -> ErrorCode | None:
     return None
 
 
-@handles(ApiKey.Produce, FIRST_SERVED_VERSION, 11, advertise_from=0)
+def _topic_name(ctx: RequestContext, topic_data: Any) -> str | None:
+    """The topic's name (v13: by topic id; None for an id not known)."""
+    if ctx.api_version < FIRST_TOPIC_ID_VERSION:
+        return str(topic_data.name)
+    topic = ctx.broker.cluster.topics_by_id.get(topic_data.topic_id)
+    return None if topic is None else topic.name
+
+
+def _node_endpoints(ctx: RequestContext, results: list[PartitionResult]) -> list[Any]:
+    """NodeEndpoints of the leaders named in NOT_LEADER_OR_FOLLOWER answers (KIP-951)."""
+    leaders = sorted({r.current_leader[0] for r in results if r.current_leader is not None})
+    endpoints = []
+    for node in ctx.broker.nodes.live_brokers():
+        if node.node_id in leaders:
+            host, port = node.advertised_endpoint(ctx.listener)
+            endpoints.append(_NodeEndpoint(node_id=node.node_id, host=host, port=port, rack=None))
+    return endpoints
+
+
+def _topic_entry(topic_data: Any, partitions: list[Any]) -> Any:
+    topic_id = topic_data.topic_id or uuid.UUID(int=0)
+    return _Topic(name=topic_data.name, topic_id=topic_id, partition_responses=partitions)
+
+
+@handles(ApiKey.Produce, FIRST_SERVED_VERSION, LAST_VERSION, advertise_from=0)
 async def handle_produce(ctx: RequestContext, request: Any) -> Any:
     early = _early_error(ctx, request)
     responses = []
+    results: list[PartitionResult] = []
     for topic_data in request.topic_data:
+        name = _topic_name(ctx, topic_data)
         partitions = []
         for data in topic_data.partition_data:
             if early is not None:
                 result = _rejected(early)
+            elif name is None:
+                result = _rejected(ErrorCode.UNKNOWN_TOPIC_ID)
             else:
-                result = produce_to_partition(ctx, topic_data.name, data.index, data.records)
+                result = produce_to_partition(
+                    ctx, name, data.index, data.records, request.transactional_id
+                )
+            results.append(result)
             partitions.append(result.entry(data.index))
-        responses.append(_Topic(name=topic_data.name, partition_responses=partitions))
+        responses.append(_topic_entry(topic_data, partitions))
     if request.acks == 0:
         return None
-    return new_response(ApiKey.Produce, ctx.api_version, responses=responses, throttle_time_ms=0)
+    fields: dict[str, Any] = {"responses": responses, "throttle_time_ms": 0}
+    if endpoints := _node_endpoints(ctx, results):
+        fields["node_endpoints"] = endpoints
+    return new_response(ApiKey.Produce, ctx.api_version, **fields)

@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (key 28), versions 0-4.
+"""TxnOffsetCommit (key 28), versions 0-5.
 
 Behaviour (Kafka's `GroupCoordinator.handleTxnCommitOffsets`): offsets committed inside a
 transaction. They are written to the group's `__consumer_offsets` partition in a
@@ -17,6 +17,10 @@ EndTxn writes the COMMIT marker there (ABORT drops them). Checks, in order:
 
 Version notes: v2+ carry the committed leader epoch; v3 is flexible and adds generation id,
 member id and group instance id; v4 adds only TRANSACTION_ABORTABLE (never answered here).
+v5 is the transactions V2 form (KIP-890 part 2): while `transaction.version` 2 is finalized it
+also does what AddOffsetsToTxn did, adding the group's `__consumer_offsets` partition to the
+producer's transaction before the checks above (CONCURRENT_TRANSACTIONS while the previous
+transaction's markers are written is answered COORDINATOR_NOT_AVAILABLE, retriable).
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.context import RequestContext
+from minibroker.txn.coordinator import OFFSETS_TOPIC, TRANSACTION_VERSION_2
+
+FIRST_IMPLICIT_ADD_VERSION = 5
 
 _Topic = struct_type(ApiKey.TxnOffsetCommit, "response", "TxnOffsetCommitResponseTopic")
 _Partition = struct_type(
@@ -57,12 +64,15 @@ def _errors(ctx: RequestContext, request: Any, commits: list[OffsetCommit]) -> l
     if not request.group_id:
         return [ErrorCode.INVALID_GROUP_ID] * len(commits)
     groups = ctx.broker.groups
-    error = ctx.broker.transactions.txn_offset_commit_error(
-        request.transactional_id,
-        request.producer_id,
-        request.producer_epoch,
-        groups.offsets_partition_for(request.group_id),
-    )
+    offsets_partition = groups.offsets_partition_for(request.group_id)
+    error = _implicit_add_error(ctx, request, offsets_partition)
+    if error == ErrorCode.NO_ERROR:
+        error = ctx.broker.transactions.txn_offset_commit_error(
+            request.transactional_id,
+            request.producer_id,
+            request.producer_epoch,
+            offsets_partition,
+        )
     if error == ErrorCode.PRODUCER_FENCED:
         error = ErrorCode.INVALID_PRODUCER_EPOCH
     if error != ErrorCode.NO_ERROR:
@@ -78,7 +88,27 @@ def _errors(ctx: RequestContext, request: Any, commits: list[OffsetCommit]) -> l
     return [outcome] * len(commits) if isinstance(outcome, ErrorCode) else outcome
 
 
-@handles(ApiKey.TxnOffsetCommit, 0, 4)
+def _implicit_add_error(ctx: RequestContext, request: Any, offsets_partition: int) -> ErrorCode:
+    """v5 under TV2: the group's offsets partition joins the transaction (no AddOffsetsToTxn)."""
+    coordinator = ctx.broker.transactions
+    if (
+        ctx.api_version < FIRST_IMPLICIT_ADD_VERSION
+        or coordinator.transaction_version < TRANSACTION_VERSION_2
+    ):
+        return ErrorCode.NO_ERROR
+    error = coordinator.add_partitions(
+        request.transactional_id,
+        request.producer_id,
+        request.producer_epoch,
+        [(OFFSETS_TOPIC, offsets_partition)],
+        client_transaction_version=TRANSACTION_VERSION_2,
+    )
+    if error == ErrorCode.CONCURRENT_TRANSACTIONS:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return error
+
+
+@handles(ApiKey.TxnOffsetCommit, 0, 5)
 async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     commits = _commits(request)
     topics: dict[str, list[Any]] = {}

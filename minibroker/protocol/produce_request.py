@@ -1,4 +1,4 @@
-"""A hand-written decoder for Produce requests v3-11 that leaves the records in the frame.
+"""A hand-written decoder for Produce requests v3-13 that leaves the records in the frame.
 
 kafka-python's generated decoder copies every partition's records into a `bytes`; on the
 produce path that is a copy of nearly the whole request. This decoder builds the same request
@@ -6,7 +6,9 @@ objects (the generated classes, the same attributes) but each `records` is a `me
 slice of the frame, so validation reads it where it arrived and the log can stamp the base
 offset into it before writing it out.
 
-It only takes the plain shape: anything it does not expect (tagged fields, null arrays or
+v13 names topics by topic id (a UUID) instead of by name; as the generated decoder, such a
+topic has `name` "" and the other versions' topics have `topic_id` None. It only takes the plain
+shape: anything it does not expect (tagged fields, null arrays or
 names, lengths running past the frame, invalid UTF-8) returns None, and the caller decodes
 with the generic decoder, which then answers exactly as it always does.
 """
@@ -14,13 +16,15 @@ with the generic decoder, which then answers exactly as it always does.
 from __future__ import annotations
 
 import struct
+import uuid
 from typing import Any
 
 from kafka.protocol.producer import ProduceRequest
 
 FIRST_VERSION = 3
-LAST_VERSION = 11
+LAST_VERSION = 13
 _FIRST_FLEXIBLE_VERSION = 9
+_FIRST_TOPIC_ID_VERSION = 13
 
 _REQUEST: Any = ProduceRequest
 _TOPIC: Any = ProduceRequest.TopicProduceData
@@ -66,7 +70,12 @@ def _read_request(reader: _Reader, version: int) -> Any:
 
 def _read_topic(reader: _Reader, version: int) -> Any:
     topic = _new(_TOPIC, version)
-    topic.name = reader.string(nullable=False)
+    if version >= _FIRST_TOPIC_ID_VERSION:
+        topic.name = ""
+        topic.topic_id = reader.uuid()
+    else:
+        topic.name = reader.string(nullable=False)
+        topic.topic_id = None
     topic.partition_data = [_read_partition(reader, version) for _ in range(reader.array_length())]
     reader.no_tagged_fields()
     return topic
@@ -90,6 +99,9 @@ class _Reader:
         (value,) = _INT32.unpack_from(self.frame, self.pos)
         self.pos += 4
         return int(value)
+
+    def uuid(self) -> uuid.UUID:
+        return uuid.UUID(bytes=bytes(self._take(16)))
 
     def acks_and_timeout(self) -> tuple[int, int]:
         acks, timeout_ms = _ACKS_AND_TIMEOUT.unpack_from(self.frame, self.pos)

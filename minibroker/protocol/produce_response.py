@@ -1,9 +1,10 @@
-"""A hand-written encoder for Produce responses v3-11, the answer to every produce request.
+"""A hand-written encoder for Produce responses v3-13, the answer to every produce request.
 
 kafka-python's generic encoder walks the schema for each response; this one writes the few
-fields a Produce response has directly, byte for byte what the generic encoder writes (a
-property test holds them together). A response with tagged fields set (CurrentLeader,
-NodeEndpoints or unknown tags) returns None and goes through the generic encoder.
+fields a Produce response has directly (v13: topic ids, 16 bytes, instead of names), byte for
+byte what the generic encoder writes (a property test holds them together). A response with
+tagged fields set (CurrentLeader, NodeEndpoints or unknown tags) returns None and goes through
+the generic encoder.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import struct
 from typing import Any
 
 FIRST_VERSION = 3
-LAST_VERSION = 11
+LAST_VERSION = 13
 _FIRST_FLEXIBLE_VERSION = 9
+_FIRST_TOPIC_ID_VERSION = 13
 _FIRST_LOG_START_OFFSET_VERSION = 5
 _FIRST_RECORD_ERRORS_VERSION = 8
 
@@ -51,7 +53,10 @@ class _Writer:
         self.length(len(response.responses))
         for topic in response.responses:
             _untagged(topic)
-            self.string(topic.name)
+            if self.version >= _FIRST_TOPIC_ID_VERSION:
+                self.parts.append(topic.topic_id.bytes)
+            else:
+                self.string(topic.name)
             self.length(len(topic.partition_responses))
             for partition in topic.partition_responses:
                 self.partition(partition)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from minibroker import handlers
 from minibroker.cluster.dynamic_configs import DynamicConfigs
+from minibroker.cluster.features import Features
 from minibroker.cluster.fetch_sessions import FetchSessionCache
 from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig, Listener, new_cluster_id
@@ -85,12 +86,14 @@ class Broker:
         self.cluster = Cluster(config, self.logs, self.data_dir)
         self.producers = ProducerStateManager.from_config(config, self.data_dir)
         self.groups = GroupCoordinator(config, self.cluster, self.producers)
+        self.features = Features.open(config, self.data_dir, self.node_id)
         self.transactions = TransactionCoordinator(
             config,
             self.cluster,
             self.producers.new_producer_id,
             partial(write_end_txn_marker, self),
             self.groups,
+            features=self.features,
         )
         self.nodes = Nodes(self)
         self.faults = Faults()
@@ -112,6 +115,7 @@ class Broker:
         self.scram_credentials = owner.scram_credentials
         self.dynamic_configs = owner.dynamic_configs
         self.config = self.dynamic_configs.effective(self.config, self.node_id)
+        self.features = owner.features
         self.nodes.add(self)
 
     def _stored_cluster_id(self) -> str | None:

@@ -1,4 +1,4 @@
-"""The transaction coordinator, as Kafka's `TransactionCoordinator` (without transactions V2).
+"""The transaction coordinator, as Kafka's `TransactionCoordinator`, transactions V2 included.
 
 Every method answers at once and mutates state without awaiting. Each transition is stored in
 `__transaction_state` (state_log.py) before it is applied and answered. EndTxn answers once
@@ -15,6 +15,17 @@ CONCURRENT_TRANSACTIONS; the retry bumps again. A transaction open longer than i
 aborted the same way every `transaction.abort.timed.out.transaction.cleanup.interval.ms`.
 Transactional ids unused for `transactional.id.expiration.ms` are removed (a tombstone) every
 `transaction.remove.expired.transaction.cleanup.interval.ms`.
+
+Transactions V2 (KIP-890 part 2, `transaction.version` 2 finalized, see cluster/features.py):
+an EndTxn v5 (`end_txn_v2`) bumps the producer epoch when it prepares
+the commit or abort, so the markers carry the new epoch and the answer returns it; a retry with
+the previous epoch of the end that completed answers NO_ERROR with the current epoch, and an
+abort with no partition in the transaction still bumps the epoch (a produce may have been in
+flight). Partitions join a TV2 transaction implicitly: Produce v12+ and TxnOffsetCommit v5 call
+`add_partitions(..., client_transaction_version=2)`. Under TV1 a transactional produce is
+verified first (`verify_partitions`, Kafka's AddPartitionsToTxn VerifyOnly): a partition not in
+the ongoing transaction is refused with INVALID_TXN_STATE, so no hanging transaction is made.
+The stored records are TransactionLogValue v1 while `transaction.version` >= 1 is finalized.
 
 After a restart `start()` reloads the last record of every transactional id: PrepareCommit and
 PrepareAbort write their markers again and complete, Ongoing transactions continue until their
@@ -45,6 +56,7 @@ from minibroker.txn.state import (
 from minibroker.txn.state_log import TransactionStateTopic
 
 if TYPE_CHECKING:
+    from minibroker.cluster.features import Features
     from minibroker.cluster.state import Cluster
     from minibroker.config import BrokerConfig
 
@@ -79,6 +91,9 @@ def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+TRANSACTION_VERSION_2 = 2
+
+
 @dataclass(frozen=True, slots=True)
 class InitResult:
     error: ErrorCode
@@ -95,6 +110,7 @@ class TransactionCoordinator:
         write_marker: MarkerWriter,
         offsets: TxnOffsetsOwner,
         clock: Callable[[], int] = _wall_clock_ms,
+        features: Features | None = None,
     ) -> None:
         self.store = TransactionStateTopic(
             cluster,
@@ -108,6 +124,7 @@ class TransactionCoordinator:
         self._write_marker = write_marker
         self._offsets = offsets
         self._clock = clock
+        self._features = features
         self._timers: set[asyncio.TimerHandle] = set()
         self._stopped = False
 
@@ -190,12 +207,18 @@ class TransactionCoordinator:
 
     # ---- AddPartitionsToTxn / AddOffsetsToTxn ----------------------------------------------
 
+    @property
+    def transaction_version(self) -> int:
+        """The finalized `transaction.version` (0 without a feature registry)."""
+        return 0 if self._features is None else self._features.transaction_version
+
     def add_partitions(
         self,
         transactional_id: str,
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[TopicPartition],
+        client_transaction_version: int = 0,
     ) -> ErrorCode:
         txn, error = self._checked(transactional_id, producer_id, producer_epoch)
         if txn is None:
@@ -205,7 +228,31 @@ class TransactionCoordinator:
         added = set(partitions)
         if txn.state == TxnState.ONGOING and added <= txn.partitions:
             return ErrorCode.NO_ERROR
-        return self._store(txn, txn.prepare_add_partitions(added, self._clock()))
+        return self._store(
+            txn, txn.prepare_add_partitions(added, self._clock(), client_transaction_version)
+        )
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Kafka's handleVerifyPartitionsInTransaction (AddPartitionsToTxn VerifyOnly): each
+        partition is in the producer's ongoing transaction, or INVALID_TXN_STATE."""
+        wanted = list(partitions)
+        txn, error = self._checked(transactional_id, producer_id, producer_epoch)
+        if txn is not None and (txn.pending_in_progress or txn.state in PREPARED_STATES):
+            error = ErrorCode.CONCURRENT_TRANSACTIONS
+        if txn is None or error != ErrorCode.NO_ERROR:
+            return dict.fromkeys(wanted, error)
+        return {
+            tp: ErrorCode.NO_ERROR
+            if txn.state == TxnState.ONGOING and tp in txn.partitions
+            else ErrorCode.INVALID_TXN_STATE
+            for tp in wanted
+        }
 
     def add_offsets(
         self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
@@ -251,12 +298,51 @@ class TransactionCoordinator:
     def end_txn(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
     ) -> ErrorCode:
+        """EndTxn v0-4 (TV1)."""
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
         txn = self.transactions.get(transactional_id)
         if txn is None:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         return self._end(txn, producer_id, producer_epoch, commit, from_client=True)
+
+    def end_txn_v2(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> InitResult:
+        """EndTxn v5 (TV2): the error and the producer id and epoch the client goes on with."""
+        if not transactional_id:
+            return InitResult(ErrorCode.INVALID_REQUEST)
+        txn = self.transactions.get(transactional_id)
+        if txn is None:
+            return InitResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        error = self._end_v2(txn, producer_id, producer_epoch, commit)
+        if error != ErrorCode.NO_ERROR:
+            return InitResult(error)
+        return InitResult(error, txn.producer_id, txn.producer_epoch)
+
+    def _end_v2(
+        self, txn: TransactionMetadata, producer_id: int, producer_epoch: int, commit: bool
+    ) -> ErrorCode:
+        """Kafka 4's endTransaction for a TV2 client: the epoch goes up with every end."""
+        if txn.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        is_retry = producer_epoch == txn.producer_epoch - 1 and txn.state != TxnState.ONGOING
+        if producer_epoch != txn.producer_epoch and not is_retry:
+            return ErrorCode.PRODUCER_FENCED
+        if txn.pending_in_progress:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if txn.state == TxnState.ONGOING or (
+            not commit and not is_retry and txn.state in COMPLETED_STATES
+        ):
+            target = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+            transit = txn.prepare_abort_or_commit(target, self._clock(), bump_epoch=True)
+            error = self._store(txn, transit)
+            if error == ErrorCode.NO_ERROR:
+                self._complete_after_markers(txn)
+            return error
+        if is_retry or txn.state in PREPARED_STATES:
+            return _end_answer_without_transition(txn.state, commit) or ErrorCode.NO_ERROR
+        return ErrorCode.INVALID_TXN_STATE
 
     def _end(
         self,
@@ -323,7 +409,7 @@ class TransactionCoordinator:
         self._finish(txn, transit)
 
     def _finish(self, txn: TransactionMetadata, transit: TxnTransit) -> None:
-        error = self.store.append(txn.transactional_id, transit, self._clock())
+        error = self._append(txn.transactional_id, transit)
         if error != ErrorCode.NO_ERROR:
             self._later(MARKER_RETRY_DELAY_S, lambda: self._finish(txn, transit))
             return
@@ -358,7 +444,7 @@ class TransactionCoordinator:
                 and txn.update_ms + self.id_expiration_ms <= now
             ):
                 transit = txn.prepare_dead()
-                if self.store.append(txn.transactional_id, None, now) != ErrorCode.NO_ERROR:
+                if self._append(txn.transactional_id, None) != ErrorCode.NO_ERROR:
                     txn.abandon()
                     continue
                 txn.complete(transit)
@@ -383,8 +469,13 @@ class TransactionCoordinator:
 
     # ---- storage ---------------------------------------------------------------------------
 
+    def _append(self, transactional_id: str, transit: TxnTransit | None) -> ErrorCode:
+        """Store a record: TransactionLogValue v1 while transaction.version >= 1 is finalized."""
+        self.store.value_version = 1 if self.transaction_version >= 1 else 0
+        return self.store.append(transactional_id, transit, self._clock())
+
     def _store(self, txn: TransactionMetadata, transit: TxnTransit) -> ErrorCode:
-        error = self.store.append(txn.transactional_id, transit, self._clock())
+        error = self._append(txn.transactional_id, transit)
         if error != ErrorCode.NO_ERROR:
             txn.abandon()
             return error
@@ -445,6 +536,7 @@ def _metadata_from(transactional_id: str, stored: TxnTransit) -> TransactionMeta
         partitions=set(stored.partitions),
         start_ms=stored.start_ms,
         update_ms=stored.update_ms,
+        client_transaction_version=stored.client_transaction_version,
     )
 
 

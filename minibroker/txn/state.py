@@ -57,7 +57,10 @@ VALID_PREVIOUS_STATES: dict[TxnState, frozenset[TxnState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    # Empty and Complete*: a TV2 abort with no partition added (KIP-890 part 2).
+    S.PREPARE_ABORT: frozenset(
+        {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
+    ),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
@@ -91,6 +94,8 @@ class TxnTransit:
     partitions: frozenset[TopicPartition]
     start_ms: int
     update_ms: int
+    # The transaction version of the client's last transaction (TV2: 2; TV1: 0, as Kafka).
+    client_transaction_version: int = 0
 
 
 @dataclass(eq=False)
@@ -105,6 +110,7 @@ class TransactionMetadata:
     partitions: set[TopicPartition] = field(default_factory=set)
     start_ms: int = NO_TIMESTAMP
     update_ms: int = NO_TIMESTAMP
+    client_transaction_version: int = 0
     pending: TxnState | None = None
     # A PrepareEpochFence whose log write failed must not bump the epoch a second time.
     failed_epoch_fence: bool = False
@@ -128,6 +134,7 @@ class TransactionMetadata:
             frozenset(self.partitions),
             self.start_ms,
             self.update_ms,
+            self.client_transaction_version,
         )
 
     # -- the two steps ---------------------------------------------------------------------
@@ -162,6 +169,7 @@ class TransactionMetadata:
         self.partitions = set(transit.partitions)
         self.start_ms = transit.start_ms
         self.update_ms = transit.update_ms
+        self.client_transaction_version = transit.client_transaction_version
         self.pending = None
 
     def abandon(self) -> None:
@@ -230,7 +238,9 @@ class TransactionMetadata:
             )
         )
 
-    def prepare_add_partitions(self, added: set[TopicPartition], now_ms: int) -> TxnTransit:
+    def prepare_add_partitions(
+        self, added: set[TopicPartition], now_ms: int, client_transaction_version: int = 0
+    ) -> TxnTransit:
         if self.state in COMPLETED_STATES:
             start_ms, partitions = now_ms, frozenset(added)
         else:
@@ -242,11 +252,26 @@ class TransactionMetadata:
                 partitions=partitions,
                 start_ms=start_ms,
                 update_ms=now_ms,
+                client_transaction_version=client_transaction_version,
             )
         )
 
-    def prepare_abort_or_commit(self, state: TxnState, now_ms: int) -> TxnTransit:
-        return self._prepare(replace(self.current(), state=state, update_ms=now_ms))
+    def prepare_abort_or_commit(
+        self, state: TxnState, now_ms: int, *, bump_epoch: bool = False
+    ) -> TxnTransit:
+        """PrepareCommit/PrepareAbort; under TV2 (`bump_epoch`) the epoch goes up by one, so the
+        markers and the producer's next transaction carry the new epoch (KIP-890 part 2)."""
+        transit = replace(self.current(), state=state, update_ms=now_ms)
+        if bump_epoch:
+            transit = replace(
+                transit,
+                producer_epoch=self.producer_epoch + 1,
+                last_producer_epoch=self.producer_epoch,
+                client_transaction_version=2,
+            )
+        if self.state in COMPLETED_STATES:
+            transit = replace(transit, partitions=frozenset(), start_ms=now_ms)
+        return self._prepare(transit)
 
     def prepare_complete(self, now_ms: int) -> TxnTransit:
         """PrepareCommit/PrepareAbort -> CompleteCommit/CompleteAbort, after the markers."""

@@ -3,8 +3,11 @@
 Key = TransactionLogKey v0 {version int16 = 0, transactional id string}. Value =
 TransactionLogValue {version int16, producer id int64, producer epoch int16, timeout int32,
 status int8, partitions nullable [{topic string, [int32]}], last update int64, start int64};
-minibroker writes v0 (Kafka's format without transactions V2) and reads v0 and v1 (flexible:
-compact strings and arrays, tagged fields, of which PreviousProducerId is kept). Empty
+v1 is flexible (compact strings and arrays) with tagged fields PreviousProducerId (0),
+NextProducerId (1) and ClientTransactionVersion (2). As Kafka's
+`TransactionVersion.transactionLogValueVersion`, v1 is written while `transaction.version` >= 1
+is finalized (v0 otherwise), carrying PreviousProducerId when set and the client's transaction
+version (2 for a TV2 transaction); both versions are read. Empty
 transactions are stored with null partitions, as Kafka does; a null value (tombstone) is an
 expired transactional id.
 
@@ -35,6 +38,7 @@ KEY_VERSION = 0
 VALUE_VERSION = 0
 FLEXIBLE_VALUE_VERSION = 1
 PREVIOUS_PRODUCER_ID_TAG = 0
+CLIENT_TRANSACTION_VERSION_TAG = 2
 _READ_CHUNK_BYTES = 1 << 20
 
 _INT8 = struct.Struct(">b")
@@ -56,27 +60,67 @@ def encode_key(transactional_id: str) -> bytes:
     return _INT16.pack(KEY_VERSION) + _string(transactional_id)
 
 
-def encode_value(transit: TxnTransit) -> bytes:
-    parts = [
-        _INT16.pack(VALUE_VERSION),
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+class _Writer:
+    def __init__(self, flexible: bool) -> None:
+        self.flexible = flexible
+        self.parts: list[bytes] = []
+
+    def length(self, count: int, classic: struct.Struct) -> None:
+        """An array or string length; -1 for null."""
+        self.parts.append(_uvarint(count + 1) if self.flexible else classic.pack(count))
+
+    def string(self, value: str) -> None:
+        encoded = value.encode()
+        self.length(len(encoded), _INT16)
+        self.parts.append(encoded)
+
+    def tagged_fields(self, fields: dict[int, bytes]) -> None:
+        if not self.flexible:
+            return
+        self.parts.append(_uvarint(len(fields)))
+        for tag, data in sorted(fields.items()):
+            self.parts.append(_uvarint(tag) + _uvarint(len(data)) + data)
+
+
+def encode_value(transit: TxnTransit, version: int = VALUE_VERSION) -> bytes:
+    writer = _Writer(flexible=version == FLEXIBLE_VALUE_VERSION)
+    writer.parts += [
+        _INT16.pack(version),
         _INT64.pack(transit.producer_id),
         _INT16.pack(transit.producer_epoch),
         _INT32.pack(transit.timeout_ms),
         _INT8.pack(transit.state.id),
     ]
     if transit.state == TxnState.EMPTY:
-        parts.append(_INT32.pack(-1))
+        writer.length(-1, _INT32)
     else:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(transit.partitions):
             by_topic.setdefault(topic, []).append(partition)
-        parts.append(_INT32.pack(len(by_topic)))
+        writer.length(len(by_topic), _INT32)
         for topic, partitions in by_topic.items():
-            parts.append(_string(topic) + _INT32.pack(len(partitions)))
-            parts.extend(_INT32.pack(partition) for partition in partitions)
-    parts.append(_INT64.pack(transit.update_ms))
-    parts.append(_INT64.pack(transit.start_ms))
-    return b"".join(parts)
+            writer.string(topic)
+            writer.length(len(partitions), _INT32)
+            writer.parts.extend(_INT32.pack(partition) for partition in partitions)
+            writer.tagged_fields({})
+    writer.parts.append(_INT64.pack(transit.update_ms))
+    writer.parts.append(_INT64.pack(transit.start_ms))
+    tagged = {}
+    if transit.last_producer_id != NO_PRODUCER_ID:
+        tagged[PREVIOUS_PRODUCER_ID_TAG] = _INT64.pack(transit.last_producer_id)
+    if transit.client_transaction_version:
+        tagged[CLIENT_TRANSACTION_VERSION_TAG] = _INT16.pack(transit.client_transaction_version)
+    writer.tagged_fields(tagged)
+    return b"".join(writer.parts)
 
 
 class _Reader:
@@ -163,6 +207,7 @@ def decode_value(data: bytes) -> TxnTransit:
     start_ms = reader.fixed(_INT64)
     tagged = reader.tagged_fields()
     previous = tagged.get(PREVIOUS_PRODUCER_ID_TAG)
+    client_version = tagged.get(CLIENT_TRANSACTION_VERSION_TAG)
     return TxnTransit(
         producer_id=producer_id,
         last_producer_id=NO_PRODUCER_ID if previous is None else _INT64.unpack(previous)[0],
@@ -173,6 +218,9 @@ def decode_value(data: bytes) -> TxnTransit:
         partitions=frozenset(partitions),
         start_ms=start_ms,
         update_ms=update_ms,
+        client_transaction_version=0
+        if client_version is None
+        else _INT16.unpack(client_version)[0],
     )
 
 
@@ -188,6 +236,7 @@ class TransactionStateTopic:
         self.cluster = cluster
         self.num_partitions = num_partitions
         self.segment_bytes = segment_bytes
+        self.value_version = VALUE_VERSION
 
     def topic(self) -> Topic | None:
         return self.cluster.topics.get(TRANSACTION_STATE_TOPIC)
@@ -212,7 +261,7 @@ class TransactionStateTopic:
 
     def append(self, transactional_id: str, transit: TxnTransit | None, now_ms: int) -> ErrorCode:
         """Store a transition (None: a tombstone); the error a request answers if that fails."""
-        value = None if transit is None else encode_value(transit)
+        value = None if transit is None else encode_value(transit, self.value_version)
         try:
             partition = self.partition_of(transactional_id)
             batch = build_batch([(encode_key(transactional_id), value, [], now_ms)])

@@ -39,6 +39,7 @@ def _plain(body: Any) -> Any:
                 topic.tags,
                 topic.unknown_tags,
                 topic.name,
+                topic.topic_id,
                 [
                     (
                         type(p),
@@ -101,10 +102,10 @@ _names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_s
 _records = st.one_of(st.none(), st.binary(max_size=64))
 _partitions = st.lists(st.tuples(st.integers(-(2**31), 2**31 - 1), _records), max_size=3)
 _requests = st.tuples(
-    st.integers(3, 11),
+    st.integers(3, 13),
     st.one_of(st.none(), _names),
     st.sampled_from([-1, 0, 1, 2]),
-    st.lists(st.tuples(_names, _partitions), max_size=3),
+    st.lists(st.tuples(_names, st.uuids(), _partitions), max_size=3),
 )
 
 
@@ -117,12 +118,13 @@ def _encoded(version: int, transactional_id: str | None, acks: int, topics: Any)
         topic_data=[
             ProduceRequest.TopicProduceData(
                 name=name,
+                topic_id=topic_id,
                 partition_data=[
                     ProduceRequest.TopicProduceData.PartitionProduceData(index=i, records=r)
                     for i, r in partitions
                 ],
             )
-            for name, partitions in topics
+            for name, topic_id, partitions in topics
         ],
     )
     header = ProduceRequest.flexible_version_q(version)

@@ -44,14 +44,17 @@ _partitions = st.builds(
     _text,
 )
 _topics = st.builds(
-    lambda name, partitions: _Topic(name=name, partition_responses=partitions),
+    lambda name, topic_id, partitions: _Topic(
+        name=name, topic_id=topic_id, partition_responses=partitions
+    ),
     st.text(max_size=20),
+    st.uuids(),
     st.lists(_partitions, max_size=3),
 )
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(3, 11), st.lists(_topics, max_size=3), st.integers(0, 2**31 - 1))
+@given(st.integers(3, 13), st.lists(_topics, max_size=3), st.integers(0, 2**31 - 1))
 def test_same_bytes_as_the_generic_encoder(version: int, topics: Any, throttle: int) -> None:
     response = new_response(ApiKey.Produce, version, responses=topics, throttle_time_ms=throttle)
     assert encode_produce_response(response, version) == bytes(response.encode(version=version))

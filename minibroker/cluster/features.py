@@ -1,0 +1,198 @@
+"""Feature flags (KIP-584), as a Kafka 4.3 broker reports them and as UpdateFeatures changes them.
+
+ApiVersions v3+ lists the features this broker supports (a level range each) and the levels
+finalized for the cluster, with an epoch that grows with every change. The seven features are
+the ones a Kafka 4.3 broker lists; the supported ranges are the levels minibroker implements,
+so UpdateFeatures cannot finalize a level whose behaviour is not served:
+
+| feature | supported | finalized | why |
+|---|---|---|---|
+| metadata.version | 7-30 (3.3-IV3 .. 4.3-IV0) | 30 | as a new 4.3 cluster (clients only read it) |
+| transaction.version | 0-2 | `minibroker.transaction.version` (2) | KIP-890: 1 = TV1, 2 = TV2 |
+| kraft.version | 0-0 | 0 | no KRaft quorum (Kafka: 0-1) |
+| group.version | 0-0 | 0 | KIP-848 groups not served (Kafka: 0-1) |
+| eligible.leader.replicas.version | 0-0 | 0 | no replication (Kafka: 0-1) |
+| share.version, streams.version | 0-0 | 0 | share / streams groups not served (Kafka: 0-1) |
+
+`transaction.version` defaults to 2 because a cluster newly formatted with Kafka 4.3 finalizes
+TV2 (its latest production level), and Java 4.x clients then use transactions V2 (EndTxn v5,
+Produce v12 adding partitions implicitly); `minibroker.transaction.version=1` (or 0) gives a
+TV1 cluster, as a cluster upgraded from 3.x without `kafka-features upgrade` is. Like Kafka's
+`kafka-storage format --feature`, the setting is the level a new data directory starts with:
+a level changed by UpdateFeatures is stored in `<data dir>/minibroker-features.json` and
+wins over the setting after a restart. Level 0 is omitted from the finalized list, as Kafka
+omits it; below ApiVersions v4 a supported range starting at 0 is omitted too (KAFKA-17011).
+
+`update()` is Kafka's `FeatureControlManager.updateFeature`: INVALID_UPDATE_VERSION with
+Kafka's messages for a negative level, a level outside the supported range (an unknown
+feature supports only 0), a downgrade without a downgrade type, a "downgrade" to a higher
+level, and metadata.version downgrades (refused: they might delete metadata information).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.config import BrokerConfig
+
+FEATURES_FILE = "minibroker-features.json"
+_FILE_VERSION = 1
+TRANSACTION_VERSION = "transaction.version"
+METADATA_VERSION = "metadata.version"
+TRANSACTION_VERSION_SETTING = "minibroker.transaction.version"
+METADATA_VERSION_4_3_IV0 = 30
+METADATA_VERSION_MINIMUM = 7  # 3.3-IV3, the lowest a Kafka 4.x cluster accepts
+LOCAL_CONTROLLER = "Local controller"
+
+SUPPORTED: dict[str, tuple[int, int]] = {
+    METADATA_VERSION: (METADATA_VERSION_MINIMUM, METADATA_VERSION_4_3_IV0),
+    TRANSACTION_VERSION: (0, 2),
+    "kraft.version": (0, 0),
+    "group.version": (0, 0),
+    "eligible.leader.replicas.version": (0, 0),
+    "share.version": (0, 0),
+    "streams.version": (0, 0),
+}
+
+
+class UpgradeType(IntEnum):
+    """UpdateFeatures' UpgradeType (v1+); v0's AllowDowngrade maps to the first two."""
+
+    UNKNOWN = 0
+    UPGRADE = 1
+    SAFE_DOWNGRADE = 2
+    UNSAFE_DOWNGRADE = 3
+
+    @classmethod
+    def of(cls, value: int) -> UpgradeType:
+        return cls(value) if value in (1, 2, 3) else cls.UNKNOWN
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateResult:
+    error: ErrorCode = ErrorCode.NO_ERROR
+    message: str | None = None
+
+
+class Features:
+    def __init__(
+        self, finalized: dict[str, int], epoch: int, path: Path | None, node_id: int
+    ) -> None:
+        self.finalized = finalized
+        self.epoch = epoch
+        self.node_id = node_id
+        self._path = path
+
+    @classmethod
+    def open(cls, config: BrokerConfig, data_dir: Path | None, node_id: int = 1) -> Features:
+        path = None if data_dir is None else data_dir / FEATURES_FILE
+        if path is not None and path.exists():
+            stored = json.loads(path.read_text())
+            finalized = {str(k): int(v) for k, v in stored["finalized"].items()}
+            return cls(finalized, int(stored["epoch"]), path, node_id)
+        finalized = {
+            METADATA_VERSION: METADATA_VERSION_4_3_IV0,
+            TRANSACTION_VERSION: config.get_int(TRANSACTION_VERSION_SETTING),
+        }
+        return cls(finalized, 1, path, node_id)
+
+    def level(self, feature: str) -> int:
+        return self.finalized.get(feature, 0)
+
+    @property
+    def transaction_version(self) -> int:
+        return self.level(TRANSACTION_VERSION)
+
+    def supported_list(self, api_version: int) -> list[tuple[str, int, int]]:
+        """(name, min, max); below ApiVersions v4 a range starting at 0 is left out."""
+        return [
+            (name, low, high)
+            for name, (low, high) in SUPPORTED.items()
+            if api_version >= 4 or low > 0
+        ]
+
+    def finalized_list(self) -> list[tuple[str, int]]:
+        return [(name, level) for name, level in sorted(self.finalized.items()) if level > 0]
+
+    # ---- UpdateFeatures ---------------------------------------------------------------------
+
+    def check(self, feature: str, level: int, upgrade_type: UpgradeType) -> UpdateResult:
+        """Kafka's FeatureControlManager.updateFeature, without applying anything."""
+        if upgrade_type == UpgradeType.UNKNOWN:
+            return _invalid(
+                feature, level, "The controller does not support the given upgrade type."
+            )
+        if level < 0:
+            return _invalid(feature, level, "A feature version cannot be less than 0.")
+        low, high = SUPPORTED.get(feature, (0, 0))
+        if not low <= level <= high:
+            who = f"{LOCAL_CONTROLLER} {self.node_id}"
+            reason = (
+                f"{who} does not support this feature."
+                if high == 0
+                else f"{who} only supports versions {low}-{high}"
+            )
+            return _invalid(feature, level, reason)
+        current = self.level(feature)
+        if level < current and upgrade_type == UpgradeType.UPGRADE:
+            return _invalid(
+                feature,
+                level,
+                "Can't downgrade the version of this feature without setting the upgrade type "
+                "to either safe or unsafe downgrade.",
+            )
+        if level > current and upgrade_type != UpgradeType.UPGRADE:
+            return _invalid(feature, level, "Can't downgrade to a newer version.")
+        if feature == METADATA_VERSION and level < current:
+            return _invalid_metadata_version(level, upgrade_type)
+        return UpdateResult()
+
+    def apply(self, updates: dict[str, int]) -> None:
+        """Finalize the levels (all checked), bump the epoch and store them."""
+        for feature, level in updates.items():
+            if level == 0:
+                self.finalized.pop(feature, None)
+            else:
+                self.finalized[feature] = level
+        self.epoch += 1
+        self._store()
+
+    def _store(self) -> None:
+        if self._path is None:
+            return
+        temporary = self._path.with_suffix(".tmp")
+        temporary.write_text(
+            json.dumps({"version": _FILE_VERSION, "epoch": self.epoch, "finalized": self.finalized})
+        )
+        os.replace(temporary, self._path)
+
+
+def _invalid(feature: str, level: int, reason: str) -> UpdateResult:
+    return UpdateResult(
+        ErrorCode.INVALID_UPDATE_VERSION,
+        f"Invalid update version {level} for feature {feature}. {reason}",
+    )
+
+
+def _invalid_metadata_version(level: int, upgrade_type: UpgradeType) -> UpdateResult:
+    """Kafka refuses a metadata.version downgrade that changes metadata; minibroker keeps no
+    per-level metadata table and refuses every downgrade the same way."""
+    if upgrade_type == UpgradeType.UNSAFE_DOWNGRADE:
+        reason = "Unsafe metadata downgrade is not supported in this version."
+    else:
+        reason = (
+            "Refusing to perform the requested downgrade because it might delete metadata "
+            "information. Retry using UNSAFE_DOWNGRADE if you want to force the downgrade "
+            "to proceed."
+        )
+    return UpdateResult(
+        ErrorCode.INVALID_UPDATE_VERSION, f"Invalid metadata.version {level}. {reason}"
+    )
