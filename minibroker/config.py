@@ -175,6 +175,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("offsets.retention.check.interval.ms", L, "600000"),
         _broker("offset.metadata.max.bytes", INT, "4096"),
         _broker(
+            "telemetry.max.bytes",
+            INT,
+            "1048576",
+            "The largest metrics payload a client may push (KIP-714).",
+        ),
+        _broker(
             "max.request.partition.size.limit",
             INT,
             "2000",

@@ -35,6 +35,7 @@ from minibroker.server.faults import Faults
 from minibroker.server.nodes import Nodes
 from minibroker.server.quotas import ConnectionQuotas
 from minibroker.server.security import listener_security
+from minibroker.telemetry.manager import ClientTelemetry
 from minibroker.txn.coordinator import TransactionCoordinator
 from minibroker.txn.markers import write_end_txn_marker
 from minibroker.txn.producers import ProducerStateManager
@@ -100,6 +101,7 @@ class Broker:
         self.scram_credentials = ScramCredentials.open(config, self.data_dir)
         self.dynamic_configs = DynamicConfigs.open(self.data_dir)
         self.dynamic_configs.apply([self], self, self.cluster)
+        self.telemetry = ClientTelemetry(config.get_int("telemetry.max.bytes"))
 
     def _share_state(self, owner: Broker) -> None:
         self.owns_state = False
@@ -114,6 +116,7 @@ class Broker:
         self.faults = owner.faults
         self.scram_credentials = owner.scram_credentials
         self.dynamic_configs = owner.dynamic_configs
+        self.telemetry = owner.telemetry
         self.config = self.dynamic_configs.effective(self.config, self.node_id)
         self.features = owner.features
         self.nodes.add(self)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from minibroker.protocol.errors import ErrorCode
     from minibroker.records.validate import InvalidRecords
     from minibroker.server.faults import CLOSE, Call, Hold, RecordedRequest
+    from minibroker.telemetry.manager import PushedMetric
     from minibroker.testing.cluster import (
         AsyncKafkaBroker,
         AsyncKafkaCluster,
@@ -44,6 +45,7 @@ _EXPORTS = {
     "KafkaBroker": "minibroker.testing.cluster",
     "KafkaCluster": "minibroker.testing.cluster",
     "NodeError": "minibroker.testing.cluster",
+    "PushedMetric": "minibroker.telemetry.manager",
     "StoredRecord": "minibroker.testing.cluster",
 }
 
@@ -59,6 +61,7 @@ __all__ = [
     "KafkaBroker",
     "KafkaCluster",
     "NodeError",
+    "PushedMetric",
     "RecordedRequest",
     "StoredRecord",
 ]

@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -39,6 +39,7 @@ from minibroker.server.faults import (
     RecordedRequest,
 )
 from minibroker.server.nodes import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, NodeError
+from minibroker.telemetry.manager import DEFAULT_INTERVAL_MS, PushedMetric, Subscription
 
 T = TypeVar("T")
 Storage = Literal["disk", "memory"]
@@ -52,6 +53,7 @@ __all__ = [
     "KafkaBroker",
     "KafkaCluster",
     "NodeError",
+    "PushedMetric",
     "StoredRecord",
 ]
 
@@ -296,6 +298,42 @@ class _Helpers:
 
     def clear_faults(self) -> None:
         self.faults.clear()
+
+    # ---- client telemetry (KIP-714) ------------------------------------------------------
+
+    def set_telemetry_subscription(
+        self,
+        metrics: Sequence[str],
+        *,
+        interval_ms: int = DEFAULT_INTERVAL_MS,
+        match: Mapping[str, str] | None = None,
+        name: str = "minibroker",
+    ) -> None:
+        """Ask clients for the metrics whose names start with one of `metrics` ("*": all)
+        every `interval_ms`, as a Kafka CLIENT_METRICS resource `name` does; `match` selects
+        clients by `client_id`, `client_instance_id` or `client_source_address` (regular
+        expressions). Clients see it at their next GetTelemetrySubscriptions."""
+        subscription = Subscription(name, tuple(metrics), interval_ms, dict(match or {}))
+        self._run(lambda: self._owner().telemetry.set_subscription(subscription))
+
+    def remove_telemetry_subscription(self, name: str = "minibroker") -> None:
+        self._run(lambda: self._owner().telemetry.remove_subscription(name))
+
+    def telemetry_metrics(
+        self, prefix: str = "", *, client_id: str | None = None
+    ) -> list[PushedMetric]:
+        """The metrics clients pushed, decoded, oldest first (optionally only names starting
+        with `prefix`, from clients with this `client_id`)."""
+
+        def read() -> list[PushedMetric]:
+            return [
+                pushed
+                for pushed in self._owner().telemetry.pushed
+                if pushed.name.startswith(prefix)
+                and (client_id is None or pushed.client_id == client_id)
+            ]
+
+        return self._run(read)
 
 
 class AsyncKafkaCluster(_Helpers):

@@ -1,0 +1,1 @@
+"""Client telemetry (KIP-714): subscriptions, client instances and the pushed metrics."""
