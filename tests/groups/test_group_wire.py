@@ -65,10 +65,10 @@ def test_advertised_group_api_ranges(client: WireClient) -> None:
     assert ranges[ApiKey.SyncGroup] == (0, 5)
     assert ranges[ApiKey.Heartbeat] == (0, 4)
     assert ranges[ApiKey.LeaveGroup] == (0, 5)
-    assert ranges[ApiKey.OffsetCommit] == (2, 9)
-    assert ranges[ApiKey.OffsetFetch] == (1, 9)
+    assert ranges[ApiKey.OffsetCommit] == (2, 10)
+    assert ranges[ApiKey.OffsetFetch] == (1, 10)
     assert ranges[ApiKey.ListGroups] == (0, 5)
-    assert ranges[ApiKey.DescribeGroups] == (0, 5)
+    assert ranges[ApiKey.DescribeGroups] == (0, 6)
     assert ranges[ApiKey.DeleteGroups] == (0, 2)
     assert ranges[ApiKey.OffsetDelete] == (0, 0)
 

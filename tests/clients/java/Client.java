@@ -131,6 +131,14 @@ public final class Client {
         return alterGroupOffsets(job);
       case "delete_group_offsets":
         return deleteGroupOffsets(job);
+      case "describe_topics":
+        return describeTopics(job);
+      case "describe_quorum":
+        return describeQuorum(job);
+      case "list_transactions":
+        return listTransactions(job);
+      case "commit_offsets":
+        return commitOffsets(job);
       default:
         ObjectNode unsupported = JSON.createObjectNode().put("ok", false);
         unsupported.put("error", "unsupported op '" + job.get("op").asText() + "'");
@@ -985,6 +993,136 @@ public final class Client {
         outcome(partitionItem(items, partition), deleted.partitionResult(partition));
       }
       return itemsResult("partitions", items);
+    }
+  }
+
+  // --- Kafka 4.3 admin (DescribeTopicPartitions, DescribeQuorum, ListTransactions v2) ---
+
+  private static ObjectNode describeTopics(JsonNode job) throws Exception {
+    org.apache.kafka.clients.admin.DescribeTopicsOptions options =
+        new org.apache.kafka.clients.admin.DescribeTopicsOptions();
+    if (job.hasNonNull("partition_limit")) {
+      options.partitionSizeLimitPerResponse(job.get("partition_limit").asInt());
+    }
+    try (Admin admin = admin(job)) {
+      List<String> names = new ArrayList<>();
+      if (job.hasNonNull("topics")) {
+        job.get("topics").forEach(t -> names.add(t.asText()));
+      } else {
+        names.addAll(
+            admin
+                .listTopics(new org.apache.kafka.clients.admin.ListTopicsOptions().listInternal(true))
+                .names()
+                .get());
+      }
+      Map<String, KafkaFuture<TopicDescription>> described =
+          admin.describeTopics(names, options).topicNameValues();
+      ArrayNode items = JSON.createArrayNode();
+      for (String name : new TreeSet<>(names)) {
+        ObjectNode topic = items.addObject().put("name", name);
+        TopicDescription description = outcome(topic, described.get(name));
+        ArrayNode partitions = topic.putArray("partitions");
+        if (description == null) {
+          continue;
+        }
+        topic.put("topic_id", description.topicId().toString());
+        topic.put("internal", description.isInternal());
+        for (TopicPartitionInfo info : description.partitions()) {
+          ObjectNode partition = partitions.addObject().put("partition", info.partition());
+          partition.put("leader", info.leader() == null ? -1 : info.leader().id());
+          ArrayNode replicas = partition.putArray("replicas");
+          info.replicas().forEach(node -> replicas.add(node.id()));
+          ArrayNode isr = partition.putArray("isr");
+          info.isr().forEach(node -> isr.add(node.id()));
+        }
+      }
+      return itemsResult("topics", items);
+    }
+  }
+
+  private static ArrayNode replicaStates(List<org.apache.kafka.clients.admin.QuorumInfo.ReplicaState> states) {
+    ArrayNode items = JSON.createArrayNode();
+    for (org.apache.kafka.clients.admin.QuorumInfo.ReplicaState state : states) {
+      ObjectNode item = items.addObject().put("replica_id", state.replicaId());
+      item.put("log_end_offset", state.logEndOffset());
+      item.put("last_fetch_timestamp", state.lastFetchTimestamp().orElse(-1));
+      item.put("last_caught_up_timestamp", state.lastCaughtUpTimestamp().orElse(-1));
+    }
+    return items;
+  }
+
+  private static ObjectNode describeQuorum(JsonNode job) throws Exception {
+    try (Admin admin = admin(job)) {
+      org.apache.kafka.clients.admin.QuorumInfo quorum = admin.describeMetadataQuorum().quorumInfo().get();
+      ObjectNode result = JSON.createObjectNode().put("ok", true);
+      result.put("leader_id", quorum.leaderId()).put("leader_epoch", quorum.leaderEpoch());
+      result.put("high_watermark", quorum.highWatermark());
+      result.set("voters", replicaStates(quorum.voters()));
+      result.set("observers", replicaStates(quorum.observers()));
+      ArrayNode nodes = result.putArray("nodes");
+      quorum
+          .nodes()
+          .forEach(
+              (id, node) -> {
+                ArrayNode endpoints = nodes.addObject().put("id", id).putArray("endpoints");
+                node.endpoints()
+                    .forEach(
+                        e -> endpoints.addObject().put("name", e.name()).put("host", e.host()).put("port", e.port()));
+              });
+      return result;
+    }
+  }
+
+  private static ObjectNode listTransactions(JsonNode job) throws Exception {
+    org.apache.kafka.clients.admin.ListTransactionsOptions options =
+        new org.apache.kafka.clients.admin.ListTransactionsOptions();
+    if (job.hasNonNull("pattern")) {
+      // Kafka 4.1+ (KIP-1152); called by name so that the program still compiles against 3.9.
+      options
+          .getClass()
+          .getMethod("filterOnTransactionalIdPattern", String.class)
+          .invoke(options, job.get("pattern").asText());
+    }
+    try (Admin admin = admin(job)) {
+      ArrayNode items = JSON.createArrayNode();
+      for (org.apache.kafka.clients.admin.TransactionListing listing :
+          admin.listTransactions(options).all().get()) {
+        ObjectNode item = items.addObject().put("transactional_id", listing.transactionalId());
+        item.put("producer_id", listing.producerId()).put("state", listing.state().toString());
+      }
+      return itemsResult("transactions", items);
+    }
+  }
+
+  // A consumer with `group`, assigned (not subscribed) `offsets`' partitions, commits them
+  // (commitSync) and reads them back (committed): `config` may choose the group protocol.
+  private static ObjectNode commitOffsets(JsonNode job) throws Exception {
+    Properties props = properties(job);
+    props.put("key.deserializer", ByteArrayDeserializer.class.getName());
+    props.put("value.deserializer", ByteArrayDeserializer.class.getName());
+    props.put("group.id", job.get("group").asText());
+    props.put("enable.auto.commit", "false");
+    addConfig(props, job);
+    Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+    for (JsonNode spec : job.get("offsets")) {
+      offsets.put(
+          jobTopicPartition(spec),
+          new OffsetAndMetadata(spec.get("offset").asLong(), spec.path("metadata").asText("")));
+    }
+    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
+      consumer.assign(offsets.keySet());
+      Duration timeout = Duration.ofMillis(timeoutMs(job));
+      consumer.commitSync(offsets, timeout);
+      Map<TopicPartition, OffsetAndMetadata> committed =
+          consumer.committed(offsets.keySet(), timeout);
+      ArrayNode items = JSON.createArrayNode();
+      committed.forEach(
+          (partition, value) -> {
+            ObjectNode item = partitionItem(items, partition);
+            item.put("offset", value == null ? -1 : value.offset());
+            item.put("metadata", value == null ? null : value.metadata());
+          });
+      return itemsResult("offsets", items);
     }
   }
 }
