@@ -15,6 +15,7 @@ from minibroker.cluster.acl import TOPIC_OPERATIONS
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.testing import KafkaCluster
+from tests.clients.runner import run_client, run_ok
 from tests.wire import WireClient
 
 INT32_MIN = -(2**31)
@@ -375,7 +376,10 @@ def test_offset_commit_v10_commits_by_topic_id_under_the_topic_name(
     oc = topic_id(kafka_broker, "oc")
     answered = commit_v10(client, "g10", {UNKNOWN_ID: [0, 1], oc: [0, 2]})
     assert list(answered) == [UNKNOWN_ID, oc]  # topics refused by id first, as Kafka
-    assert answered[UNKNOWN_ID] == [(0, ErrorCode.UNKNOWN_TOPIC_ID), (1, ErrorCode.UNKNOWN_TOPIC_ID)]
+    assert answered[UNKNOWN_ID] == [
+        (0, ErrorCode.UNKNOWN_TOPIC_ID),
+        (1, ErrorCode.UNKNOWN_TOPIC_ID),
+    ]
     assert answered[oc] == [(0, ErrorCode.NO_ERROR), (2, ErrorCode.NO_ERROR)]
     assert kafka_broker.committed_offsets("g10") == {("oc", 0): 10, ("oc", 2): 12}
     # a v9 (by name) client reads the same offsets
@@ -632,7 +636,9 @@ def test_describe_quorum_answers_a_single_voter(
         host, _, port = kafka_broker.bootstrap_servers.rpartition(":")
         [node] = response.nodes
         assert node.node_id == 1
-        assert [(e.name, e.host, e.port) for e in node.listeners] == [("PLAINTEXT", host, int(port))]
+        assert [(e.name, e.host, e.port) for e in node.listeners] == [
+            ("PLAINTEXT", host, int(port))
+        ]
 
 
 @pytest.mark.minibroker(nodes=3)
@@ -665,3 +671,142 @@ def test_describe_quorum_refuses_another_partition(client: WireClient) -> None:
     assert [p.error_code for p in two.topics[0].partitions] == [
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     ] * 2
+
+
+# -- real clients --------------------------------------------------------------------------------
+
+
+def java(kafka: KafkaCluster, op: str, **fields: Any) -> dict[str, Any]:
+    return run_ok("java-4.3", {"op": op, "bootstrap": kafka.bootstrap_servers, **fields})
+
+
+@pytest.mark.clients
+def test_java_describe_topics_pages_through_describe_topic_partitions(
+    kafka_broker: KafkaCluster,
+) -> None:
+    kafka_broker.create_topic("jt-many", partitions=5)
+    kafka_broker.create_topic("jt-one", partitions=1)
+    result = java(
+        kafka_broker,
+        "describe_topics",
+        topics=["jt-many", "jt-one", "jt-missing"],
+        partition_limit=2,
+    )
+    by_name = {topic["name"]: topic for topic in result["topics"]}
+    assert [p["partition"] for p in by_name["jt-many"]["partitions"]] == [0, 1, 2, 3, 4]
+    assert by_name["jt-many"]["partitions"][4] == {
+        "partition": 4,
+        "leader": 1,
+        "replicas": [1],
+        "isr": [1],
+    }
+    assert by_name["jt-one"]["error_name"] is None
+    assert by_name["jt-missing"]["error_name"] == "UNKNOWN_TOPIC_OR_PARTITION"
+    sent = kafka_broker.requests(ApiKey.DescribeTopicPartitions)
+    assert {request.body.response_partition_limit for request in sent} == {2}
+    cursors = [
+        None if r.body.cursor is None else (r.body.cursor.topic_name, r.body.cursor.partition_index)
+        for r in sent
+    ]
+    # names sorted: jt-many, jt-missing (counts for nothing), jt-one fills the third page
+    assert cursors == [None, ("jt-many", 2), ("jt-many", 4)]
+
+
+@pytest.mark.clients
+def test_java_describe_topics_lists_internal_topics_through_describe_topic_partitions(
+    kafka_broker: KafkaCluster, client: WireClient
+) -> None:
+    kafka_broker.create_topic("jt-plain", partitions=2)
+    commit_v9(client, "jt-group", "jt-plain", 0, 1)
+    result = java(kafka_broker, "describe_topics", topics=None)
+    by_name = {topic["name"]: topic for topic in result["topics"]}
+    assert by_name["__consumer_offsets"]["internal"] is True
+    assert by_name["jt-plain"]["internal"] is False
+    assert kafka_broker.requests(ApiKey.DescribeTopicPartitions)
+
+
+@pytest.mark.clients
+@pytest.mark.minibroker(nodes=3)
+def test_java_describe_metadata_quorum(kafka_broker: KafkaCluster) -> None:
+    result = java(kafka_broker, "describe_quorum")
+    assert (result["leader_id"], result["leader_epoch"]) == (1, 1)
+    assert [voter["replica_id"] for voter in result["voters"]] == [1]
+    assert sorted(observer["replica_id"] for observer in result["observers"]) == [2, 3]
+    host, _, port = kafka_broker.address(1).rpartition(":")
+    assert result["nodes"] == [
+        {"id": 1, "endpoints": [{"name": "PLAINTEXT", "host": host, "port": int(port)}]}
+    ]
+    assert {r.api_version for r in kafka_broker.requests(ApiKey.DescribeQuorum)} == {2}
+
+
+@pytest.mark.clients
+def test_java_list_transactions_with_an_id_pattern(
+    kafka_broker: KafkaCluster, client: WireClient
+) -> None:
+    init_transactional_ids(client, ["app-1", "app-2", "other-1"])
+    result = java(kafka_broker, "list_transactions", pattern="app-.*")
+    assert sorted(t["transactional_id"] for t in result["transactions"]) == ["app-1", "app-2"]
+    assert [
+        r.body.transactional_id_pattern for r in kafka_broker.requests(ApiKey.ListTransactions)
+    ] == ["app-.*"]
+    assert {r.api_version for r in kafka_broker.requests(ApiKey.ListTransactions)} == {2}
+    refused = run_client(
+        "java-4.3",
+        {
+            "op": "list_transactions",
+            "bootstrap": kafka_broker.bootstrap_servers,
+            "pattern": "app-(",
+        },
+    )
+    assert (refused["ok"], refused["error_name"]) == (False, "INVALID_REGULAR_EXPRESSION")
+
+
+@pytest.mark.clients
+def test_java_consumer_commits_and_fetches_by_topic_id(kafka_broker: KafkaCluster) -> None:
+    kafka_broker.create_topic("jc", partitions=2)
+    offsets = [
+        {"topic": "jc", "partition": 0, "offset": 5, "metadata": "five"},
+        {"topic": "jc", "partition": 1, "offset": 9, "metadata": ""},
+    ]
+    # Java 4.3's KIP-848 consumer commits by topic id (v10); its classic consumer by name (v9)
+    result = java(
+        kafka_broker,
+        "commit_offsets",
+        group="jc-ids",
+        offsets=offsets,
+        config={"group.protocol": "consumer"},
+    )
+    assert sorted((o["partition"], o["offset"], o["metadata"]) for o in result["offsets"]) == [
+        (0, 5, "five"),
+        (1, 9, ""),
+    ]
+    assert {r.api_version for r in kafka_broker.requests(ApiKey.OffsetCommit)} == {10}
+    assert {r.api_version for r in kafka_broker.requests(ApiKey.OffsetFetch)} == {10}
+    committed = kafka_broker.requests(ApiKey.OffsetCommit)[0].body
+    assert [t.topic_id for t in committed.topics] == [topic_id(kafka_broker, "jc")]
+    assert kafka_broker.committed_offsets("jc-ids") == {("jc", 0): 5, ("jc", 1): 9}
+    kafka_broker.clear_requests()
+    classic = java(kafka_broker, "commit_offsets", group="jc-ids", offsets=offsets[:1])
+    assert [o["offset"] for o in classic["offsets"]] == [5]
+    assert {r.api_version for r in kafka_broker.requests(ApiKey.OffsetCommit)} == {9}
+
+
+@pytest.mark.clients
+def test_confluent_lists_the_max_timestamp_offset(kafka_broker: KafkaCluster) -> None:
+    kafka_broker.create_topic("cm", partitions=2)
+    for timestamp in (1_000, 7_000, 3_000):
+        kafka_broker.produce("cm", b"v", partition=0, timestamp_ms=timestamp)
+    result = run_ok(
+        "confluent-kafka",
+        {
+            "op": "list_offsets",
+            "bootstrap": kafka_broker.bootstrap_servers,
+            "topic": "cm",
+            "spec": "max_timestamp",
+        },
+    )
+    by_partition = {o["partition"]: (o["offset"], o["timestamp"]) for o in result["offsets"]}
+    assert by_partition == {0: (1, 7_000), 1: (-1, -1)}
+    [request] = kafka_broker.requests(ApiKey.ListOffsets)
+    assert request.api_version >= 7
+    assert {p.timestamp for t in request.body.topics for p in t.partitions} == {-3}
