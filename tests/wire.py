@@ -40,9 +40,15 @@ def _with_structs(cls: Any, fields: dict[str, Any]) -> dict[str, Any]:
     return built
 
 
+# What every real client sends in ApiVersions v3+ (the broker refuses an empty name, as Kafka).
+_CLIENT_SOFTWARE = {"client_software_name": "minibroker-wire", "client_software_version": "1"}
+
+
 def encode_request(api_key: int, api_version: int, **fields: Any) -> bytes:
     cls = request_class(api_key)
     assert cls is not None
+    if api_key == 18 and api_version >= 3:
+        fields = {**_CLIENT_SOFTWARE, **fields}
     message: ApiMessage = cls(version=api_version, **_with_structs(cls, fields))
     return bytes(message.encode(version=api_version))
 
