@@ -141,14 +141,14 @@ def test_session_errors_as_kafka(kafka: KafkaBroker) -> None:
 
 def test_final_epoch_closes_the_session_and_fetches_sessionless(kafka: KafkaBroker) -> None:
     tid = topic_id(kafka)
-    kafka.produce(TOPIC, b"v", partition=0)
+    kafka.produce(TOPIC, b"final-epoch", partition=0)
     with WireClient(kafka.bootstrap_servers) as client:
         session = open_session(client, fetch_fields({tid: {0: 0}})).session_id
         final = client.call(
             ApiKey.Fetch, 18, **fetch_fields({tid: {0: 0}}, session_id=session, epoch=-1)
         )
         assert final.session_id == 0
-        assert b"v" in bytes(answered(final)[(tid, 0)].records)
+        assert b"final-epoch" in bytes(answered(final)[(tid, 0)].records)
         closed = client.call(ApiKey.Fetch, 18, **fetch_fields({}, session_id=session, epoch=1))
     assert closed.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 

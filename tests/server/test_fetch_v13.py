@@ -8,7 +8,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 
+from minibroker.log.blob import SMALL_REGION_BYTES
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.testing import KafkaBroker, KafkaCluster
@@ -81,9 +83,9 @@ def kafka() -> Iterator[KafkaBroker]:
 
 @pytest.mark.parametrize("version", [13, 14, 15, 16, 17, 18])
 def test_topics_go_by_id_in_request_and_response(kafka: KafkaBroker, version: int) -> None:
-    kafka.produce(TOPIC, b"a", partition=0)
-    kafka.produce(TOPIC, b"b", partition=0)
-    kafka.produce(TOPIC, b"c", partition=1)
+    kafka.produce(TOPIC, b"first-record", partition=0)
+    kafka.produce(TOPIC, b"second-record", partition=0)
+    kafka.produce(TOPIC, b"third-record", partition=1)
     tid = topic_id(kafka)
     with WireClient(kafka.bootstrap_servers) as client:
         response = client.call(ApiKey.Fetch, version, **fetch_fields({tid: {0: 1, 1: 0}}))
@@ -93,20 +95,21 @@ def test_topics_go_by_id_in_request_and_response(kafka: KafkaBroker, version: in
     parts = answered(response)
     assert [p.error_code for p in parts.values()] == [ErrorCode.NO_ERROR] * 2
     assert (parts[(tid, 0)].high_watermark, parts[(tid, 1)].high_watermark) == (2, 1)
-    assert b"b" in bytes(parts[(tid, 0)].records)
-    assert b"a" not in bytes(parts[(tid, 0)].records)
-    assert b"c" in bytes(parts[(tid, 1)].records)
+    assert b"second-record" in bytes(parts[(tid, 0)].records)
+    assert b"first-record" not in bytes(parts[(tid, 0)].records)
+    assert b"third-record" in bytes(parts[(tid, 1)].records)
 
 
 def test_v15_replica_state_of_a_consumer_is_served(kafka: KafkaBroker) -> None:
-    kafka.produce(TOPIC, b"a", partition=0)
+    kafka.produce(TOPIC, b"replica-state", partition=0)
     fields = fetch_fields({topic_id(kafka): {0: 0}})
     del fields["replica_id"]
     fields["replica_state"] = {"replica_id": -1, "replica_epoch": -1}
     with WireClient(kafka.bootstrap_servers) as client:
         response = client.call(ApiKey.Fetch, 18, **fields)
     (partition,) = answered(response).values()
-    assert partition.error_code == ErrorCode.NO_ERROR and b"a" in bytes(partition.records)
+    assert partition.error_code == ErrorCode.NO_ERROR
+    assert b"replica-state" in bytes(partition.records)
 
 
 def test_an_unknown_topic_id_gets_unknown_topic_id_for_each_partition(kafka: KafkaBroker) -> None:
@@ -150,6 +153,32 @@ def test_v12_still_names_topics(kafka: KafkaBroker) -> None:
         response = client.call(ApiKey.Fetch, 12, **fields)
     assert [t.topic for t in response.responses] == [TOPIC]
     assert b"named" in bytes(response.responses[0].partitions[0].records)
+
+
+def test_v18_sends_large_record_ranges_from_the_segment_files() -> None:
+    """Records past SMALL_REGION_BYTES go out as file regions (sendfile), in a v18 frame."""
+    with KafkaBroker() as kafka:
+        kafka.create_topic("big", partitions=1)
+        producer = Producer(
+            {"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 5, "batch.size": 1 << 20}
+        )
+        for _ in range(3000):
+            producer.produce("big", b"v" * 1000, partition=0)
+            producer.poll(0)
+        assert producer.flush(30) == 0
+        partition = kafka.node(1).cluster.partition("big", 0)
+        assert partition is not None
+        stored = partition.log.read(0, 16 << 20)
+        assert len(stored) > 10 * SMALL_REGION_BYTES
+        with WireClient(kafka.bootstrap_servers) as client:
+            response = client.call(
+                ApiKey.Fetch, 18, **fetch_fields({topic_id(kafka, "big"): {0: 0}})
+            )
+    (fetched,) = answered(response).values()
+    assert (fetched.error_code, fetched.high_watermark) == (ErrorCode.NO_ERROR, 3000)
+    # Whole batches up to partition_max_bytes (1 MiB), byte for byte as stored.
+    assert len(fetched.records) > SMALL_REGION_BYTES
+    assert stored.startswith(fetched.records)
 
 
 # ---- leader discovery (KIP-951) ----------------------------------------------------------
