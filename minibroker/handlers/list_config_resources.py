@@ -2,10 +2,9 @@
 
 Behaviour (Kafka's `KafkaApis.handleListConfigResources`, KIP-1142): the config resources of
 the requested types, in Kafka's order of types — GROUP, CLIENT_METRICS, BROKER_LOGGER,
-BROKER, TOPIC — each type's names sorted: groups are the coordinator's groups, brokers and
-broker loggers the live nodes' ids, topics every topic (internal ones included). There are no
-client-metrics resources: minibroker's telemetry (KIP-714) has no named subscription resources
-to list.
+BROKER, TOPIC — each type's names sorted: groups are this coordinator's groups, client
+metrics the telemetry subscriptions (KIP-714: each is a CLIENT_METRICS resource), brokers and
+broker loggers the live nodes' ids, topics every topic (internal ones included).
 
 Version notes: v0 (KIP-714's ListClientMetricsResources) lists client-metrics resources
 only. v1 adds `ResourceTypes`: empty means every type Kafka supports at v1 — TOPIC (2),
@@ -34,7 +33,7 @@ def _groups(ctx: RequestContext) -> list[str]:
 
 
 def _client_metrics(ctx: RequestContext) -> list[str]:
-    return []
+    return sorted(ctx.broker.telemetry.subscriptions)
 
 
 def _brokers(ctx: RequestContext) -> list[str]:

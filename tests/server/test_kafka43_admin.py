@@ -600,6 +600,13 @@ def test_list_config_resources_lists_groups_brokers_and_topics(
         assert listed(config_resources(client, 1, [2, 2])) == [(2, name) for name in topics]
         assert listed(config_resources(client, 1, [16])) == []
         assert listed(config_resources(client, 0, [])) == []  # v0: client metrics only
+        kafka_broker.set_telemetry_subscription(["org.apache.kafka."], name="producers")
+        assert listed(config_resources(client, 0, [])) == [(16, "producers")]
+        assert listed(config_resources(client, 1, [16, 4])) == [
+            (16, "producers"),
+            (4, "1"),
+            (4, "2"),
+        ]
         refused = config_resources(client, 1, [2, 64])
         assert (refused.error_code, refused.config_resources) == (ErrorCode.UNSUPPORTED_VERSION, [])
 
