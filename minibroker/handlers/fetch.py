@@ -12,7 +12,8 @@ segments' `.txnindex` (Kafka's `LocalLog.collectAbortedTransactions`): an empty 
 are none, null for read_uncommitted. Control batches are served like data; clients skip
 them. Offsets outside [log start, high watermark] get
 OFFSET_OUT_OF_RANGE; a leader epoch newer than ours gets UNKNOWN_LEADER_EPOCH, an older one
-FENCED_LEADER_EPOCH. A partition whose storage failed (offline log) gets KAFKA_STORAGE_ERROR.
+FENCED_LEADER_EPOCH. A partition whose storage failed (offline log) gets KAFKA_STORAGE_ERROR
+(NOT_LEADER_OR_FOLLOWER at v4-5, as Kafka down-converts it for clients that may not know it).
 In an in-process cluster a partition this node does not lead gets NOT_LEADER_OR_FOLLOWER.
 
 Fetch sessions (KIP-227, v7+), per node, as Kafka's FetchManager (cluster/fetch_sessions.py):
@@ -69,6 +70,7 @@ from minibroker.protocol.fetch_response import (
 from minibroker.server.context import RequestContext
 
 READ_COMMITTED = 1
+FIRST_STORAGE_ERROR_VERSION = 6
 FIRST_TOPIC_ID_VERSION = 13
 FIRST_REPLICA_STATE_VERSION = 15
 FIRST_LEADER_DISCOVERY_VERSION = 16
@@ -117,10 +119,13 @@ class PartitionRead:
             self.error, self.high_watermark, self.log_start_offset, has_records=bool(self.records)
         )
 
-    def fetched(self, current_leader: tuple[int, int] | None) -> FetchedPartition:
+    def fetched(self, version: int, current_leader: tuple[int, int] | None) -> FetchedPartition:
+        error = self.error
+        if error == ErrorCode.KAFKA_STORAGE_ERROR and version < FIRST_STORAGE_ERROR_VERSION:
+            error = ErrorCode.NOT_LEADER_OR_FOLLOWER  # v4-5 clients may not know the code
         return FetchedPartition(
             self.key[1],
-            self.error,
+            error,
             self.high_watermark,
             self.last_stable_offset,
             self.log_start_offset,
@@ -343,7 +348,8 @@ def _response(
         if topic_key not in grouped:
             topic_id = topic_key if isinstance(topic_key, uuid.UUID) else _ZERO_ID
             grouped[topic_key] = (read.requested.topic or "", topic_id, [])
-        grouped[topic_key][2].append(read.fetched(_current_leader(ctx, read, endpoints)))
+        leader = _current_leader(ctx, read, endpoints)
+        grouped[topic_key][2].append(read.fetched(ctx.api_version, leader))
     topics = [FetchedTopic(name, topic_id, parts) for name, topic_id, parts in grouped.values()]
     node_endpoints = list(endpoints.values())
 

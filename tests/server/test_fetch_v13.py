@@ -181,6 +181,28 @@ def test_v18_sends_large_record_ranges_from_the_segment_files() -> None:
     assert stored.startswith(fetched.records)
 
 
+@pytest.mark.parametrize(
+    ("version", "error"),
+    [
+        (4, ErrorCode.NOT_LEADER_OR_FOLLOWER),
+        (5, ErrorCode.NOT_LEADER_OR_FOLLOWER),
+        (6, ErrorCode.KAFKA_STORAGE_ERROR),
+        (12, ErrorCode.KAFKA_STORAGE_ERROR),
+    ],
+)
+def test_a_storage_error_is_not_leader_before_v6(
+    kafka: KafkaBroker, version: int, error: ErrorCode
+) -> None:
+    partition = kafka.node(1).cluster.partition(TOPIC, 0)
+    assert partition is not None
+    partition.log.storage_error = OSError("disk gone")  # as the log sets it on an I/O error
+    fields = fetch_fields({})
+    fields["topics"] = [{"topic": TOPIC, "partitions": [partition_fields(0, 0)]}]
+    with WireClient(kafka.bootstrap_servers) as client:
+        response = client.call(ApiKey.Fetch, version, **fields)
+    assert response.responses[0].partitions[0].error_code == error
+
+
 # ---- leader discovery (KIP-951) ----------------------------------------------------------
 
 
