@@ -139,6 +139,8 @@ public final class Client {
         return listTransactions(job);
       case "commit_offsets":
         return commitOffsets(job);
+      case "list_config_resources":
+        return listConfigResources(job);
       default:
         ObjectNode unsupported = JSON.createObjectNode().put("ok", false);
         unsupported.put("error", "unsupported op '" + job.get("op").asText() + "'");
@@ -1123,6 +1125,28 @@ public final class Client {
             item.put("metadata", value == null ? null : value.metadata());
           });
       return itemsResult("offsets", items);
+    }
+  }
+
+  // Kafka 4.1+ (KIP-1142), called by name so that the program still compiles against 3.9.
+  @SuppressWarnings("unchecked")
+  private static ObjectNode listConfigResources(JsonNode job) throws Exception {
+    Set<ConfigResource.Type> types = new HashSet<>();
+    job.path("types").forEach(t -> types.add(ConfigResource.Type.valueOf(t.asText().toUpperCase())));
+    Class<?> optionsClass = Class.forName("org.apache.kafka.clients.admin.ListConfigResourcesOptions");
+    try (Admin admin = admin(job)) {
+      Object listed =
+          Admin.class
+              .getMethod("listConfigResources", Set.class, optionsClass)
+              .invoke(admin, types, optionsClass.getConstructor().newInstance());
+      Collection<ConfigResource> resources =
+          ((KafkaFuture<Collection<ConfigResource>>) listed.getClass().getMethod("all").invoke(listed))
+              .get();
+      ArrayNode items = JSON.createArrayNode();
+      for (ConfigResource resource : resources) {
+        items.addObject().put("type", resource.type().name().toLowerCase()).put("name", resource.name());
+      }
+      return itemsResult("resources", items);
     }
   }
 }
