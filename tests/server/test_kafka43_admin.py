@@ -817,3 +817,18 @@ def test_confluent_lists_the_max_timestamp_offset(kafka_broker: KafkaCluster) ->
     [request] = kafka_broker.requests(ApiKey.ListOffsets)
     assert request.api_version >= 7
     assert {p.timestamp for t in request.body.topics for p in t.partitions} == {-3}
+
+
+@pytest.mark.clients
+def test_java_lists_config_resources(kafka_broker: KafkaCluster, client: WireClient) -> None:
+    kafka_broker.create_topic("jl")
+    commit_v9(client, "jl-group", "jl", 0, 1)
+    result = java(kafka_broker, "list_config_resources", types=["topic", "group", "broker"])
+    assert sorted((r["type"], r["name"]) for r in result["resources"]) == [
+        ("broker", "1"),
+        ("group", "jl-group"),
+        ("topic", "__consumer_offsets"),
+        ("topic", "jl"),
+    ]
+    [request] = kafka_broker.requests(ApiKey.ListConfigResources)
+    assert (request.api_version, sorted(request.body.resource_types)) == (1, [2, 4, 32])
