@@ -10,13 +10,17 @@ broker configs (`cluster/dynamic_configs.py`): the ops are applied to its stored
 (APPEND/SUBTRACT on LIST settings only, starting from the default), and the resulting set is
 checked as Kafka's broker checks it ("Cannot update these configs dynamically: [...]" and
 the others, INVALID_REQUEST) before it replaces the stored one.
+
+A CLIENT_METRICS resource is a client telemetry subscription (`metrics`, `interval.ms`,
+`match`; `telemetry/subscriptions.py`), checked as Kafka's `ClientMetricsConfigs`; deleting
+every config removes it.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -30,6 +34,9 @@ from minibroker.config import (
     validate_topic_configs,
 )
 from minibroker.protocol.errors import ErrorCode
+from minibroker.telemetry.manager import ClientTelemetry
+from minibroker.telemetry.subscriptions import LIST_CONFIGS as CLIENT_METRICS_LISTS
+from minibroker.telemetry.subscriptions import SubscriptionError, parse_subscription
 
 _JAVA_INT = re.compile(r"[+-]?[0-9]+")
 
@@ -97,7 +104,7 @@ def check_ops(ops: Sequence[ConfigOp]) -> None:
 
 
 def check_resource_type(resource_type: int) -> ResourceType:
-    if resource_type in (ResourceType.TOPIC, ResourceType.BROKER):
+    if resource_type in (ResourceType.TOPIC, ResourceType.BROKER, ResourceType.CLIENT_METRICS):
         return ResourceType(resource_type)
     raise ConfigChangeError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
 
@@ -140,9 +147,7 @@ def _broker_list_op(current: str | None, op: ConfigOp) -> str:
     return ",".join(parts)
 
 
-def apply_broker_incremental(
-    current: Mapping[str, str], ops: Sequence[ConfigOp]
-) -> dict[str, str]:
+def apply_broker_incremental(current: Mapping[str, str], ops: Sequence[ConfigOp]) -> dict[str, str]:
     """A broker resource's dynamic configs after `ops`."""
     result = dict(current)
     for op in ops:
@@ -180,14 +185,25 @@ def alter_broker(
         dynamic.replace(target, configs)
 
 
-def _list_parts(value: str | None, name: str) -> list[str]:
-    if value is None:
-        value = TOPIC_CONFIGS[name].default
-    return [part for part in value.split(",") if part]
+def topic_list_default(name: str) -> str | None:
+    """The default of a LIST topic config; None for any other name."""
+    definition = TOPIC_CONFIGS.get(name)
+    if definition is None or definition.type != ConfigType.LIST:
+        return None
+    return definition.default
 
 
-def apply_incremental(current: Mapping[str, str], ops: Sequence[ConfigOp]) -> dict[str, str]:
-    """The topic's overrides after `ops` (APPEND/SUBTRACT start from the topic default)."""
+def client_metrics_list_default(name: str) -> str | None:
+    return "" if name in CLIENT_METRICS_LISTS else None
+
+
+def apply_incremental(
+    current: Mapping[str, str],
+    ops: Sequence[ConfigOp],
+    list_default: Callable[[str], str | None] = topic_list_default,
+) -> dict[str, str]:
+    """A topic's (or a subscription's) configs after `ops`, as Kafka's controller applies
+    them: APPEND/SUBTRACT only on LIST configs, starting from the default."""
     result = dict(current)
     for op in ops:
         if op.op == OpType.SET:
@@ -196,14 +212,15 @@ def apply_incremental(current: Mapping[str, str], ops: Sequence[ConfigOp]) -> di
         elif op.op == OpType.DELETE:
             result.pop(op.name, None)
         else:
-            definition = TOPIC_CONFIGS.get(op.name)
-            if definition is None or definition.type != ConfigType.LIST:
+            default = list_default(op.name)
+            if default is None:
                 verb = "APPEND" if op.op == OpType.APPEND else "SUBTRACT"
                 raise ConfigChangeError(
                     ErrorCode.INVALID_CONFIG,
                     f"Can't {verb} to key {op.name} because its type is not LIST.",
                 )
-            parts = _list_parts(result.get(op.name), op.name)
+            start = result.get(op.name, default)
+            parts = [part for part in start.split(",") if part]
             for item in (op.value or "").split(","):
                 if op.op == OpType.APPEND and item not in parts:
                     parts.append(item)
@@ -233,10 +250,41 @@ def check_topic_configs(cluster: Cluster, name: str, configs: Mapping[str, str])
         )
 
 
+@dataclass(frozen=True)
+class ConfigTargets:
+    """What config resources change: topics, dynamic broker configs, subscriptions."""
+
+    cluster: Cluster
+    dynamic: DynamicConfigs
+    telemetry: ClientTelemetry
+    node_id: int
+
+
+def alter_client_metrics(
+    telemetry: ClientTelemetry,
+    name: str,
+    ops: Sequence[ConfigOp],
+    *,
+    incremental: bool,
+    validate_only: bool,
+) -> None:
+    """A CLIENT_METRICS resource: the subscription `name`'s configs (none left: removed)."""
+    if incremental:
+        configs = apply_incremental(
+            telemetry.configs.get(name, {}), ops, client_metrics_list_default
+        )
+    else:
+        configs = {op.name: op.value for op in ops if op.value is not None}
+    try:
+        parse_subscription(name, configs)
+    except SubscriptionError as exc:
+        raise ConfigChangeError(exc.error_code, str(exc)) from exc
+    if not validate_only:
+        telemetry.set_configs(name, configs)
+
+
 def alter_resource(
-    cluster: Cluster,
-    dynamic: DynamicConfigs,
-    node_id: int,
+    targets: ConfigTargets,
     resource_type: int,
     name: str,
     ops: Sequence[ConfigOp],
@@ -246,11 +294,23 @@ def alter_resource(
 ) -> None:
     """Apply one resource's changes (or only check them); raises ConfigChangeError."""
     check_ops(ops)
-    if check_resource_type(resource_type) == ResourceType.BROKER:
+    kind = check_resource_type(resource_type)
+    if kind == ResourceType.BROKER:
         alter_broker(
-            dynamic, node_id, name, ops, incremental=incremental, validate_only=validate_only
+            targets.dynamic,
+            targets.node_id,
+            name,
+            ops,
+            incremental=incremental,
+            validate_only=validate_only,
         )
         return
+    if kind == ResourceType.CLIENT_METRICS:
+        alter_client_metrics(
+            targets.telemetry, name, ops, incremental=incremental, validate_only=validate_only
+        )
+        return
+    cluster = targets.cluster
     topic = cluster.topics.get(name)
     current = topic.configs if topic is not None else {}
     if incremental:
@@ -263,9 +323,7 @@ def alter_resource(
 
 
 def alter_results(
-    cluster: Cluster,
-    dynamic: DynamicConfigs,
-    node_id: int,
+    targets: ConfigTargets,
     resources: Sequence[tuple[int, str, Sequence[ConfigOp]]],
     *,
     incremental: bool,
@@ -280,9 +338,7 @@ def alter_results(
             continue
         try:
             alter_resource(
-                cluster,
-                dynamic,
-                node_id,
+                targets,
                 kind,
                 name,
                 ops,

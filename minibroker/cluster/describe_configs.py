@@ -27,8 +27,11 @@ from minibroker.config import (
     ConfigType,
     broker_synonyms,
 )
+from minibroker.telemetry.subscriptions import DEFAULTS as CLIENT_METRICS_DEFAULTS
+from minibroker.telemetry.subscriptions import INTERVAL_MS, MATCH, METRICS
 
 UNKNOWN_CONFIG_TYPE = 0
+
 
 @dataclass(frozen=True)
 class Synonym:
@@ -135,4 +138,33 @@ def cluster_default_entries(config: BrokerConfig) -> list[ConfigEntry]:
     return [
         broker_config_entry(config, name, value, per_broker=False)
         for name, value in sorted(config.dynamic_default.items())
+    ]
+
+
+_CLIENT_METRICS_TYPES = {
+    METRICS: ConfigType.LIST,
+    INTERVAL_MS: ConfigType.INT,
+    MATCH: ConfigType.LIST,
+}
+
+
+def client_metrics_entries(configs: Mapping[str, str]) -> list[ConfigEntry]:
+    """A client telemetry subscription's three configs (defaults for those not set), as
+    Kafka describes a CLIENT_METRICS resource."""
+    return [
+        ConfigEntry(
+            name=name,
+            value=configs.get(name, default),
+            source=(
+                ConfigSource.CLIENT_METRICS_CONFIG
+                if name in configs
+                else ConfigSource.DEFAULT_CONFIG
+            ),
+            read_only=False,
+            sensitive=False,
+            config_type=_CLIENT_METRICS_TYPES[name],
+            synonyms=(),
+            documentation=None,
+        )
+        for name, default in sorted(CLIENT_METRICS_DEFAULTS.items())
     ]

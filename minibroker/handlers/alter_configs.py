@@ -8,7 +8,9 @@ UNKNOWN_TOPIC_OR_PARTITION; `validate_only` changes nothing. A broker resource (
 node's id, or "" for the cluster-wide default) gets the configs given as its whole set of
 dynamic broker configs, checked as Kafka does (`cluster/dynamic_configs.py`: a static
 setting is INVALID_REQUEST "Cannot update these configs dynamically: [name]"); a change is
-stored in the data directory and applied to every node at once.
+stored in the data directory and applied to every node at once. A CLIENT_METRICS resource
+(16) is a client telemetry subscription (`metrics`, `interval.ms`, `match`) whose configs
+become the ones given (none: removed), checked as Kafka's `ClientMetricsConfigs`.
 
 Version notes: v1 only changes throttling; v2 is the flexible encoding.
 """
@@ -18,7 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from minibroker.cluster.alter_configs import ConfigOp, OpType, ResourceType, alter_results
+from minibroker.cluster.alter_configs import (
+    ConfigOp,
+    ConfigTargets,
+    OpType,
+    ResourceType,
+    alter_results,
+)
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -38,10 +46,11 @@ def answer_config_changes(
         for resource in request.resources
     ]
     broker = ctx.broker
+    targets = ConfigTargets(
+        broker.cluster, broker.dynamic_configs, broker.telemetry, broker.node_id
+    )
     results = alter_results(
-        broker.cluster,
-        broker.dynamic_configs,
-        broker.node_id,
+        targets,
         resources,
         incremental=incremental,
         validate_only=request.validate_only,

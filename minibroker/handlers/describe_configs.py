@@ -7,7 +7,10 @@ or DEFAULT_CONFIG) and synonyms; every broker setting with this node's effective
 source (dynamic ones first), read-only unless Kafka lets it change dynamically, sensitive
 ones without a value. The configuration keys filter keeps only the named configs; null or
 empty means all. A broker resource must be named by this node's id, or "" for the
-cluster-wide dynamic defaults (only those set are listed). Errors per resource: an illegal
+cluster-wide dynamic defaults (only those set are listed). A CLIENT_METRICS resource (16)
+lists a telemetry subscription's `interval.ms`, `match` and `metrics` (CLIENT_METRICS_CONFIG
+where set, else DEFAULT_CONFIG; an unknown subscription shows the defaults, as in Kafka; an
+empty name is INVALID_REQUEST). Errors per resource: an illegal
 topic name INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION, another
 broker id or a non-integer name INVALID_REQUEST, other resource types INVALID_REQUEST.
 
@@ -23,6 +26,7 @@ from minibroker.cluster.alter_configs import ConfigChangeError, ResourceType, is
 from minibroker.cluster.describe_configs import (
     ConfigEntry,
     broker_config_entries,
+    client_metrics_entries,
     cluster_default_entries,
     topic_config_entries,
 )
@@ -76,6 +80,14 @@ def _broker_entries(ctx: RequestContext, name: str) -> list[ConfigEntry]:
     return broker_config_entries(ctx.broker.config)
 
 
+def _client_metrics_entries(ctx: RequestContext, name: str) -> list[ConfigEntry]:
+    if not name:
+        raise ConfigChangeError(
+            ErrorCode.INVALID_REQUEST, "Client metrics subscription name must not be empty"
+        )
+    return client_metrics_entries(ctx.broker.telemetry.configs.get(name, {}))
+
+
 def _topic_entries(ctx: RequestContext, name: str) -> list[ConfigEntry] | None:
     try:
         check_topic_name(name)
@@ -104,6 +116,8 @@ def _result(ctx: RequestContext, request: Any, resource: Any) -> Any:
                 return answer(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "", [])
         elif resource.resource_type == ResourceType.BROKER:
             entries = _broker_entries(ctx, resource.resource_name)
+        elif resource.resource_type == ResourceType.CLIENT_METRICS:
+            entries = _client_metrics_entries(ctx, resource.resource_name)
         else:
             raise ConfigChangeError(
                 ErrorCode.INVALID_REQUEST,

@@ -10,7 +10,11 @@ cluster-wide default) the ops change its dynamic broker configs, checked as Kafk
 checks them (`cluster/dynamic_configs.py`): a static setting is INVALID_REQUEST ("Cannot
 update these configs dynamically: [name]"), deleting one succeeds; changes are stored in
 the data directory and applied to every node at once (topic defaults such as
-`log.retention.ms` reach topics without their own override).
+`log.retention.ms` reach topics without their own override). On a CLIENT_METRICS
+resource (16) the ops change a client telemetry subscription (`metrics`, `interval.ms`,
+`match`; APPEND/SUBTRACT on the two lists), checked as Kafka's `ClientMetricsConfigs`
+(unknown config or empty name INVALID_REQUEST, bad pattern or number INVALID_CONFIG);
+deleting every config removes the subscription.
 
 Version notes: v1 is the flexible encoding of v0.
 """

@@ -101,7 +101,7 @@ class Broker:
         self.scram_credentials = ScramCredentials.open(config, self.data_dir)
         self.dynamic_configs = DynamicConfigs.open(self.data_dir)
         self.dynamic_configs.apply([self], self, self.cluster)
-        self.telemetry = ClientTelemetry(config.get_int("telemetry.max.bytes"))
+        self.telemetry = ClientTelemetry.open(config.get_int("telemetry.max.bytes"), self.data_dir)
 
     def _share_state(self, owner: Broker) -> None:
         self.owns_state = False

@@ -1,8 +1,9 @@
 """Client telemetry (KIP-714) as Kafka's `ClientMetricsManager` runs it.
 
-Subscriptions (Kafka's CLIENT_METRICS config resources) name metric prefixes, a push
-interval and optional match criteria; none exist by default, so a client is told to push
-nothing (empty RequestedMetrics), as by a Kafka broker without client-metrics configs.
+Subscriptions (Kafka's CLIENT_METRICS config resources, `subscriptions.py`) name metric
+prefixes, a push interval and optional match criteria; none exist by default, so a client is
+told to push nothing (empty RequestedMetrics), as by a Kafka broker without client-metrics
+configs.
 Each client instance (id assigned here when the client sends the zero uuid) gets the union
 of the metrics of the subscriptions it matches, the lowest of their intervals (Kafka's
 default 300000 ms without one) and a subscription id (CRC-32C of the metrics and interval,
@@ -22,44 +23,40 @@ Checks, with Kafka's errors and order:
   `telemetry.max.bytes`, else TELEMETRY_TOO_LARGE) and decoded from OTLP; bytes that do not
   decode are INVALID_RECORD, as a failing Kafka exporter plugin.
 
-Decoded metrics are kept (the latest `MAX_KEPT_METRICS`) for tests to read back.
+Subscriptions are kept in `<data dir>/minibroker-client-metrics.json`. Decoded metrics are
+kept in memory (the latest `MAX_KEPT_METRICS`) for tests to read back.
 Differences from Kafka: instances are kept (the latest `MAX_INSTANCES`) instead of expiring
 with a timer, and the client software name/version are not known to the match criteria.
 """
 
 from __future__ import annotations
 
-import re
+import json
+import os
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 
 from crc32c import crc32c
 
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.compression import CompressionError, decompress
 from minibroker.telemetry.otlp import Metric, OtlpError, decode_metrics_data
+from minibroker.telemetry.subscriptions import (
+    DEFAULT_INTERVAL_MS,
+    Subscription,
+    parse_subscription,
+)
 
-DEFAULT_INTERVAL_MS = 300_000
-MIN_INTERVAL_MS = 100
-MAX_INTERVAL_MS = 3_600_000
 # zstd, lz4, gzip, snappy: Kafka's order of preference.
 ACCEPTED_COMPRESSION_TYPES = (4, 3, 1, 2)
 MAX_COMPRESSION_TYPE = 4
 ALL_METRICS = "*"
-MATCH_KEYS = frozenset(
-    {
-        "client_instance_id",
-        "client_id",
-        "client_software_name",
-        "client_software_version",
-        "client_source_address",
-        "client_source_port",
-    }
-)
 MAX_INSTANCES = 16384
 MAX_KEPT_METRICS = 100_000
+SUBSCRIPTIONS_FILE = "minibroker-client-metrics.json"
 ZERO_UUID = uuid.UUID(int=0)
 _RESERVED_UUIDS = frozenset({ZERO_UUID, uuid.UUID(int=1)})
 
@@ -68,38 +65,6 @@ class TelemetryError(Exception):
     def __init__(self, error_code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.error_code = error_code
-
-
-@dataclass(frozen=True)
-class Subscription:
-    name: str
-    metrics: tuple[str, ...]
-    interval_ms: int = DEFAULT_INTERVAL_MS
-    match: Mapping[str, str] = field(default_factory=dict)
-    """Client selector → Java regular expression the whole value must match."""
-
-    def matches(self, client: Mapping[str, str]) -> bool:
-        return all(
-            re.fullmatch(pattern, client.get(key, "")) is not None
-            for key, pattern in self.match.items()
-        )
-
-
-def check_subscription(subscription: Subscription) -> None:
-    """Kafka's `ClientMetricsConfigs.validate` (ValueError with its message)."""
-    if not MIN_INTERVAL_MS <= subscription.interval_ms <= MAX_INTERVAL_MS:
-        raise ValueError(
-            f"Invalid value {subscription.interval_ms} for interval.ms, interval must be "
-            f"between {MIN_INTERVAL_MS} and {MAX_INTERVAL_MS}"
-        )
-    unknown = set(subscription.match) - MATCH_KEYS
-    if unknown:
-        raise ValueError(f"Invalid match criteria keys: {sorted(unknown)}")
-    for pattern in subscription.match.values():
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"Illegal regular expression in match config: {pattern}") from exc
 
 
 def _java_uuid_hash(value: uuid.UUID) -> int:
@@ -169,23 +134,53 @@ class PushedMetric:
 
 
 class ClientTelemetry:
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, path: Path | None = None) -> None:
         self.max_bytes = max_bytes
+        self.path = path
         self.subscriptions: dict[str, Subscription] = {}
+        self.configs: dict[str, dict[str, str]] = {}
+        """Each subscription's configs as they were set."""
         self._version = 0
         self._instances: OrderedDict[uuid.UUID, ClientInstance] = OrderedDict()
         self.pushed: deque[PushedMetric] = deque(maxlen=MAX_KEPT_METRICS)
 
     # ---- subscriptions -------------------------------------------------------------------
 
-    def set_subscription(self, subscription: Subscription) -> None:
-        check_subscription(subscription)
-        self.subscriptions[subscription.name] = subscription
+    @classmethod
+    def open(cls, max_bytes: int, data_dir: Path | None) -> ClientTelemetry:
+        """With the subscriptions kept in the data directory (Kafka keeps them in its
+        metadata log)."""
+        telemetry = cls(max_bytes, None if data_dir is None else data_dir / SUBSCRIPTIONS_FILE)
+        if telemetry.path is not None and telemetry.path.exists():
+            for name, configs in json.loads(telemetry.path.read_text()).items():
+                telemetry.subscriptions[name] = parse_subscription(name, configs)
+                telemetry.configs[name] = dict(configs)
+        return telemetry
+
+    def _write(self) -> None:
+        if self.path is None:
+            return
+        temporary = self.path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(self.configs, indent=1, sort_keys=True))
+        os.replace(temporary, self.path)
+
+    def set_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        """Set (or with no configs, remove) a subscription from its CLIENT_METRICS configs;
+        raises SubscriptionError."""
+        subscription = parse_subscription(name, configs)
+        if not configs:
+            self.remove_subscription(name)
+            return
+        self.subscriptions[name] = subscription
+        self.configs[name] = dict(configs)
         self._version += 1
+        self._write()
 
     def remove_subscription(self, name: str) -> None:
+        self.configs.pop(name, None)
         if self.subscriptions.pop(name, None) is not None:
             self._version += 1
+            self._write()
 
     # ---- instances -----------------------------------------------------------------------
 

@@ -39,7 +39,8 @@ from minibroker.server.faults import (
     RecordedRequest,
 )
 from minibroker.server.nodes import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, NodeError
-from minibroker.telemetry.manager import DEFAULT_INTERVAL_MS, PushedMetric, Subscription
+from minibroker.telemetry.manager import PushedMetric
+from minibroker.telemetry.subscriptions import DEFAULT_INTERVAL_MS, Subscription
 
 T = TypeVar("T")
 Storage = Literal["disk", "memory"]
@@ -312,9 +313,10 @@ class _Helpers:
         """Ask clients for the metrics whose names start with one of `metrics` ("*": all)
         every `interval_ms`, as a Kafka CLIENT_METRICS resource `name` does; `match` selects
         clients by `client_id`, `client_instance_id` or `client_source_address` (regular
-        expressions). Clients see it at their next GetTelemetrySubscriptions."""
-        subscription = Subscription(name, tuple(metrics), interval_ms, dict(match or {}))
-        self._run(lambda: self._owner().telemetry.set_subscription(subscription))
+        expressions). Clients see it at their next GetTelemetrySubscriptions. Checked as
+        Kafka checks a CLIENT_METRICS resource (`SubscriptionError`, a ValueError)."""
+        configs = Subscription(name, tuple(metrics), interval_ms, dict(match or {})).configs()
+        self._run(lambda: self._owner().telemetry.set_configs(name, configs))
 
     def remove_telemetry_subscription(self, name: str = "minibroker") -> None:
         self._run(lambda: self._owner().telemetry.remove_subscription(name))

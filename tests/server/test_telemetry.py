@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 
 from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import struct_type
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, compress
-from minibroker.telemetry.manager import Subscription, subscription_id
+from minibroker.telemetry.manager import subscription_id
 from minibroker.telemetry.otlp import OtlpError, decode_metrics_data
+from minibroker.telemetry.subscriptions import Subscription
 from minibroker.testing import KafkaBroker
 from tests.clients.runner import run_ok
 from tests.wire import WireClient
@@ -253,7 +255,7 @@ def test_subscription_changes_and_matching(kafka: KafkaBroker, client: WireClien
 def test_subscription_checks(kafka: KafkaBroker) -> None:
     with pytest.raises(ValueError, match="interval must be between 100 and 3600000"):
         kafka.set_telemetry_subscription(["org."], interval_ms=50)
-    with pytest.raises(ValueError, match="Invalid match criteria keys"):
+    with pytest.raises(ValueError, match="Illegal client matching pattern: colour=blue"):
         kafka.set_telemetry_subscription(["org."], match={"colour": "blue"})
     assert Subscription("s", ("a",), match={"client_id": "ab.*"}).matches({"client_id": "abc"})
 
@@ -331,3 +333,186 @@ def test_clients_without_a_subscription_push_nothing(
     assert default_kafka.requests(ApiKey.GetTelemetrySubscriptions)
     assert default_kafka.requests(ApiKey.PushTelemetry) == []
     assert default_kafka.telemetry_metrics() == []
+
+
+# -- CLIENT_METRICS config resources (how Kafka's tools set subscriptions) ----------------------
+
+_IncResource = struct_type(ApiKey.IncrementalAlterConfigs, "request", "AlterConfigsResource")
+_IncConfig = struct_type(
+    ApiKey.IncrementalAlterConfigs, "request", "AlterConfigsResource", "AlterableConfig"
+)
+_Describe = struct_type(ApiKey.DescribeConfigs, "request", "DescribeConfigsResource")
+CLIENT_METRICS = 16
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def alter_subscription(
+    client: WireClient, name: str, ops: list[tuple[str, int, str | None]]
+) -> tuple[int, str | None]:
+    response = client.call(
+        ApiKey.IncrementalAlterConfigs,
+        1,
+        resources=[
+            _IncResource(
+                resource_type=CLIENT_METRICS,
+                resource_name=name,
+                configs=[_IncConfig(name=n, config_operation=op, value=v) for n, op, v in ops],
+            )
+        ],
+        validate_only=False,
+    )
+    (result,) = response.responses
+    return result.error_code, result.error_message
+
+
+def describe_subscription(client: WireClient, name: str) -> Any:
+    response = client.call(
+        ApiKey.DescribeConfigs,
+        4,
+        resources=[
+            _Describe(resource_type=CLIENT_METRICS, resource_name=name, configuration_keys=None)
+        ],
+        include_synonyms=True,
+        include_documentation=False,
+    )
+    (result,) = response.results
+    return result
+
+
+def test_client_metrics_resources(kafka: KafkaBroker, client: WireClient) -> None:
+    ok = (ErrorCode.NO_ERROR, None)
+    assert (
+        alter_subscription(
+            client,
+            "producers",
+            [("metrics", SET, "org.apache.kafka.producer."), ("interval.ms", SET, "1000")],
+        )
+        == ok
+    )
+    assert (
+        alter_subscription(
+            client, "producers", [("metrics", APPEND, "org.apache.kafka.consumer.,*x")]
+        )
+        == ok
+    )
+    assert alter_subscription(client, "producers", [("metrics", SUBTRACT, "*x")]) == ok
+    answer = get(client)
+    assert answer.requested_metrics == ["org.apache.kafka.consumer.", "org.apache.kafka.producer."]
+    assert answer.push_interval_ms == 1000
+    described = describe_subscription(client, "producers")
+    assert described.error_code == ErrorCode.NO_ERROR
+    assert [(c.name, c.value, c.config_source, c.read_only) for c in described.configs] == [
+        ("interval.ms", "1000", 7, False),
+        ("match", "", 5, False),
+        ("metrics", "org.apache.kafka.producer.,org.apache.kafka.consumer.", 7, False),
+    ]
+    assert [c.value for c in describe_subscription(client, "none-such").configs] == [
+        "300000",
+        "",
+        "",
+    ]
+    # deleting every config removes the subscription
+    assert (
+        alter_subscription(
+            client, "producers", [("metrics", DELETE, None), ("interval.ms", DELETE, None)]
+        )
+        == ok
+    )
+    assert kafka.telemetry_metrics() == []
+    assert get(client, answer.client_instance_id).requested_metrics == []
+
+
+@pytest.mark.parametrize(
+    ("name", "ops", "expected"),
+    [
+        (
+            "",
+            [("metrics", SET, "a")],
+            (ErrorCode.INVALID_REQUEST, "Subscription name can't be empty"),
+        ),
+        (
+            "s",
+            [("colour", SET, "blue")],
+            (ErrorCode.INVALID_REQUEST, "Unknown client metrics configuration: colour"),
+        ),
+        (
+            "s",
+            [("interval.ms", SET, "10")],
+            (
+                ErrorCode.INVALID_REQUEST,
+                "Invalid value 10 for interval.ms, interval must be between 100 and 3600000 "
+                "(1 hour)",
+            ),
+        ),
+        (
+            "s",
+            [("interval.ms", SET, "soon")],
+            (
+                ErrorCode.INVALID_CONFIG,
+                "Invalid value soon for configuration interval.ms: Not a number of type INT",
+            ),
+        ),
+        (
+            "s",
+            [("match", SET, "client_id")],
+            (ErrorCode.INVALID_CONFIG, "Illegal client matching pattern: client_id"),
+        ),
+        (
+            "s",
+            [("interval.ms", APPEND, "5")],
+            (
+                ErrorCode.INVALID_CONFIG,
+                "Can't APPEND to key interval.ms because its type is not LIST.",
+            ),
+        ),
+    ],
+)
+def test_client_metrics_refusals(
+    kafka: KafkaBroker,
+    client: WireClient,
+    name: str,
+    ops: list[tuple[str, int, str | None]],
+    expected: tuple[int, str],
+) -> None:
+    assert alter_subscription(client, name, ops) == expected
+    assert get(client).requested_metrics == []
+
+
+def test_subscriptions_survive_a_restart() -> None:
+    with KafkaBroker() as kafka:
+        kafka.set_telemetry_subscription(
+            ["org.apache.kafka."], interval_ms=2000, match={"client_id": "wi.*"}
+        )
+        kafka.restart()
+        with WireClient(kafka.bootstrap_servers) as wire:
+            answer = get(wire)
+    assert (answer.requested_metrics, answer.push_interval_ms) == (["org.apache.kafka."], 2000)
+
+
+def test_java_admin_client_sets_a_subscription(default_kafka: KafkaBroker) -> None:
+    default_kafka.create_topic("t")
+    bootstrap = default_kafka.bootstrap_servers
+    resource = {"type": "client_metrics", "name": "java-subscription"}
+    changed = run_ok(
+        "java-4.3",
+        {
+            "op": "alter_configs",
+            "bootstrap": bootstrap,
+            "resources": [
+                {**resource, "set": {"metrics": "org.apache.kafka.producer.", "interval.ms": "500"}}
+            ],
+        },
+    )
+    assert changed["resources"][0]["error"] is None
+    described = run_ok(
+        "java-4.3", {"op": "describe_configs", "bootstrap": bootstrap, "resources": [resource]}
+    )
+    configs = described["resources"][0]["configs"]
+    assert configs["interval.ms"] == {
+        "value": "500",
+        "source": "DYNAMIC_CLIENT_METRICS_CONFIG",
+        "read_only": False,
+        "sensitive": False,
+    }
+    produce_paced("java-4.3", bootstrap, 20)
+    assert default_kafka.telemetry_metrics("org.apache.kafka.producer.record.send.total")

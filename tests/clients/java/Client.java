@@ -745,9 +745,11 @@ public final class Client {
 
   private static ConfigResource resource(JsonNode spec) {
     ConfigResource.Type type =
-        spec.get("type").asText().equals("broker")
-            ? ConfigResource.Type.BROKER
-            : ConfigResource.Type.TOPIC;
+        switch (spec.get("type").asText()) {
+          case "broker" -> ConfigResource.Type.BROKER;
+          case "client_metrics" -> ConfigResource.Type.CLIENT_METRICS;
+          default -> ConfigResource.Type.TOPIC;
+        };
     return new ConfigResource(type, spec.get("name").asText());
   }
 
