@@ -832,3 +832,18 @@ def test_java_lists_config_resources(kafka_broker: KafkaCluster, client: WireCli
     ]
     [request] = kafka_broker.requests(ApiKey.ListConfigResources)
     assert (request.api_version, sorted(request.body.resource_types)) == (1, [2, 4, 32])
+
+
+@pytest.mark.clients
+def test_describing_an_unknown_group_as_each_java_client_version_does(
+    kafka_broker: KafkaCluster,
+) -> None:
+    job = {"op": "describe_groups", "bootstrap": kafka_broker.bootstrap_servers}
+    [new] = run_ok("java-4.3", {**job, "groups": ["nope"]})["groups"]
+    assert (new["error_name"], new["error"].split(": ", 1)[1]) == (
+        "GROUP_ID_NOT_FOUND",
+        "Group nope not found.",
+    )
+    [old] = run_ok("java-3.9", {**job, "groups": ["nope"]})["groups"]
+    assert (old["error_name"], old["state"]) == (None, "Dead")
+    assert [r.api_version for r in kafka_broker.requests(ApiKey.DescribeGroups)] == [6, 5]
