@@ -79,9 +79,10 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def fields(data: bytes) -> Iterator[tuple[int, int, Any]]:
+def fields(data: Any) -> Iterator[tuple[int, int, Any]]:
     """(field number, wire type, value) of each field: an int for varints and fixed fields
     (fixed ones as unsigned little-endian), bytes for length-delimited ones."""
+    data = _blob(data)
     pos = 0
     while pos < len(data):
         key, pos = _varint(data, pos)
@@ -106,6 +107,24 @@ def fields(data: bytes) -> Iterator[tuple[int, int, Any]]:
         yield number, wire_type, value
 
 
+def _blob(value: Any) -> bytes:
+    """A length-delimited field's bytes (OtlpError for a field of another wire type)."""
+    if not isinstance(value, bytes):
+        raise OtlpError("a length-delimited field was expected")
+    return value
+
+
+def _text(value: Any) -> str:
+    return _blob(value).decode("utf-8", "replace")
+
+
+def _number(value: Any) -> int:
+    """A varint or fixed-size field's value (OtlpError for a length-delimited one)."""
+    if not isinstance(value, int):
+        raise OtlpError("a numeric field was expected")
+    return value
+
+
 def _double(bits: int) -> float:
     value: float = _DOUBLE.unpack(_UINT64.pack(bits))[0]
     return value
@@ -119,19 +138,19 @@ def _signed64(value: int) -> int:
 def _any_value(data: bytes) -> Any:
     for number, _, value in fields(data):
         if number == 1:
-            return bytes(value).decode("utf-8", "replace")
+            return _text(value)
         if number == 2:
             return bool(value)
         if number == 3:
-            return _signed64(value)
+            return _signed64(_number(value))
         if number == 4:
-            return _double(value)
+            return _double(_number(value))
         if number == 5:
             return [_any_value(item) for n, _, item in fields(value) if n == 1]
         if number == 6:
             return attributes([item for n, _, item in fields(value) if n == 1])
         if number == 7:
-            return bytes(value)
+            return _blob(value)
     return None
 
 
@@ -142,7 +161,7 @@ def attributes(key_values: list[bytes]) -> dict[str, Any]:
         key, value = "", None
         for number, _, item in fields(entry):
             if number == 1:
-                key = bytes(item).decode("utf-8", "replace")
+                key = _text(item)
             elif number == 2:
                 value = _any_value(item)
         result[key] = value
@@ -160,15 +179,15 @@ def _point(kind: str, data: bytes) -> DataPoint:
         if number == attribute_field:
             attrs.append(item)
         elif number in times:
-            times[number] = item
+            times[number] = _number(item)
         elif kind in ("gauge", "sum") and number == 4:
-            value = _double(item)
+            value = _double(_number(item))
         elif kind in ("gauge", "sum") and number == 6:
-            value = _signed64(item)
+            value = _signed64(_number(item))
         elif kind not in ("gauge", "sum") and number == 4:
-            count = item
+            count = _number(item)
         elif kind not in ("gauge", "sum") and number == 5:
-            total = _double(item)
+            total = _double(_number(item))
     return DataPoint(attributes(attrs), times[time_field], times[start_field], value, count, total)
 
 
@@ -179,11 +198,11 @@ def _metric(data: bytes, resource: dict[str, Any]) -> Metric | None:
     monotonic = False
     for number, _, item in fields(data):
         if number == 1:
-            name = bytes(item).decode("utf-8", "replace")
+            name = _text(item)
         elif number == 2:
-            description = bytes(item).decode("utf-8", "replace")
+            description = _text(item)
         elif number == 3:
-            unit = bytes(item).decode("utf-8", "replace")
+            unit = _text(item)
         elif number in _METRIC_KINDS:
             kind = _METRIC_KINDS[number]
             for inner, _, value in fields(item):

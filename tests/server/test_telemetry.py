@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import struct_type
@@ -258,6 +260,29 @@ def test_subscription_checks(kafka: KafkaBroker) -> None:
     with pytest.raises(ValueError, match="Illegal client matching pattern: colour=blue"):
         kafka.set_telemetry_subscription(["org."], match={"colour": "blue"})
     assert Subscription("s", ("a",), match={"client_id": "ab.*"}).matches({"client_id": "abc"})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_otlp_decoder_only_decodes_or_refuses(data: bytes) -> None:
+    """Invariant: any bytes give a list of metrics or OtlpError, nothing else."""
+    try:
+        metrics = decode_metrics_data(data)
+    except OtlpError:
+        return
+    assert all(isinstance(m.name, str) for m in metrics)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=60), st.integers(min_value=0, max_value=len(PAYLOAD)))
+def test_otlp_decoder_on_damaged_payloads(noise: bytes, cut: int) -> None:
+    """Invariant: a real payload cut short or with bytes spliced in never crashes the decoder."""
+    for data in (PAYLOAD[:cut], PAYLOAD[:cut] + noise + PAYLOAD[cut:]):
+        try:
+            metrics = decode_metrics_data(data)
+        except OtlpError:
+            continue
+        assert all(isinstance(m.name, str) for m in metrics)
 
 
 def test_malformed_otlp() -> None:
