@@ -13,7 +13,8 @@ the others, INVALID_REQUEST) before it replaces the stored one.
 
 A CLIENT_METRICS resource is a client telemetry subscription (`metrics`, `interval.ms`,
 `match`; `telemetry/subscriptions.py`), checked as Kafka's `ClientMetricsConfigs`; deleting
-every config removes it.
+every config removes it. A BROKER_LOGGER resource (IncrementalAlterConfigs only) changes
+this process's log levels (`cluster/broker_loggers.py`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+from minibroker.cluster.broker_loggers import LoggerError, alter_loggers
 from minibroker.cluster.dynamic_configs import DynamicConfigError, DynamicConfigs, validate
 from minibroker.cluster.state import Cluster, TopicError, check_topic_name
 from minibroker.config import (
@@ -103,8 +105,12 @@ def check_ops(ops: Sequence[ConfigOp]) -> None:
             raise ConfigChangeError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op.op}")
 
 
-def check_resource_type(resource_type: int) -> ResourceType:
-    if resource_type in (ResourceType.TOPIC, ResourceType.BROKER, ResourceType.CLIENT_METRICS):
+def check_resource_type(resource_type: int, incremental: bool = True) -> ResourceType:
+    """The types AlterConfigs serves; BROKER_LOGGER only through IncrementalAlterConfigs."""
+    served = {ResourceType.TOPIC, ResourceType.BROKER, ResourceType.CLIENT_METRICS}
+    if incremental:
+        served.add(ResourceType.BROKER_LOGGER)
+    if resource_type in served:
         return ResourceType(resource_type)
     raise ConfigChangeError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
 
@@ -294,7 +300,13 @@ def alter_resource(
 ) -> None:
     """Apply one resource's changes (or only check them); raises ConfigChangeError."""
     check_ops(ops)
-    kind = check_resource_type(resource_type)
+    kind = check_resource_type(resource_type, incremental)
+    if kind == ResourceType.BROKER_LOGGER:
+        try:
+            alter_loggers(targets.node_id, name, ops, validate_only)
+        except LoggerError as exc:
+            raise ConfigChangeError(exc.error_code, exc.message) from exc
+        return
     if kind == ResourceType.BROKER:
         alter_broker(
             targets.dynamic,

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from minibroker.cluster.broker_loggers import loggers
 from minibroker.config import (
     BROKER_CONFIGS,
     DYNAMIC_BROKER_CONFIGS,
@@ -167,4 +168,21 @@ def client_metrics_entries(configs: Mapping[str, str]) -> list[ConfigEntry]:
             documentation=None,
         )
         for name, default in sorted(CLIENT_METRICS_DEFAULTS.items())
+    ]
+
+
+def logger_entries() -> list[ConfigEntry]:
+    """Every logger and its level, as Kafka describes a BROKER_LOGGER resource."""
+    return [
+        ConfigEntry(
+            name=name,
+            value=level,
+            source=ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
+            read_only=False,
+            sensitive=False,
+            config_type=UNKNOWN_CONFIG_TYPE,
+            synonyms=(),
+            documentation=None,
+        )
+        for name, level in loggers().items()
     ]

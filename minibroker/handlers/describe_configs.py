@@ -10,9 +10,11 @@ empty means all. A broker resource must be named by this node's id, or "" for th
 cluster-wide dynamic defaults (only those set are listed). A CLIENT_METRICS resource (16)
 lists a telemetry subscription's `interval.ms`, `match` and `metrics` (CLIENT_METRICS_CONFIG
 where set, else DEFAULT_CONFIG; an unknown subscription shows the defaults, as in Kafka; an
-empty name is INVALID_REQUEST). Errors per resource: an illegal
-topic name INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION, another
-broker id or a non-integer name INVALID_REQUEST, other resource types INVALID_REQUEST.
+empty name is INVALID_REQUEST). A BROKER_LOGGER resource (8), named by this node's id, lists
+this process's loggers with their levels (DYNAMIC_BROKER_LOGGER_CONFIG). Errors per
+resource: an illegal topic name INVALID_TOPIC_EXCEPTION, an unknown topic
+UNKNOWN_TOPIC_OR_PARTITION, another broker id or a non-integer name INVALID_REQUEST, other
+resource types INVALID_REQUEST.
 
 Version notes: synonyms are only listed when `include_synonyms` (v1+) is set; config type
 and documentation are v3+, documentation only when asked for.
@@ -28,6 +30,7 @@ from minibroker.cluster.describe_configs import (
     broker_config_entries,
     client_metrics_entries,
     cluster_default_entries,
+    logger_entries,
     topic_config_entries,
 )
 from minibroker.cluster.state import TopicError, check_topic_name
@@ -80,6 +83,22 @@ def _broker_entries(ctx: RequestContext, name: str) -> list[ConfigEntry]:
     return broker_config_entries(ctx.broker.config)
 
 
+def _logger_entries(ctx: RequestContext, name: str) -> list[ConfigEntry]:
+    if not name:
+        raise ConfigChangeError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
+    if not is_java_int(name):
+        raise ConfigChangeError(
+            ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}"
+        )
+    node_id = ctx.broker.node_id
+    if int(name) != node_id:
+        raise ConfigChangeError(
+            ErrorCode.INVALID_REQUEST,
+            f"Unexpected broker id, expected {node_id} but received {name}",
+        )
+    return logger_entries()
+
+
 def _client_metrics_entries(ctx: RequestContext, name: str) -> list[ConfigEntry]:
     if not name:
         raise ConfigChangeError(
@@ -116,6 +135,8 @@ def _result(ctx: RequestContext, request: Any, resource: Any) -> Any:
                 return answer(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "", [])
         elif resource.resource_type == ResourceType.BROKER:
             entries = _broker_entries(ctx, resource.resource_name)
+        elif resource.resource_type == ResourceType.BROKER_LOGGER:
+            entries = _logger_entries(ctx, resource.resource_name)
         elif resource.resource_type == ResourceType.CLIENT_METRICS:
             entries = _client_metrics_entries(ctx, resource.resource_name)
         else:

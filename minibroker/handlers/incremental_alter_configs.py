@@ -14,7 +14,9 @@ the data directory and applied to every node at once (topic defaults such as
 resource (16) the ops change a client telemetry subscription (`metrics`, `interval.ms`,
 `match`; APPEND/SUBTRACT on the two lists), checked as Kafka's `ClientMetricsConfigs`
 (unknown config or empty name INVALID_REQUEST, bad pattern or number INVALID_CONFIG);
-deleting every config removes the subscription.
+deleting every config removes the subscription. A BROKER_LOGGER resource (8, this node's
+id) sets or resets this process's log levels as Kafka's `RuntimeLoggerManager` does
+(`cluster/broker_loggers.py`); AlterConfigs refuses it ("Unknown resource type 8").
 
 Version notes: v1 is the flexible encoding of v0.
 """

@@ -5,6 +5,7 @@ and confluent-kafka's AdminClient."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -335,3 +336,94 @@ def test_confluent_admin_client(bootstrap: str) -> None:
         "read_only": False,
         "sensitive": False,
     }
+
+
+# -- BROKER_LOGGER (KIP-412) ------------------------------------------------------------------
+
+BROKER_LOGGER = ResourceType.BROKER_LOGGER
+LOGGER = "minibroker.server.broker"
+
+
+@pytest.fixture
+def restore_log_level() -> Iterator[None]:
+    logger = logging.getLogger(LOGGER)
+    level = logger.level
+    yield
+    logger.setLevel(level)
+
+
+@pytest.mark.usefixtures("restore_log_level")
+def test_broker_loggers(client: WireClient) -> None:
+    described = describe(client, BROKER_LOGGER, "1")
+    levels = {c.name: (c.value, c.config_source, c.read_only) for c in described.configs}
+    assert "root" in levels
+    assert levels[LOGGER][1:] == (ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, False)
+    before = logging.getLogger(LOGGER).level
+    checked = incremental(client, BROKER_LOGGER, "1", [(LOGGER, OpType.SET, "TRACE")], True)
+    assert checked.error_code == ErrorCode.NO_ERROR
+    assert logging.getLogger(LOGGER).level == before
+    changed = incremental(client, BROKER_LOGGER, "1", [(LOGGER, OpType.SET, "DEBUG")])
+    assert (changed.error_code, changed.error_message) == (ErrorCode.NO_ERROR, None)
+    assert logging.getLogger(LOGGER).level == logging.DEBUG
+    assert configs_of(describe(client, BROKER_LOGGER, "1"))[LOGGER].value == "DEBUG"
+    reset = incremental(client, BROKER_LOGGER, "1", [(LOGGER, OpType.DELETE, None)])
+    assert reset.error_code == ErrorCode.NO_ERROR
+    assert logging.getLogger(LOGGER).level == logging.NOTSET
+
+
+@pytest.mark.parametrize(
+    ("name", "ops", "expected"),
+    [
+        (
+            "1",
+            [("no.such.logger", OpType.SET, "DEBUG")],
+            (ErrorCode.INVALID_CONFIG, "Logger no.such.logger does not exist!"),
+        ),
+        (
+            "1",
+            [(LOGGER, OpType.SET, "LOUD")],
+            (
+                ErrorCode.INVALID_CONFIG,
+                f"Cannot set the log level of {LOGGER} to LOUD as it is not a supported log "
+                "level. Valid log levels are TRACE, ERROR, INFO, FATAL, DEBUG, WARN",
+            ),
+        ),
+        (
+            "1",
+            [("root", OpType.DELETE, None)],
+            (ErrorCode.INVALID_REQUEST, "Removing the log level of the root logger is not allowed"),
+        ),
+        (
+            "1",
+            [(LOGGER, OpType.APPEND, "DEBUG")],
+            (
+                ErrorCode.INVALID_REQUEST,
+                "APPEND operation is not allowed for the BROKER_LOGGER resource",
+            ),
+        ),
+        (
+            "x",
+            [(LOGGER, OpType.SET, "DEBUG")],
+            (ErrorCode.INVALID_REQUEST, "Node id must be an integer, but it is: x"),
+        ),
+    ],
+)
+@pytest.mark.usefixtures("restore_log_level")
+def test_broker_logger_refusals(
+    client: WireClient,
+    name: str,
+    ops: list[tuple[str, OpType, str | None]],
+    expected: tuple[int, str],
+) -> None:
+    result = incremental(client, BROKER_LOGGER, name, ops)
+    assert (result.error_code, result.error_message) == expected
+    legacy = alter(client, BROKER_LOGGER, "1", {LOGGER: "DEBUG"})
+    assert (legacy.error_code, legacy.error_message) == (
+        ErrorCode.INVALID_REQUEST,
+        "Unknown resource type 8",
+    )
+    empty = describe(client, BROKER_LOGGER, "")
+    assert (empty.error_code, empty.error_message) == (
+        ErrorCode.INVALID_REQUEST,
+        "Broker id must not be empty",
+    )
