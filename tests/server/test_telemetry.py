@@ -4,6 +4,7 @@ their metrics once a subscription asks for them."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import struct
 import uuid
@@ -15,15 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minibroker.protocol.api_keys import ApiKey
-from minibroker.protocol.codec import struct_type
+from minibroker.protocol.codec import response_class, struct_type
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, compress
 from minibroker.telemetry.manager import subscription_id
 from minibroker.telemetry.otlp import OtlpError, decode_metrics_data
 from minibroker.telemetry.subscriptions import Subscription
-from minibroker.testing import KafkaBroker
+from minibroker.testing import AsyncKafkaBroker, KafkaBroker
 from tests.clients.runner import run_ok
-from tests.wire import WireClient
+from tests.wire import WireClient, encode_request, request_frame
 
 ZERO = uuid.UUID(int=0)
 
@@ -541,3 +542,23 @@ def test_java_admin_client_sets_a_subscription(default_kafka: KafkaBroker) -> No
     }
     produce_paced("java-4.3", bootstrap, 20)
     assert default_kafka.telemetry_metrics("org.apache.kafka.producer.record.send.total")
+
+
+async def test_async_broker_api() -> None:
+    """The same API on the event-loop flavour: a subscription set there reaches a client."""
+    async with AsyncKafkaBroker(storage="memory") as kafka:
+        kafka.set_telemetry_subscription(["org.apache.kafka.consumer."], interval_ms=1000)
+        host, _, port = kafka.bootstrap_servers.partition(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        body = encode_request(ApiKey.GetTelemetrySubscriptions, 0, client_instance_id=ZERO)
+        writer.write(request_frame(ApiKey.GetTelemetrySubscriptions, 0, 1, body))
+        size = struct.unpack(">i", await reader.readexactly(4))[0]
+        frame = await reader.readexactly(size)
+        writer.close()
+        await writer.wait_closed()
+        answer = response_class(ApiKey.GetTelemetrySubscriptions).decode(frame[5:], version=0)
+        assert (answer.requested_metrics, answer.push_interval_ms) == (
+            ["org.apache.kafka.consumer."],
+            1000,
+        )
+        assert kafka.telemetry_metrics() == []
