@@ -15,10 +15,12 @@ coordinator before they are appended, as Kafka's AddPartitionsToTxnManager does:
 - Produce v12+ while `transaction.version` 2 is finalized (transactions V2, KIP-890 part 2):
   the partition joins the producer's transaction implicitly (there is no AddPartitionsToTxn).
 - Otherwise (TV1) the partition must already be in the producer's ongoing transaction
-  (verification): INVALID_TXN_STATE if not, so a produce cannot leave a hanging transaction.
+  (verification), so a produce cannot leave a hanging transaction: TRANSACTION_ABORTABLE from
+  v11, INVALID_TXN_STATE ("Partition was not added to the transaction") before.
 Coordinator errors are answered as Kafka answers them on the produce path: PRODUCER_FENCED as
 INVALID_PRODUCER_EPOCH; CONCURRENT_TRANSACTIONS (the previous transaction's markers are being
-written) and coordinator errors as the retriable NOT_ENOUGH_REPLICAS.
+written) and coordinator errors as the retriable NOT_ENOUGH_REPLICAS ("Unable to verify the
+partition has been added to the transaction. Underlying error: ...").
 
 In a cluster a partition this node does not lead gets NOT_LEADER_OR_FOLLOWER; from v10 the
 answer carries the partition's CurrentLeader (id, epoch) and the leaders' NodeEndpoints
@@ -72,6 +74,7 @@ _NodeEndpoint = struct_type(ApiKey.Produce, "response", "NodeEndpoint")
 FIRST_SERVED_VERSION = 3
 LAST_VERSION = 13
 FIRST_LEADER_DISCOVERY_VERSION = 10
+FIRST_GENERIC_TXN_ERROR_VERSION = 11
 FIRST_IMPLICIT_ADD_VERSION = 12
 FIRST_TOPIC_ID_VERSION = 13
 VALID_ACKS = (0, 1, -1)
@@ -152,7 +155,7 @@ def _transaction_error(
     transactional_id: str | None,
     partition: Partition,
     batches: list[ValidatedBatch],
-) -> ErrorCode | None:
+) -> PartitionResult | None:
     """The coordinator's answer for transactional batches: implicit add (TV2) or verification."""
     batch = next((b for b in batches if b.is_transactional), None)
     if batch is None or transactional_id is None:
@@ -166,11 +169,24 @@ def _transaction_error(
         error = coordinator.verify_partitions(*ids, [tp])[tp]
     if error == ErrorCode.NO_ERROR:
         return None
+    return _produce_path_error(ctx.api_version, error)
+
+
+def _produce_path_error(api_version: int, error: ErrorCode) -> PartitionResult:
+    """A coordinator answer as Kafka's AddPartitionsToTxnManager and ReplicaManager give it."""
     if error == ErrorCode.PRODUCER_FENCED:
-        return ErrorCode.INVALID_PRODUCER_EPOCH
+        return _rejected(ErrorCode.INVALID_PRODUCER_EPOCH)
+    if error == ErrorCode.TRANSACTION_ABORTABLE and api_version < FIRST_GENERIC_TXN_ERROR_VERSION:
+        error = ErrorCode.INVALID_TXN_STATE
+    if error == ErrorCode.INVALID_TXN_STATE:
+        return _rejected(error, "Partition was not added to the transaction")
     if error in _RETRIABLE_TXN_ERRORS:
-        return ErrorCode.NOT_ENOUGH_REPLICAS
-    return error
+        return _rejected(
+            ErrorCode.NOT_ENOUGH_REPLICAS,
+            "Unable to verify the partition has been added to the transaction. "
+            f"Underlying error: {error.name}",
+        )
+    return _rejected(error)
 
 
 def _not_leader(ctx: RequestContext, partition: Partition, error: ErrorCode) -> PartitionResult:
@@ -207,7 +223,7 @@ def produce_to_partition(
         return result
     txn_error = _transaction_error(ctx, transactional_id, partition, batches)
     if txn_error is not None:
-        return _rejected(txn_error)
+        return txn_error
     try:
         return _append_batches(ctx, partition, batches, now_ms)
     except RecordBatchTooLarge as exc:

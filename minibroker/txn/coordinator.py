@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Protocol
 from minibroker.protocol.errors import ErrorCode
 from minibroker.txn.state import (
     COMPLETED_STATES,
+    INT16_MAX,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     PREPARED_STATES,
@@ -240,17 +241,15 @@ class TransactionCoordinator:
         partitions: Iterable[TopicPartition],
     ) -> dict[TopicPartition, ErrorCode]:
         """Kafka's handleVerifyPartitionsInTransaction (AddPartitionsToTxn VerifyOnly): each
-        partition is in the producer's ongoing transaction, or INVALID_TXN_STATE."""
+        partition is in the producer's transaction, or TRANSACTION_ABORTABLE."""
         wanted = list(partitions)
         txn, error = self._checked(transactional_id, producer_id, producer_epoch)
-        if txn is not None and (txn.pending_in_progress or txn.state in PREPARED_STATES):
+        if txn is not None and txn.state in PREPARED_STATES:
             error = ErrorCode.CONCURRENT_TRANSACTIONS
         if txn is None or error != ErrorCode.NO_ERROR:
             return dict.fromkeys(wanted, error)
         return {
-            tp: ErrorCode.NO_ERROR
-            if txn.state == TxnState.ONGOING and tp in txn.partitions
-            else ErrorCode.INVALID_TXN_STATE
+            tp: ErrorCode.NO_ERROR if tp in txn.partitions else ErrorCode.TRANSACTION_ABORTABLE
             for tp in wanted
         }
 
@@ -315,34 +314,56 @@ class TransactionCoordinator:
         txn = self.transactions.get(transactional_id)
         if txn is None:
             return InitResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-        error = self._end_v2(txn, producer_id, producer_epoch, commit)
-        if error != ErrorCode.NO_ERROR:
-            return InitResult(error)
-        return InitResult(error, txn.producer_id, txn.producer_epoch)
+        return self._end_v2(txn, producer_id, producer_epoch, commit)
 
     def _end_v2(
         self, txn: TransactionMetadata, producer_id: int, producer_epoch: int, commit: bool
-    ) -> ErrorCode:
+    ) -> InitResult:
         """Kafka 4's endTransaction for a TV2 client: the epoch goes up with every end."""
-        if txn.producer_id != producer_id:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
-        is_retry = producer_epoch == txn.producer_epoch - 1 and txn.state != TxnState.ONGOING
-        if producer_epoch != txn.producer_epoch and not is_retry:
-            return ErrorCode.PRODUCER_FENCED
+        retry_on_overflow = (
+            producer_id == txn.last_producer_id
+            and producer_epoch == INT16_MAX - 1
+            and txn.producer_epoch == 0
+        )
+        if txn.producer_id != producer_id and not retry_on_overflow:
+            return InitResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        retry_on_bump = producer_epoch == txn.producer_epoch - 1
+        is_retry = retry_on_bump or retry_on_overflow
+        if txn.state in PREPARED_STATES:
+            valid_epoch = retry_on_bump
+        elif txn.state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+            valid_epoch = is_retry or producer_epoch == txn.producer_epoch
+        else:
+            valid_epoch = producer_epoch == txn.producer_epoch
+        if not valid_epoch:
+            return InitResult(ErrorCode.PRODUCER_FENCED)
         if txn.pending_in_progress:
-            return ErrorCode.CONCURRENT_TRANSACTIONS
+            return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
         if txn.state == TxnState.ONGOING or (
             not commit and not is_retry and txn.state in COMPLETED_STATES
         ):
-            target = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
-            transit = txn.prepare_abort_or_commit(target, self._clock(), bump_epoch=True)
-            error = self._store(txn, transit)
-            if error == ErrorCode.NO_ERROR:
-                self._complete_after_markers(txn)
-            return error
+            return self._prepare_end_v2(txn, commit)
         if is_retry or txn.state in PREPARED_STATES:
-            return _end_answer_without_transition(txn.state, commit) or ErrorCode.NO_ERROR
-        return ErrorCode.INVALID_TXN_STATE
+            error = _end_answer_without_transition(txn.state, commit) or ErrorCode.NO_ERROR
+            if error != ErrorCode.NO_ERROR:
+                return InitResult(error)
+            return InitResult(error, txn.producer_id, txn.producer_epoch)
+        return InitResult(ErrorCode.INVALID_TXN_STATE)
+
+    def _prepare_end_v2(self, txn: TransactionMetadata, commit: bool) -> InitResult:
+        """Store PrepareCommit/PrepareAbort with the bumped epoch and answer it, as Kafka does
+        (an exhausted epoch hands the transactional id over to a new producer id at epoch 0
+        when the transaction completes)."""
+        target = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        next_producer_id = self._new_producer_id() if txn.epoch_exhausted else NO_PRODUCER_ID
+        transit = txn.prepare_abort_or_commit(
+            target, self._clock(), bump_epoch=True, next_producer_id=next_producer_id
+        )
+        error = self._store(txn, transit)
+        if error != ErrorCode.NO_ERROR:
+            return InitResult(error)
+        self._complete_after_markers(txn)
+        return InitResult(error, txn.producer_id, txn.producer_epoch)
 
     def _end(
         self,
@@ -368,7 +389,15 @@ class TransactionCoordinator:
         if fencing:
             txn.take_over_epoch_fence(producer_epoch)
         target = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
-        error = self._store(txn, txn.prepare_abort_or_commit(target, self._clock()))
+        # The coordinator's own aborts (fencing, timeouts) follow the finalized transaction
+        # version, as Kafka's: under TV2 the abort bumps the fenced epoch once more.
+        bump = (
+            not from_client
+            and self.transaction_version >= TRANSACTION_VERSION_2
+            and producer_epoch < INT16_MAX
+        )
+        transit = txn.prepare_abort_or_commit(target, self._clock(), bump_epoch=bump)
+        error = self._store(txn, transit)
         if error != ErrorCode.NO_ERROR:
             txn.failed_epoch_fence = fencing
             return error
@@ -537,6 +566,7 @@ def _metadata_from(transactional_id: str, stored: TxnTransit) -> TransactionMeta
         start_ms=stored.start_ms,
         update_ms=stored.update_ms,
         client_transaction_version=stored.client_transaction_version,
+        next_producer_id=stored.next_producer_id,
     )
 
 

@@ -96,6 +96,8 @@ class TxnTransit:
     update_ms: int
     # The transaction version of the client's last transaction (TV2: 2; TV1: 0, as Kafka).
     client_transaction_version: int = 0
+    # TV2: the producer id the transaction being ended hands over to (its epoch is exhausted).
+    next_producer_id: int = NO_PRODUCER_ID
 
 
 @dataclass(eq=False)
@@ -111,6 +113,7 @@ class TransactionMetadata:
     start_ms: int = NO_TIMESTAMP
     update_ms: int = NO_TIMESTAMP
     client_transaction_version: int = 0
+    next_producer_id: int = NO_PRODUCER_ID
     pending: TxnState | None = None
     # A PrepareEpochFence whose log write failed must not bump the epoch a second time.
     failed_epoch_fence: bool = False
@@ -135,6 +138,7 @@ class TransactionMetadata:
             self.start_ms,
             self.update_ms,
             self.client_transaction_version,
+            self.next_producer_id,
         )
 
     # -- the two steps ---------------------------------------------------------------------
@@ -170,6 +174,7 @@ class TransactionMetadata:
         self.start_ms = transit.start_ms
         self.update_ms = transit.update_ms
         self.client_transaction_version = transit.client_transaction_version
+        self.next_producer_id = transit.next_producer_id
         self.pending = None
 
     def abandon(self) -> None:
@@ -257,10 +262,17 @@ class TransactionMetadata:
         )
 
     def prepare_abort_or_commit(
-        self, state: TxnState, now_ms: int, *, bump_epoch: bool = False
+        self,
+        state: TxnState,
+        now_ms: int,
+        *,
+        bump_epoch: bool = False,
+        next_producer_id: int = NO_PRODUCER_ID,
     ) -> TxnTransit:
         """PrepareCommit/PrepareAbort; under TV2 (`bump_epoch`) the epoch goes up by one, so the
-        markers and the producer's next transaction carry the new epoch (KIP-890 part 2)."""
+        markers and the producer's next transaction carry the new epoch (KIP-890 part 2). An
+        exhausted epoch hands over to `next_producer_id` (epoch 0) once the markers are
+        written."""
         transit = replace(self.current(), state=state, update_ms=now_ms)
         if bump_epoch:
             transit = replace(
@@ -268,6 +280,7 @@ class TransactionMetadata:
                 producer_epoch=self.producer_epoch + 1,
                 last_producer_epoch=self.producer_epoch,
                 client_transaction_version=2,
+                next_producer_id=next_producer_id,
             )
         if self.state in COMPLETED_STATES:
             transit = replace(transit, partitions=frozenset(), start_ms=now_ms)
@@ -280,9 +293,16 @@ class TransactionMetadata:
             if self.state == TxnState.PREPARE_COMMIT
             else TxnState.COMPLETE_ABORT
         )
-        return self._prepare(
-            replace(self.current(), state=state, partitions=frozenset(), update_ms=now_ms)
-        )
+        transit = replace(self.current(), state=state, partitions=frozenset(), update_ms=now_ms)
+        if self.next_producer_id != NO_PRODUCER_ID:
+            transit = replace(
+                transit,
+                producer_id=self.next_producer_id,
+                last_producer_id=self.producer_id,
+                producer_epoch=0,
+                next_producer_id=NO_PRODUCER_ID,
+            )
+        return self._prepare(transit)
 
     def prepare_dead(self) -> TxnTransit:
         return self._prepare(replace(self.current(), state=TxnState.DEAD, partitions=frozenset()))

@@ -38,6 +38,7 @@ KEY_VERSION = 0
 VALUE_VERSION = 0
 FLEXIBLE_VALUE_VERSION = 1
 PREVIOUS_PRODUCER_ID_TAG = 0
+NEXT_PRODUCER_ID_TAG = 1
 CLIENT_TRANSACTION_VERSION_TAG = 2
 _READ_CHUNK_BYTES = 1 << 20
 
@@ -117,6 +118,8 @@ def encode_value(transit: TxnTransit, version: int = VALUE_VERSION) -> bytes:
     tagged = {}
     if transit.last_producer_id != NO_PRODUCER_ID:
         tagged[PREVIOUS_PRODUCER_ID_TAG] = _INT64.pack(transit.last_producer_id)
+    if transit.next_producer_id != NO_PRODUCER_ID:
+        tagged[NEXT_PRODUCER_ID_TAG] = _INT64.pack(transit.next_producer_id)
     if transit.client_transaction_version:
         tagged[CLIENT_TRANSACTION_VERSION_TAG] = _INT16.pack(transit.client_transaction_version)
     writer.tagged_fields(tagged)
@@ -208,6 +211,7 @@ def decode_value(data: bytes) -> TxnTransit:
     tagged = reader.tagged_fields()
     previous = tagged.get(PREVIOUS_PRODUCER_ID_TAG)
     client_version = tagged.get(CLIENT_TRANSACTION_VERSION_TAG)
+    next_id = tagged.get(NEXT_PRODUCER_ID_TAG)
     return TxnTransit(
         producer_id=producer_id,
         last_producer_id=NO_PRODUCER_ID if previous is None else _INT64.unpack(previous)[0],
@@ -221,6 +225,7 @@ def decode_value(data: bytes) -> TxnTransit:
         client_transaction_version=0
         if client_version is None
         else _INT16.unpack(client_version)[0],
+        next_producer_id=NO_PRODUCER_ID if next_id is None else _INT64.unpack(next_id)[0],
     )
 
 

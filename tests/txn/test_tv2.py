@@ -16,9 +16,10 @@ from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.records import build_batch
 from minibroker.testing import KafkaBroker
-from minibroker.txn.state import TxnState, TxnTransit
+from minibroker.txn.state import INT16_MAX, TxnState, TxnTransit
 from minibroker.txn.state_log import decode_value, encode_value
 from tests.clients.runner import run_ok
+from tests.txn.test_txn_coord_coordinator import Setup, settle
 from tests.txn.txn_wire import READ_UNCOMMITTED, fetch, headers
 from tests.txn.txnhelp import TXN_SETTINGS, describe_txn, records, text, unique, wait_for
 from tests.wire import WireClient
@@ -217,8 +218,8 @@ def test_add_partitions_v4_batches_transactions_and_verifies(broker: KafkaBroker
         assert answers == {
             ("a", 0): E.NO_ERROR,
             ("a", 1): E.NO_ERROR,
-            ("b", 0): E.INVALID_TXN_STATE,
-            ("b", 1): E.INVALID_TXN_STATE,
+            ("b", 0): E.TRANSACTION_ABORTABLE,
+            ("b", 1): E.TRANSACTION_ABORTABLE,
         }
         verified = client.call(
             ApiKey.AddPartitionsToTxn, 4, transactions=[add("a", pid, epoch + 1, True)]
@@ -251,14 +252,19 @@ def test_tv2_transactions_are_stored_as_transaction_log_value_v1(broker: KafkaBr
 # ---- TV1: verification ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", [11, 12])
+@pytest.mark.parametrize(
+    ("version", "refused"),
+    [(10, E.INVALID_TXN_STATE), (11, E.TRANSACTION_ABORTABLE), (12, E.TRANSACTION_ABORTABLE)],
+)
 def test_tv1_refuses_a_produce_to_a_partition_not_in_the_transaction(
-    tv1_broker: KafkaBroker, version: int
+    tv1_broker: KafkaBroker, version: int, refused: ErrorCode
 ) -> None:
     with WireClient(tv1_broker.bootstrap_servers) as client:
         pid, epoch = init(client, "tx")
         answer = produce(client, "tx", pid, epoch, version=version)
-        assert answer.error_code == E.INVALID_TXN_STATE
+        assert answer.error_code == refused
+        if refused == E.INVALID_TXN_STATE:
+            assert answer.error_message == "Partition was not added to the transaction"
         assert tv1_broker.end_offsets("t") == {0: 0, 1: 0}
         assert state_of(tv1_broker.bootstrap_servers, "tx") == "Empty"  # nothing hangs
         added = client.call(
@@ -274,9 +280,11 @@ def test_tv1_refuses_a_produce_to_a_partition_not_in_the_transaction(
         )
         assert produce(client, "tx", pid, epoch, version=version).error_code == E.NO_ERROR
         other = produce(client, "tx", pid, epoch, version=version, partition=1, sequence=1)
-        assert other.error_code == E.INVALID_TXN_STATE
+        assert other.error_code == refused
         wrong_id = produce(client, "unknown", pid, epoch, version=version, sequence=1)
         assert wrong_id.error_code == E.INVALID_PRODUCER_ID_MAPPING
+        fenced = produce(client, "tx", pid, epoch + 1, version=version, sequence=0)
+        assert fenced.error_code == E.INVALID_PRODUCER_EPOCH
 
 
 # ---- real clients ---------------------------------------------------------------------------
@@ -346,3 +354,27 @@ def test_older_clients_keep_tv1_transactions_on_a_tv2_cluster(
     _transactions(client, broker.bootstrap_servers, topic)
     assert max(r.api_version for r in broker.requests(ApiKey.EndTxn)) <= 4
     assert broker.requests(ApiKey.AddPartitionsToTxn)
+
+
+# ---- the coordinator in-process: an exhausted epoch -----------------------------------------
+
+
+async def test_an_exhausted_epoch_hands_over_to_a_new_producer_id() -> None:
+    setup = Setup()
+    coordinator = setup.coordinator
+    pid, _ = setup.init()
+    coordinator.transactions["t"].producer_epoch = INT16_MAX - 1
+    last = INT16_MAX - 1
+    added = coordinator.add_partitions("t", pid, last, [("a", 0)], client_transaction_version=2)
+    assert added == E.NO_ERROR
+    ended = coordinator.end_txn_v2("t", pid, last, commit=True)
+    # as Kafka: the answer carries the prepared epoch; the markers are written with it
+    assert (ended.error, ended.producer_id, ended.producer_epoch) == (E.NO_ERROR, pid, INT16_MAX)
+    await settle(coordinator)
+    assert setup.recorder.markers == [("a", 0, pid, INT16_MAX, True)]
+    txn = coordinator.transactions["t"]
+    new_pid = txn.producer_id
+    assert (new_pid != pid, txn.producer_epoch, txn.last_producer_id) == (True, 0, pid)
+    retried = coordinator.end_txn_v2("t", pid, last, commit=True)  # a retry after the overflow
+    assert (retried.error, retried.producer_id, retried.producer_epoch) == (E.NO_ERROR, new_pid, 0)
+    assert coordinator.add_partitions("t", new_pid, 0, [("a", 1)], 2) == E.NO_ERROR
