@@ -148,9 +148,7 @@ def txn_offset_commit(
     return int(response.topics[0].partitions[0].error_code)
 
 
-def produce_txn(
-    client: WireClient, txn_id: str, pid: int, epoch: int, sequence: int = 0
-) -> Any:
+def produce_txn(client: WireClient, txn_id: str, pid: int, epoch: int, sequence: int = 0) -> Any:
     batch = build_batch(
         [(None, b"v", [], int(time.time() * 1000))],
         producer_id=pid,
