@@ -17,15 +17,18 @@ Transactional ids unused for `transactional.id.expiration.ms` are removed (a tom
 `transaction.remove.expired.transaction.cleanup.interval.ms`.
 
 Transactions V2 (KIP-890 part 2, `transaction.version` 2 finalized, see cluster/features.py):
-an EndTxn v5 (`end_txn_v2`) bumps the producer epoch when it prepares
-the commit or abort, so the markers carry the new epoch and the answer returns it; a retry with
-the previous epoch of the end that completed answers NO_ERROR with the current epoch, and an
-abort with no partition in the transaction still bumps the epoch (a produce may have been in
-flight). Partitions join a TV2 transaction implicitly: Produce v12+ and TxnOffsetCommit v5 call
+an EndTxn v5 (`end_txn_v2`) bumps the producer epoch when it prepares the commit or abort, so
+the markers carry the new epoch and the answer returns it; a retry with the previous epoch of
+an end that completed answers NO_ERROR with the current epoch, and an abort with no partition
+in the transaction still bumps the epoch (a produce may have been in flight). When the epoch
+is exhausted the completed transaction hands over to a new producer id at epoch 0 (Kafka's
+NextProducerId). The coordinator's own aborts (InitProducerId fencing an ongoing transaction,
+timeouts) follow the finalized version: under TV2 the abort bumps the fenced epoch once more.
+Partitions join a TV2 transaction implicitly: Produce v12+ and TxnOffsetCommit v5 call
 `add_partitions(..., client_transaction_version=2)`. Under TV1 a transactional produce is
 verified first (`verify_partitions`, Kafka's AddPartitionsToTxn VerifyOnly): a partition not in
-the ongoing transaction is refused with INVALID_TXN_STATE, so no hanging transaction is made.
-The stored records are TransactionLogValue v1 while `transaction.version` >= 1 is finalized.
+the transaction gets TRANSACTION_ABORTABLE, so no hanging transaction is made. The stored
+records are TransactionLogValue v1 while `transaction.version` >= 1 is finalized.
 
 After a restart `start()` reloads the last record of every transactional id: PrepareCommit and
 PrepareAbort write their markers again and complete, Ongoing transactions continue until their
