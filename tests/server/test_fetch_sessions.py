@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KafkaTopicPartition
 
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
@@ -336,3 +338,31 @@ def test_confluent_kafka_consumes_by_topic_id_without_sessions(kafka: KafkaBroke
     bodies = fetches_by_id(kafka)
     assert len(bodies) > 3
     assert {(b.session_id, b.session_epoch) for b in bodies} == {(0, -1)}
+
+
+def test_kafka_python_consumes_through_a_session_by_topic_name(kafka: KafkaBroker) -> None:
+    """kafka-python 3 fetches at v12 (topic names) in incremental fetch sessions."""
+    values = produce_records(kafka)
+    consumer = KafkaConsumer(
+        bootstrap_servers=kafka.bootstrap_servers,
+        max_partition_fetch_bytes=1024,
+        fetch_max_bytes=4096,
+        enable_auto_commit=False,
+    )
+    consumer.assign([KafkaTopicPartition(TOPIC, p) for p in range(3)])
+    consumer.seek_to_beginning()
+    got: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        while sum(map(len, got.values())) < RECORDS:
+            assert time.monotonic() < deadline, f"read {got} only"
+            for tp, records in consumer.poll(timeout_ms=500).items():
+                got[tp.partition].extend(record.value for record in records)
+    finally:
+        consumer.close()
+    assert got == values
+    fetches = kafka.requests(ApiKey.Fetch)
+    assert {f.api_version for f in fetches} == {12}
+    assert {t.topic for f in fetches for t in f.body.topics} == {TOPIC}
+    assert (fetches[0].body.session_id, fetches[0].body.session_epoch) == (0, 0)
+    assert sum(1 for f in fetches if f.body.session_id != 0 and f.body.session_epoch > 0) >= 2
