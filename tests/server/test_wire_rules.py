@@ -13,18 +13,6 @@ from minibroker.testing.threaded import ThreadedBroker
 from tests.wire import WireClient, encode_request, request_frame
 
 
-def test_api_versions_lists_the_registry_ranges(bootstrap: str) -> None:
-    with WireClient(bootstrap) as client:
-        for version in range(5):
-            response = client.call(ApiKey.ApiVersions, version)
-            assert response.error_code == ErrorCode.NO_ERROR
-            ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-            assert ranges[ApiKey.ApiVersions] == (0, 4)
-            assert ranges[ApiKey.Produce] == (0, 11)
-            assert ranges[ApiKey.Fetch] == (4, 12)
-            assert ranges[ApiKey.Metadata] == (0, 12)
-
-
 def test_unknown_api_versions_version_gets_a_v0_error_body(bootstrap: str) -> None:
     with WireClient(bootstrap) as client:
         client.send_raw(request_frame(ApiKey.ApiVersions, 9, 77, b"\x00\x00\x00"))
