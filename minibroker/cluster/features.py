@@ -157,6 +157,8 @@ class Features:
 
     def apply(self, updates: dict[str, int]) -> None:
         """Finalize the levels (all checked), bump the epoch and store them."""
+        if not updates:
+            return
         for feature, level in updates.items():
             if level == 0:
                 self.finalized.pop(feature, None)
