@@ -378,3 +378,34 @@ async def test_an_exhausted_epoch_hands_over_to_a_new_producer_id() -> None:
     retried = coordinator.end_txn_v2("t", pid, last, commit=True)  # a retry after the overflow
     assert (retried.error, retried.producer_id, retried.producer_epoch) == (E.NO_ERROR, new_pid, 0)
     assert coordinator.add_partitions("t", new_pid, 0, [("a", 1)], 2) == E.NO_ERROR
+
+
+@pytest.mark.clients
+def test_java_4_3_sends_offsets_to_a_tv2_transaction_without_add_offsets(
+    broker: KafkaBroker,
+) -> None:
+    bootstrap = broker.bootstrap_servers
+    names = {"input": "in", "output": "out", "group": "eos", "transactional_id": "eos-tid"}
+    broker.create_topic("in", partitions=1)
+    broker.create_topic("out", partitions=1)
+    for i in range(6):
+        broker.produce("in", f"in-{i}".encode(), partition=0)
+    broker.clear_requests()
+    result = run_ok(
+        "java-4.3",
+        {
+            "op": "transform",
+            "bootstrap": bootstrap,
+            "batch": 3,
+            "count": 6,
+            "instance_id": "eos-1",
+            "timeout_ms": 40_000,
+            **names,
+        },
+    )
+    assert (result["crashed"], result["committed"]) == (False, 6)
+    assert broker.committed_offsets("eos") == {("in", 0): 6}
+    assert {r.api_version for r in broker.requests(ApiKey.TxnOffsetCommit)} == {5}
+    assert broker.requests(ApiKey.AddOffsetsToTxn) == []
+    assert broker.requests(ApiKey.AddPartitionsToTxn) == []
+    assert {r.api_version for r in broker.requests(ApiKey.EndTxn)} == {5}
