@@ -155,6 +155,35 @@ def test_an_abort_with_nothing_in_the_transaction_still_bumps_the_epoch(
         assert (committed.error_code, committed.producer_id) == (E.INVALID_TXN_STATE, -1)
 
 
+def test_fencing_an_ongoing_tv2_transaction_bumps_twice(broker: KafkaBroker) -> None:
+    """InitProducerId fences (epoch + 1) and the coordinator's abort follows the finalized TV2
+    (epoch + 2, the markers' epoch); the retried InitProducerId bumps once more."""
+    bootstrap = broker.bootstrap_servers
+    with WireClient(bootstrap) as client:
+        pid, epoch = init(client, "zombie")
+        assert produce(client, "zombie", pid, epoch).error_code == E.NO_ERROR
+        fencing = client.call(
+            ApiKey.InitProducerId,
+            5,
+            transactional_id="zombie",
+            transaction_timeout_ms=60_000,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+        assert fencing.error_code == E.CONCURRENT_TRANSACTIONS
+        wait_for(lambda: state_of(bootstrap, "zombie") == "CompleteAbort", "the abort")
+        assert describe_txn(bootstrap, "zombie").producer_epoch == epoch + 2
+        assert init(client, "zombie") == (pid, epoch + 3)
+        batches = headers(fetch(bootstrap, "t", 0, READ_UNCOMMITTED).records)
+        assert [(b.is_control, b.producer_epoch) for b in batches] == [
+            (False, epoch),
+            (True, epoch + 2),
+        ]
+        assert produce(client, "zombie", pid, epoch, sequence=1).error_code == (
+            E.INVALID_PRODUCER_EPOCH
+        )
+
+
 def test_txn_offset_commit_v5_adds_the_offsets_partition(broker: KafkaBroker) -> None:
     bootstrap = broker.bootstrap_servers
     with WireClient(bootstrap) as client:
