@@ -38,6 +38,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from minibroker.config import ConfigError
 from minibroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -98,10 +99,14 @@ class Features:
             stored = json.loads(path.read_text())
             finalized = {str(k): int(v) for k, v in stored["finalized"].items()}
             return cls(finalized, int(stored["epoch"]), path, node_id)
-        finalized = {
-            METADATA_VERSION: METADATA_VERSION_4_3_IV0,
-            TRANSACTION_VERSION: config.get_int(TRANSACTION_VERSION_SETTING),
-        }
+        level = config.get_int(TRANSACTION_VERSION_SETTING)
+        low, high = SUPPORTED[TRANSACTION_VERSION]
+        if not low <= level <= high:
+            raise ConfigError(
+                f"{TRANSACTION_VERSION_SETTING}={level}: {TRANSACTION_VERSION} supports "
+                f"levels {low}-{high}"
+            )
+        finalized = {METADATA_VERSION: METADATA_VERSION_4_3_IV0, TRANSACTION_VERSION: level}
         return cls(finalized, 1, path, node_id)
 
     def level(self, feature: str) -> int:

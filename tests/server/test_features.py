@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from minibroker.config import ConfigError
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.testing import KafkaBroker
@@ -102,6 +103,11 @@ def test_the_setting_chooses_tv1(tmp_path: Path, level: int) -> None:
         response = api_versions(running.bootstrap_servers)
     expected = {"metadata.version": 30} | ({"transaction.version": 1} if level else {})
     assert finalized(response) == expected
+
+
+def test_a_setting_outside_the_supported_levels_is_refused_at_start() -> None:
+    with pytest.raises(ConfigError, match="transaction.version supports levels 0-2"):
+        KafkaBroker(storage="memory", config={"minibroker.transaction.version": 3}).start()
 
 
 # ---- UpdateFeatures -------------------------------------------------------------------------
