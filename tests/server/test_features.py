@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka import KafkaAdminClient
+from kafka.errors import InvalidUpdateVersionError
 
 from minibroker.config import ConfigError
 from minibroker.protocol.api_keys import ApiKey
@@ -320,3 +322,27 @@ def test_real_clients_pass_the_software_name_check(broker: KafkaBroker, client: 
         if request.api_version >= 3:  # kafkajs and aiokafka send older versions
             names = (request.body.client_software_name, request.body.client_software_version)
             assert all(SOFTWARE_NAME.fullmatch(name) for name in names), names
+
+
+# ---- a real admin client ---------------------------------------------------------------------
+
+
+@pytest.mark.clients
+def test_kafka_python_3_describes_and_updates_features(broker: KafkaBroker) -> None:
+    """kafka-python 3's KafkaAdminClient, as `kafka-features describe/downgrade` would."""
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        described = admin.describe_features()
+        assert described["transaction.version"] == {
+            "supported": (0, 2),
+            "finalized": (2, 2),
+            "finalized_epoch": 1,
+        }
+        assert described["group.version"] == {"supported": (0, 0)}
+        downgrade = {"transaction.version": ("SAFE_DOWNGRADE", 1)}
+        assert admin.update_features(downgrade) == {"transaction.version": "OK"}
+        assert admin.describe_features()["transaction.version"]["finalized"] == (1, 1)
+        with pytest.raises(InvalidUpdateVersionError, match="only supports versions 0-2"):
+            admin.update_features({"transaction.version": 3})
+    finally:
+        admin.close()
