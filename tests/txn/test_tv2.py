@@ -438,3 +438,23 @@ def test_java_4_3_sends_offsets_to_a_tv2_transaction_without_add_offsets(
     assert broker.requests(ApiKey.AddOffsetsToTxn) == []
     assert broker.requests(ApiKey.AddPartitionsToTxn) == []
     assert {r.api_version for r in broker.requests(ApiKey.EndTxn)} == {5}
+
+
+@pytest.mark.clients
+def test_update_features_switches_java_4_3_back_to_tv1(broker: KafkaBroker) -> None:
+    with WireClient(broker.bootstrap_servers) as client:
+        downgraded = client.call(
+            ApiKey.UpdateFeatures,
+            2,
+            timeout_ms=5000,
+            feature_updates=[
+                {"feature": "transaction.version", "max_version_level": 1, "upgrade_type": 2}
+            ],
+            validate_only=False,
+        )
+    assert downgraded.error_code == E.NO_ERROR
+    broker.create_topic("java", partitions=1)
+    broker.clear_requests()
+    _transactions("java-4.3", broker.bootstrap_servers, "java")
+    assert max(r.api_version for r in broker.requests(ApiKey.EndTxn)) <= 4
+    assert broker.requests(ApiKey.AddPartitionsToTxn)
