@@ -22,6 +22,7 @@ from typing import Any
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.varint import encode_uvarint
 
 FIRST_FLEXIBLE_VERSION = 12
 FIRST_TOPIC_ID_VERSION = 13
@@ -75,15 +76,6 @@ class NodeEndpoint:
     rack: str | None = None
 
 
-def _unsigned_varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 class _Writer:
     """Fields into the current bytes part; records become parts of their own."""
 
@@ -96,7 +88,7 @@ class _Writer:
 
     def array_length(self, length: int | None) -> None:
         if self.flexible:
-            self.current += _unsigned_varint(0 if length is None else length + 1)
+            self.current += encode_uvarint(0 if length is None else length + 1)
         else:
             self.current += _INT32.pack(-1 if length is None else length)
 
@@ -104,7 +96,7 @@ class _Writer:
         encoded = b"" if value is None else value.encode()
         length = None if value is None else len(encoded)
         if self.flexible:
-            self.current += _unsigned_varint(0 if length is None else length + 1)
+            self.current += encode_uvarint(0 if length is None else length + 1)
         else:
             self.current += struct.pack(">h", -1 if length is None else length)
         self.current += encoded
@@ -155,7 +147,7 @@ def encode_fetch_response(
             _partition(writer, partition)
         writer.tagged_fields()
     if version >= FIRST_NODE_ENDPOINTS_VERSION and node_endpoints:
-        writer.current += b"\x01" + _unsigned_varint(_NODE_ENDPOINTS_TAG)
+        writer.current += b"\x01" + encode_uvarint(_NODE_ENDPOINTS_TAG)
         writer.current += _tagged_value(_node_endpoints(node_endpoints))
     else:
         writer.tagged_fields()
@@ -169,7 +161,7 @@ def encode_fetch_response(
 
 
 def _tagged_value(data: bytes) -> bytes:
-    return _unsigned_varint(len(data)) + data
+    return encode_uvarint(len(data)) + data
 
 
 def _node_endpoints(endpoints: Sequence[NodeEndpoint]) -> bytes:
@@ -203,7 +195,7 @@ def _partition(writer: _Writer, partition: FetchedPartition) -> None:
     writer.records(partition.records)
     if writer.flexible and partition.current_leader is not None:
         leader = _LEADER.pack(*partition.current_leader) + _NO_TAGGED_FIELDS
-        writer.current += b"\x01" + _unsigned_varint(_CURRENT_LEADER_TAG) + _tagged_value(leader)
+        writer.current += b"\x01" + encode_uvarint(_CURRENT_LEADER_TAG) + _tagged_value(leader)
     else:
         writer.tagged_fields()
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from minibroker.protocol.varint import encode_uvarint
+
 FIRST_VERSION = 3
 LAST_VERSION = 13
 _FIRST_FLEXIBLE_VERSION = 9
@@ -88,14 +90,16 @@ class _Writer:
 
     def length(self, count: int) -> None:
         """An array count (never null here)."""
-        self.parts.append(_uvarint(count + 1) if self.flexible else _INT32.pack(count))
+        self.parts.append(encode_uvarint(count + 1) if self.flexible else _INT32.pack(count))
 
     def string(self, text: str | None) -> None:
         if text is None:
             self.parts.append(b"\x00" if self.flexible else _INT16.pack(-1))
             return
         data = text.encode()
-        self.parts.append(_uvarint(len(data) + 1) if self.flexible else _INT16.pack(len(data)))
+        self.parts.append(
+            encode_uvarint(len(data) + 1) if self.flexible else _INT16.pack(len(data))
+        )
         self.parts.append(data)
 
     def end_struct(self) -> None:
@@ -106,12 +110,3 @@ class _Writer:
 def _untagged(struct_value: Any) -> None:
     if struct_value.tags or struct_value.unknown_tags:
         raise _HasTags
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)

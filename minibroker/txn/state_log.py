@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from minibroker.cluster.state import Cluster, Partition, Topic, TopicError
 from minibroker.groups.records import partition_for
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.varint import encode_uvarint
 from minibroker.records.batch import BatchHeader, split_batches
 from minibroker.records.records import CorruptRecordsError, build_batch, iter_records
 from minibroker.txn.state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TxnState, TxnTransit
@@ -61,15 +62,6 @@ def encode_key(transactional_id: str) -> bytes:
     return _INT16.pack(KEY_VERSION) + _string(transactional_id)
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 class _Writer:
     def __init__(self, flexible: bool) -> None:
         self.flexible = flexible
@@ -77,7 +69,7 @@ class _Writer:
 
     def length(self, count: int, classic: struct.Struct) -> None:
         """An array or string length; -1 for null."""
-        self.parts.append(_uvarint(count + 1) if self.flexible else classic.pack(count))
+        self.parts.append(encode_uvarint(count + 1) if self.flexible else classic.pack(count))
 
     def string(self, value: str) -> None:
         encoded = value.encode()
@@ -87,9 +79,9 @@ class _Writer:
     def tagged_fields(self, fields: dict[int, bytes]) -> None:
         if not self.flexible:
             return
-        self.parts.append(_uvarint(len(fields)))
+        self.parts.append(encode_uvarint(len(fields)))
         for tag, data in sorted(fields.items()):
-            self.parts.append(_uvarint(tag) + _uvarint(len(data)) + data)
+            self.parts.append(encode_uvarint(tag) + encode_uvarint(len(data)) + data)
 
 
 def encode_value(transit: TxnTransit, version: int = VALUE_VERSION) -> bytes:
