@@ -121,12 +121,16 @@ def defer_package_init(name: str) -> None:
 
 
 def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
-    """uvloop when it is installed (the `fast` extra), asyncio's own loop otherwise."""
+    """uvloop when it is installed (a default dependency where it builds), asyncio's own loop
+    otherwise; one INFO line says which."""
+    log = logging.getLogger(__name__)
     try:
         import uvloop
     except ImportError:
+        log.info("event loop: asyncio (uvloop is not installed)")
         asyncio.run(main)
     else:
+        log.info("event loop: uvloop %s", uvloop.__version__)
         uvloop.run(main)
 
 
