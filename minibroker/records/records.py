@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from minibroker.records.accel import native_scan
 from minibroker.records.batch import (
     ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,
@@ -139,6 +140,19 @@ def encode_varint(value: int) -> bytes:
 
 
 def scan_records(
+    buf: Buffer, pos: int, end: int, count: int, *, max_offset_delta: int | None = None
+) -> RecordsSummary:
+    """`scan_records_in_python`, by the C accelerator when it is built (see accel.py): it
+    answers for records the pure scan accepts and leaves everything else, every error
+    included, to the pure scan."""
+    if native_scan is not None:
+        summary = native_scan(buf, pos, end, count, max_offset_delta)
+        if summary is not None:
+            return RecordsSummary(*summary)
+    return scan_records_in_python(buf, pos, end, count, max_offset_delta=max_offset_delta)
+
+
+def scan_records_in_python(
     buf: Buffer, pos: int, end: int, count: int, *, max_offset_delta: int | None = None
 ) -> RecordsSummary:
     """Walk `count` records in `buf[pos:end]` without decoding them into objects.

@@ -1,0 +1,44 @@
+"""Which implementation of the produce path's record walk runs: the C accelerator
+(`minibroker.records._accel`, built by `pip install` when a compiler is there) or the
+pure-Python code in records.py, which is the reference and the fallback.
+
+MINIBROKER_PURE_PYTHON=1 (any value but "" and "0") forces the pure path; it is read once, at
+import.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TypeAlias
+
+from minibroker.records.batch import Buffer
+
+PURE_PYTHON_ENV = "MINIBROKER_PURE_PYTHON"
+NATIVE = "native"
+PURE_PYTHON = "pure-python"
+
+ScanFunction: TypeAlias = Callable[
+    [Buffer, int, int, int, "int | None"], "tuple[int, int, int] | None"
+]
+"""scan(buf, pos, end, count, max_offset_delta): (min timestamp delta, max timestamp delta,
+null keys) of records the pure scan accepts, None for anything else (the pure scan then
+answers, errors included)."""
+
+
+def _load_scan() -> ScanFunction | None:
+    if os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0"):
+        return None
+    try:
+        from minibroker.records._accel import scan
+    except ImportError:
+        return None
+    return scan
+
+
+native_scan = _load_scan()
+
+
+def active_path() -> str:
+    """ "native" when the C accelerator runs, else "pure-python"."""
+    return PURE_PYTHON if native_scan is None else NATIVE
