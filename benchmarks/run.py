@@ -19,6 +19,7 @@ from benchmarks.brokers import RunningBroker, start_minibroker, start_mock
 from benchmarks.procstat import wait_until_idle
 from benchmarks.report import markdown_table, spread_text, write_chart, write_json
 from benchmarks.stats import Spread, ratio
+from minibroker.records.accel import active_path
 
 SCENARIOS = ("P1", "F1", "L1", "P2", "S1", "M1", "SPARK")
 MB = 1e6
@@ -156,6 +157,9 @@ def s1(runs: int) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"date": datetime.date.today().isoformat(), "machine": machine()}
+    # the broker child inherits this environment (MINIBROKER_PURE_PYTHON), so the same path
+    results["produce_path"] = active_path()
+    print(f"minibroker produce path: {results['produce_path']}", flush=True)
     chosen = set(args.only.split(",")) if args.only else set(SCENARIOS)
     with tempfile.TemporaryDirectory() as tmp:
         mini = start_minibroker(Path(tmp) / "data")
