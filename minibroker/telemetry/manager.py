@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from crc32c import crc32c
+from crc32c._crc32c import crc32c  # the C function: the package __init__ reads metadata
 
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.compression import CompressionError, decompress
