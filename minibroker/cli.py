@@ -126,11 +126,12 @@ def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
     log = logging.getLogger(__name__)
     try:
         import uvloop
+        from uvloop._version import __version__ as uvloop_version
     except ImportError:
         log.info("event loop: asyncio (uvloop is not installed)")
         asyncio.run(main)
     else:
-        log.info("event loop: uvloop %s", uvloop.__version__)
+        log.info("event loop: uvloop %s", uvloop_version)
         uvloop.run(main)
 
 
