@@ -32,7 +32,10 @@ def _plain(body: Any) -> Any:
         body.transactional_id,
         body.acks,
         body.timeout_ms,
-        [
+        # a corrupted flexible frame may decode to a null array (compact length 0)
+        None
+        if body.topic_data is None
+        else [
             (
                 type(topic),
                 topic._version,
@@ -40,7 +43,9 @@ def _plain(body: Any) -> Any:
                 topic.unknown_tags,
                 topic.name,
                 topic.topic_id,
-                [
+                None
+                if topic.partition_data is None
+                else [
                     (
                         type(p),
                         p._version,
