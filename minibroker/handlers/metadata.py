@@ -7,7 +7,10 @@ leader epoch) and the controller is the lowest live node id. Topic ids are stabl
 UUIDs kept in `partition.metadata`. Unknown topics are created with `num.partitions` when
 `auto.create.topics.enable` is true and the request allows it (v4+; always allowed before),
 otherwise UNKNOWN_TOPIC_OR_PARTITION; illegal names get INVALID_TOPIC_EXCEPTION. Topics
-requested by id only (v12) that we don't know get UNKNOWN_TOPIC_ID.
+requested by id only (v12+) that we don't know get UNKNOWN_TOPIC_ID. At v10-11, which carry
+the id field but not yet its meaning, a topic with a null name or a non-zero id makes the
+whole request invalid, as Kafka's KafkaApis refuses it: every listed topic answers
+INVALID_REQUEST, with no brokers.
 
 Version notes: the topic list means "all topics" when it is empty at v0 and when it is null
 at v1+; an empty list at v1+ means none. v8+ report authorized operations when asked
@@ -124,8 +127,34 @@ def broker_entries(ctx: RequestContext) -> list[Any]:
     return entries
 
 
+def _ids_before_v12(ctx: RequestContext, request: Any) -> bool:
+    return 10 <= ctx.api_version < 12 and any(
+        wanted.name is None or wanted.topic_id not in (None, _NULL_TOPIC_ID)
+        for wanted in request.topics
+    )
+
+
+def _invalid_request(ctx: RequestContext, request: Any) -> Any:
+    return new_response(
+        ApiKey.Metadata,
+        ctx.api_version,
+        throttle_time_ms=0,
+        brokers=[],
+        cluster_id=None,
+        controller_id=-1,
+        topics=[
+            _error_entry(wanted.name or "", wanted.topic_id, ErrorCode.INVALID_REQUEST)
+            for wanted in request.topics
+        ],
+        authorized_operations=None,
+        error_code=ErrorCode.INVALID_REQUEST,
+    )
+
+
 @handles(ApiKey.Metadata, 0, 13)
 async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
+    if not _wants_all_topics(ctx, request) and _ids_before_v12(ctx, request):
+        return _invalid_request(ctx, request)
     if _wants_all_topics(ctx, request):
         topics = [_topic_entry(ctx, request, topic) for topic in ctx.broker.cluster.topics.values()]
     else:

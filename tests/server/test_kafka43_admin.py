@@ -55,6 +55,44 @@ def test_metadata_v13_answers_a_top_level_error_code(
     )
 
 
+@pytest.mark.parametrize("version", [10, 11])
+def test_metadata_v10_v11_refuse_topics_by_id_or_without_a_name(
+    kafka_broker: KafkaCluster, client: WireClient, version: int
+) -> None:
+    kafka_broker.create_topic("md-ids", partitions=1)
+    known_id = topic_id(kafka_broker, "md-ids")
+    for wanted in ({"name": "md-ids", "topic_id": known_id}, {"name": None, "topic_id": None}):
+        response = client.call(
+            ApiKey.Metadata,
+            version,
+            topics=[wanted, {"name": "other", "topic_id": None}],
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+        assert response.brokers == []
+        assert [(t.name, t.error_code) for t in response.topics] == [
+            (wanted["name"] or "", ErrorCode.INVALID_REQUEST),
+            ("other", ErrorCode.INVALID_REQUEST),
+        ]
+
+
+def test_metadata_v12_finds_a_topic_by_id(kafka_broker: KafkaCluster, client: WireClient) -> None:
+    kafka_broker.create_topic("md-v12", partitions=3)
+    response = client.call(
+        ApiKey.Metadata,
+        12,
+        topics=[{"name": None, "topic_id": topic_id(kafka_broker, "md-v12")}],
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+    [topic] = response.topics
+    assert (topic.error_code, topic.name, len(topic.partitions)) == (
+        ErrorCode.NO_ERROR,
+        "md-v12",
+        3,
+    )
+
+
 # -- DescribeGroups v6 ---------------------------------------------------------------------------
 
 
