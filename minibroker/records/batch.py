@@ -8,8 +8,7 @@ The CRC covers everything from `attributes` to the end of the batch, so the log 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from typing import Self, TypeAlias
+from typing import NamedTuple, Self, TypeAlias
 
 try:
     # The C function itself: the package's __init__ also reads its own version through
@@ -78,8 +77,10 @@ Buffer: TypeAlias = bytes | bytearray | memoryview
 WritableBuffer: TypeAlias = bytearray | memoryview
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
+class BatchHeader(NamedTuple):
+    """A batch header's fields in wire order (a named tuple: parsing one is on the produce
+    path, and building a frozen dataclass of 13 fields cost four times as much)."""
+
     base_offset: int
     batch_length: int
     partition_leader_epoch: int
@@ -97,7 +98,7 @@ class BatchHeader:
     @classmethod
     def parse(cls, buf: Buffer, pos: int = 0) -> Self:
         """Unpack the header at `pos`; `struct.error` if fewer than 61 bytes remain."""
-        return cls(*HEADER_STRUCT.unpack_from(buf, pos))
+        return cls._make(HEADER_STRUCT.unpack_from(buf, pos))
 
     @property
     def compression(self) -> int:
