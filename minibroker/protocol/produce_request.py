@@ -109,6 +109,10 @@ class _Reader:
         return acks, timeout_ms
 
     def _uvarint(self) -> int:
+        byte = self.frame[self.pos]
+        if byte < 0x80:  # nearly every length, count and tag count in a Produce request
+            self.pos += 1
+            return byte
         value = 0
         for shift in range(0, 35, 7):
             byte = self.frame[self.pos]
