@@ -27,6 +27,9 @@ TOPIC_CONFIGS_FILE = "minibroker-topic-configs.json"
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+# Topics whose partition directories are created when first used (log/lazy.py), all but the
+# last: its directory tells a restarted broker the partition count and the topic id.
+LAZY_TOPICS = frozenset({"__consumer_offsets"})
 
 
 class TopicError(Exception):
@@ -124,10 +127,21 @@ class Cluster:
         for name, logs in by_topic.items():
             logs.sort(key=lambda plog: plog.partition)
             topic = Topic(name, _known_topic_id(logs), [], stored_configs.get(name, {}))
+            if name in LAZY_TOPICS:
+                logs = self._with_uncreated(topic, logs)
             topic.partitions = [Partition(name, plog.partition, plog) for plog in logs]
             self._register(topic)
         for topic in self.topics.values():
             self._apply_log_config(topic)
+
+    def _with_uncreated(self, topic: Topic, logs: list[PartitionLog]) -> list[PartitionLog]:
+        """The logs found, and lazy ones for the partitions below the last never used."""
+        found = {plog.partition: plog for plog in logs}
+        config = self.log_config(topic)
+        return [
+            found.get(index) or self.logs.create_lazily(topic.name, index, topic.topic_id, config)
+            for index in range(max(found) + 1)
+        ]
 
     def _register(self, topic: Topic) -> None:
         self.topics[topic.name] = topic
@@ -149,10 +163,15 @@ class Cluster:
         self.check_new_topic(name, num_partitions, configs or {})
         topic = Topic(name, uuid.uuid4(), [], dict(configs or {}))
         log_config = self.log_config(topic)
+        create = self.logs.create_lazily if name in LAZY_TOPICS else self.logs.create
         topic.partitions = [
-            Partition(name, index, self.logs.create(name, index, topic.topic_id, log_config))
-            for index in range(num_partitions)
+            Partition(name, index, create(name, index, topic.topic_id, log_config))
+            for index in range(num_partitions - 1)
         ]
+        last = num_partitions - 1
+        topic.partitions.append(
+            Partition(name, last, self.logs.create(name, last, topic.topic_id, log_config))
+        )
         self._register(topic)
         self._write_topic_configs()
         return topic

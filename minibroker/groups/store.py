@@ -28,6 +28,7 @@ from minibroker.groups.records import (
     decode_offset_value,
     partition_for,
 )
+from minibroker.log.lazy import is_created
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.batch import (
     NO_PRODUCER_EPOCH,
@@ -157,6 +158,8 @@ class OffsetsTopic:
         if topic is None:
             return
         for partition in topic.partitions:
+            if not is_created(partition.log):
+                continue  # never used: empty
             for item in _partition_records(partition):
                 if isinstance(item, LoadedTxnMarker):
                     yield item

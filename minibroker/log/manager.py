@@ -31,6 +31,7 @@ from .checkpoints import (
 )
 from .cleaner import clean_log
 from .config import LogConfig
+from .lazy import LazyPartitionLog
 from .memory import MemoryPartitionLog
 from .offline import OfflinePartitionLog
 from .partition import FilePartitionLog, parse_partition_directory_name, partition_directory_name
@@ -187,6 +188,15 @@ class LogManager:
             log = FilePartitionLog.create(directory, topic, partition, topic_id, config, self.pool)
         self._logs[(topic, partition)] = self._watch(log)
         return log
+
+    def create_lazily(
+        self, topic: str, partition: int, topic_id: uuid.UUID, config: LogConfig
+    ) -> PartitionLog:
+        """The partition's log, its directory created when the log is first used (lazy.py);
+        in memory, or if it exists already, what `create` returns."""
+        if self.data_dir is None or (topic, partition) in self._logs:
+            return self.create(topic, partition, topic_id, config)
+        return LazyPartitionLog(topic, partition, topic_id, config, self.create)
 
     def _watch(self, log: SegmentedLog) -> SegmentedLog:
         """DeleteRecords and truncation must survive a restart: checkpoint them at once."""

@@ -28,6 +28,7 @@ from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig, Listener, new_cluster_id
 from minibroker.groups import GroupCoordinator
 from minibroker.log.checkpoints import META_PROPERTIES, read_properties
+from minibroker.log.lazy import is_created
 from minibroker.log.manager import LogManager
 from minibroker.security.credentials import ScramCredentials
 from minibroker.server.connection import BrokerConnection
@@ -129,7 +130,8 @@ class Broker:
     async def start(self) -> None:
         if self.owns_state:
             self.cluster.load()
-            self.producers.rebuild(self.cluster.partitions())
+            # Partitions never used (lazy.py) are empty: no producer state to rebuild.
+            self.producers.rebuild(p for p in self.cluster.partitions() if is_created(p.log))
             self.groups.start()
             self.transactions.start()
             loop = asyncio.get_running_loop()
