@@ -1,0 +1,71 @@
+"""Broker CPU per Produce request: `minibroker serve` on disk, confluent-kafka `produce_batch`
+of 1 KiB values in 64 KiB batches (one partition, acks=1, uncompressed), as P1 drives it.
+
+CPU is the broker process's user + system seconds over the measured produce (not wall time,
+so a busy host matters less); requests are counted as the batches the log gained (one batch
+per request with one partition). Runs the produce path this environment selects: set
+MINIBROKER_PURE_PYTHON=1 for the pure-Python path.
+
+    python -m benchmarks.produce_cpu [--messages 300000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+from pathlib import Path
+
+from benchmarks.brokers import RunningBroker, start_minibroker
+from benchmarks.produce import ProduceConfig, new_topic, produce_messages, producer_settings
+from minibroker.records.accel import active_path
+from minibroker.records.batch import batch_size_at
+
+CONFIG = ProduceConfig(64 << 10, "1", "none")
+WARM_UP_MESSAGES = 20_000
+
+
+def batches_in_log(data_dir: Path, topic: str) -> int:
+    """How many batches the partition's segments hold."""
+    count = 0
+    for segment in sorted(data_dir.rglob(f"{topic}-0/*.log")):
+        data = segment.read_bytes()
+        pos = 0
+        while (size := batch_size_at(data, pos)) is not None and pos + size <= len(data):
+            count += 1
+            pos += size
+    return count
+
+
+def cpu_per_request(broker: RunningBroker, data_dir: Path, messages: int) -> float:
+    """Broker CPU microseconds per Produce request over `messages` values to a fresh topic."""
+    topic = new_topic(broker)
+    settings = producer_settings(broker, CONFIG)
+    produce_messages(broker, topic, settings, WARM_UP_MESSAGES)
+    before = batches_in_log(data_dir, topic)
+    result = produce_messages(broker, topic, settings, messages)
+    requests = batches_in_log(data_dir, topic) - before
+    return result.broker_cpu_seconds / requests * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--messages", type=int, default=300_000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    print(f"minibroker produce path: {active_path()}", flush=True)
+    figures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        data_dir = Path(tmp)
+        broker = start_minibroker(data_dir)
+        try:
+            for _ in range(args.runs):
+                figures.append(cpu_per_request(broker, data_dir, args.messages))
+                print(f"  {figures[-1]:.0f} us broker CPU per 64 KiB Produce request", flush=True)
+        finally:
+            broker.stop()
+    print(f"median {statistics.median(figures):.0f} us ({min(figures):.0f}-{max(figures):.0f})")
+
+
+if __name__ == "__main__":
+    main()
