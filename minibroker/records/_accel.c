@@ -156,8 +156,9 @@ static PyObject *scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_NONE;
     }
     Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) { /* not contiguous bytes */
+        PyErr_Clear();
+        Py_RETURN_NONE;
     }
     Region region = {(const uint8_t *)view.buf, end < view.len ? end : view.len};
     int64_t min_delta = INT64_MAX, max_delta = INT64_MIN, null_keys = 0;
@@ -189,6 +190,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "minibroker.records._accel",
     "The produce path's record walk in C; records.py is the reference.", -1, methods,
+    NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__accel(void) { return PyModule_Create(&module_def); }

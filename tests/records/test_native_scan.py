@@ -164,6 +164,7 @@ def test_out_of_range_arguments_leave_the_answer_to_python() -> None:
     assert native.scan(body, 0, len(body), 2**70, None) is None
     assert native.scan(body, 0, len(body), 1, 2**70) is None
     assert native.scan(body, 0, len(body) + 1, 1, None) is None
+    assert native.scan(memoryview(body + body)[::2], 0, len(body), 1, None) is None
     assert native.scan(body, 0, len(body), 1, None) == (0, 0, 1)
 
 
