@@ -175,6 +175,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
         task.add_done_callback(self._write_ready_responses)
 
     def _write_ready_responses(self, _: object) -> None:
+        """Write the answers ready at the head of the queue, together (one send for all)."""
+        ready: list[bytearray | EncodedFrame] = []
         while self._in_flight and self._in_flight[0][0].done():
             task, frame = self._in_flight.popleft()
             self._broker.quotas.release_request_bytes(len(frame))
@@ -182,18 +184,24 @@ class BrokerConnection(asyncio.BufferedProtocol):
                 continue
             exc = task.exception()
             if exc is not None:
-                reason = str(exc) if isinstance(exc, MalformedRequest) else repr(exc)
-                self.abort(reason)
+                self._write(ready)
+                self.abort(str(exc) if isinstance(exc, MalformedRequest) else repr(exc))
                 return
             self._decoder.recycle(frame)
             response = task.result()
-            if response is not None and self._writer is not None and not self._closed:
-                self._writer.write(response)
-                self._last_active = time.monotonic()
+            if response is not None:
+                ready.append(response)
             if self._authenticator is not None and self._authenticator.failed:
+                self._write(ready)
                 self._close_after_failed_authentication()
                 return
+        self._write(ready)
         self._start_buffered_frames()
+
+    def _write(self, responses: list[bytearray | EncodedFrame]) -> None:
+        if responses and self._writer is not None and not self._closed:
+            self._writer.write(responses)
+            self._last_active = time.monotonic()
 
     def _close_after_failed_authentication(self) -> None:
         """Kafka closes a connection whose authentication failed after its answer and

@@ -61,12 +61,13 @@ class ResponseWriter:
         """Frames not yet wholly handed to the transport."""
         return len(self._frames)
 
-    def write(self, frame: bytearray | EncodedFrame) -> None:
-        if self._closed:
-            _release(frame.parts if isinstance(frame, EncodedFrame) else [])
-            return
-        parts = frame.parts if isinstance(frame, EncodedFrame) else [frame]
-        self._frames.append(deque(parts))
+    def write(self, frames: list[bytearray | EncodedFrame]) -> None:
+        """Queue the frames (answers that became ready together) and write what may be."""
+        for frame in frames:
+            if self._closed:
+                _release(frame.parts if isinstance(frame, EncodedFrame) else [])
+                continue
+            self._frames.append(deque(frame.parts if isinstance(frame, EncodedFrame) else [frame]))
         self._pump()
 
     def pause(self) -> None:
@@ -83,23 +84,44 @@ class ResponseWriter:
             _release(self._frames.popleft())
 
     def _pump(self) -> None:
+        """Hand queued parts to the transport: consecutive bytes parts in one write (one
+        send for many small answers), up to the high-water mark between pause checks."""
+        written = False
+        batch: list[bytes | bytearray] = []
+        batch_bytes = 0
         try:
             while self._frames and not self._paused and not self._closed:
                 parts = self._frames[0]
-                if parts:
-                    self._write_part(parts)
-                else:
+                if not parts:
                     self._frames.popleft()
-                    self._on_frame_written()
+                    written = True
+                elif isinstance(parts[0], FileRegion):
+                    self._flush(batch)
+                    batch_bytes = 0
+                    self._write_region(parts, parts[0])
+                else:
+                    part = parts.popleft()
+                    batch.append(part)  # type: ignore[arg-type]
+                    batch_bytes += len(part)
+                    if batch_bytes >= HIGH_WATER:
+                        self._flush(batch)
+                        batch_bytes = 0
+            self._flush(batch)
         except OSError as exc:  # the peer went away, or a segment file failed
             self._on_error(f"writing a response failed: {exc}")
+            return
+        if written:
+            self._on_frame_written()
 
-    def _write_part(self, parts: deque[bytes | bytearray | Sized]) -> None:
-        part = parts[0]
-        if not isinstance(part, FileRegion):
-            parts.popleft()
-            self._transport.write(part)  # type: ignore[arg-type]
-        elif part.remaining == 0:
+    def _flush(self, batch: list[bytes | bytearray]) -> None:
+        if len(batch) == 1:
+            self._transport.write(batch[0])
+        elif batch:
+            self._transport.writelines(batch)
+        batch.clear()
+
+    def _write_region(self, parts: deque[bytes | bytearray | Sized], part: FileRegion) -> None:
+        if part.remaining == 0:
             parts.popleft()
             part.close()
         elif not self._sendfile(part):

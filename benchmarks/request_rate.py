@@ -1,0 +1,128 @@
+"""R1: the broker's cost per small request. One raw connection sends single-message Produce
+requests (acks=1, 100-byte value, Produce v9: what librdkafka sends at linger 0), keeping
+`--window` of them in flight, for `--seconds`; reports requests per second and the broker
+process's CPU microseconds per request (its /proc utime + stime over the run), which is what
+to compare on a shared host. The client is a socket loop sending one pre-encoded frame
+again and again, so nearly all the CPU it measures is the broker's.
+
+    python -m benchmarks.request_rate [--window 64] [--seconds 5] [--bootstrap HOST:PORT]
+
+Without --bootstrap it starts `minibroker serve` on disk (a topic `r1` is created); with it,
+it drives a broker already running (e.g. under a profiler) and reports requests/s only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import socket
+import struct
+import tempfile
+import time
+from pathlib import Path
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from benchmarks import procstat
+from benchmarks.brokers import RunningBroker, start_minibroker
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import request_class
+from minibroker.records.records import build_batch
+
+TOPIC = "r1"
+PRODUCE_VERSION = 9
+_SIZE = struct.Struct(">i")
+
+
+def produce_frame(topic: str, value: bytes) -> bytes:
+    cls = request_class(ApiKey.Produce)
+    assert cls is not None
+    batch = build_batch([(None, value, [], int(time.time() * 1000))])
+    partition = cls.fields["topic_data"].data_class.fields["partition_data"].data_class
+    topic_data = cls.fields["topic_data"].data_class
+    message = cls(
+        version=PRODUCE_VERSION,
+        transactional_id=None,
+        acks=1,
+        timeout_ms=30_000,
+        topic_data=[topic_data(name=topic, partition_data=[partition(index=0, records=batch)])],
+    )
+    header = struct.pack(">hhih", ApiKey.Produce, PRODUCE_VERSION, 1, 2) + b"r1" + b"\x00"
+    body = header + bytes(message.encode(version=PRODUCE_VERSION))
+    return _SIZE.pack(len(body)) + body
+
+
+def drive(bootstrap: str, frame: bytes, window: int, seconds: float) -> int:
+    """Send `frame` with `window` requests in flight for `seconds`; answered requests."""
+    host, _, port = bootstrap.rpartition(":")
+    with socket.create_connection((host, int(port))) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.sendall(frame * window)
+        pending = b""
+        answered = 0
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            pending += sock.recv(1 << 20)
+            frames = 0
+            while len(pending) >= 4:
+                size = _SIZE.unpack_from(pending)[0] + 4
+                if len(pending) < size:
+                    break
+                pending = pending[size:]
+                frames += 1
+            answered += frames
+            if frames:
+                sock.sendall(frame * frames)
+        return answered
+
+
+def create_topic(bootstrap: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    with contextlib.suppress(KafkaException):  # it exists already
+        admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(10)
+
+
+def measure(broker: RunningBroker, window: int, seconds: float) -> dict[str, float]:
+    create_topic(broker.bootstrap)
+    frame = produce_frame(TOPIC, b"v" * 100)
+    drive(broker.bootstrap, frame, window, 0.5)  # warm up
+    cpu = procstat.cpu_seconds(broker.pid)
+    started = time.perf_counter()
+    answered = drive(broker.bootstrap, frame, window, seconds)
+    elapsed = time.perf_counter() - started
+    cpu = procstat.cpu_seconds(broker.pid) - cpu
+    return {
+        "requests_per_s": answered / elapsed,
+        "broker_cpu_us_per_request": cpu / answered * 1e6,
+        "broker_cpu_fraction": cpu / elapsed,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--window", type=int, default=64)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--bootstrap", help="drive this broker instead of starting one")
+    args = parser.parse_args()
+    if args.bootstrap:
+        create_topic(args.bootstrap)
+        frame = produce_frame(TOPIC, b"v" * 100)
+        answered = drive(args.bootstrap, frame, args.window, args.seconds)
+        print(f"window {args.window}: {answered / args.seconds:,.0f} requests/s")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = start_minibroker(Path(tmp))
+        try:
+            result = measure(broker, args.window, args.seconds)
+        finally:
+            broker.stop()
+    print(
+        f"window {args.window}: {result['requests_per_s']:,.0f} requests/s, "
+        f"broker {result['broker_cpu_us_per_request']:.1f} CPU-µs per request "
+        f"({result['broker_cpu_fraction']:.2f} of a core)"
+    )
+
+
+if __name__ == "__main__":
+    main()
