@@ -7,6 +7,7 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=[
-        Extension("minibroker.records._accel", ["minibroker/records/_accel.c"], optional=True)
+        Extension(f"minibroker.{layer}._accel", [f"minibroker/{layer}/_accel.c"], optional=True)
+        for layer in ("records", "protocol")
     ]
 )

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 from kafka.protocol.producer import ProduceRequest
+
+from minibroker.records.accel import pure_python_forced
 
 FIRST_VERSION = 3
 LAST_VERSION = 13
@@ -34,6 +37,29 @@ _INT32 = struct.Struct(">i")
 _ACKS_AND_TIMEOUT = struct.Struct(">hi")
 
 
+Walked: TypeAlias = tuple[
+    str | None, int, int, list[tuple[str | None, bytes | None, list[tuple[int, int, int]]]], int
+]
+"""What the C walk answers: (transactional_id, acks, timeout_ms, topics, end), each topic
+(name, topic id, partitions), each partition (index, start, stop) of its records in the frame
+(start -1: null records)."""
+
+
+def _load_walk() -> Callable[[memoryview, int, int], Walked | None] | None:
+    """The C accelerator's walk of the same plain shape (None for anything else), unless it
+    was not built or MINIBROKER_PURE_PYTHON is set."""
+    if pure_python_forced():
+        return None
+    try:
+        from minibroker.protocol._accel import walk_produce
+    except ImportError:
+        return None
+    return walk_produce
+
+
+native_walk = _load_walk()
+
+
 class _NotPlain(Exception):
     """The request has a shape this decoder leaves to the generic one."""
 
@@ -42,6 +68,8 @@ def decode_produce_request(frame: memoryview, pos: int, version: int) -> tuple[A
     """(request, end position) or None when the generic decoder must take this frame."""
     if not FIRST_VERSION <= version <= LAST_VERSION:
         return None
+    if native_walk is not None and (walked := native_walk(frame, pos, version)) is not None:
+        return _built(frame, walked, version)
     reader = _Reader(frame, pos, flexible=version >= _FIRST_FLEXIBLE_VERSION)
     try:
         request = _read_request(reader, version)
@@ -57,6 +85,28 @@ def _new(cls: Any, version: int) -> Any:
     obj.tags = None
     obj.unknown_tags = None
     return obj
+
+
+def _built(frame: memoryview, walked: Walked, version: int) -> tuple[Any, int]:
+    """The request objects `_read_request` makes, from the C walk's answer."""
+    transactional_id, acks, timeout_ms, topics, end = walked
+    request = _new(_REQUEST, version)
+    request.transactional_id = transactional_id
+    request.acks = acks
+    request.timeout_ms = timeout_ms
+    request.topic_data = []
+    for name, topic_id, partitions in topics:
+        topic = _new(_TOPIC, version)
+        topic.name = "" if name is None else name
+        topic.topic_id = None if topic_id is None else uuid.UUID(bytes=topic_id)
+        topic.partition_data = []
+        for index, start, stop in partitions:
+            partition = _new(_PARTITION, version)
+            partition.index = index
+            partition.records = None if start < 0 else frame[start:stop]
+            topic.partition_data.append(partition)
+        request.topic_data.append(topic)
+    return request, end
 
 
 def _read_request(reader: _Reader, version: int) -> Any:

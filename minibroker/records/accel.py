@@ -26,8 +26,12 @@ null keys) of records the pure scan accepts, None for anything else (the pure sc
 answers, errors included)."""
 
 
+def pure_python_forced() -> bool:
+    return os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0")
+
+
 def _load_scan() -> ScanFunction | None:
-    if os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0"):
+    if pure_python_forced():
         return None
     try:
         from minibroker.records._accel import scan

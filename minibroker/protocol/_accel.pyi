@@ -1,0 +1,12 @@
+def walk_produce(
+    frame: memoryview, pos: int, version: int, /
+) -> (
+    tuple[
+        str | None,
+        int,
+        int,
+        list[tuple[str | None, bytes | None, list[tuple[int, int, int]]]],
+        int,
+    ]
+    | None
+): ...
