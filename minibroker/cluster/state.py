@@ -118,6 +118,11 @@ class Cluster:
         self.data_dir = data_dir
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
+        # The last validation config built per topic, with the broker config and topic
+        # overrides it was built from (a produce request would otherwise rebuild it).
+        self._validation_configs: dict[
+            str, tuple[BrokerConfig, dict[str, str], ValidationConfig]
+        ] = {}
 
     def load(self) -> None:
         stored_configs = self._read_topic_configs()
@@ -211,6 +216,7 @@ class Cluster:
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic."
             )
         del self.topics_by_id[topic.topic_id]
+        self._validation_configs.pop(name, None)
         for partition in topic.partitions:
             self.logs.delete(name, partition.index)
         self._write_topic_configs()
@@ -298,6 +304,14 @@ class Cluster:
             partition.log.update_config(log_config)
 
     def validation_config(self, topic: Topic) -> ValidationConfig:
+        cached = self._validation_configs.get(topic.name)
+        if cached is not None and cached[0] is self.config and cached[1] == topic.configs:
+            return cached[2]
+        built = self._build_validation_config(topic)
+        self._validation_configs[topic.name] = (self.config, dict(topic.configs), built)
+        return built
+
+    def _build_validation_config(self, topic: Topic) -> ValidationConfig:
         return ValidationConfig(
             timestamp_type=self.topic_value(topic, "message.timestamp.type"),
             timestamp_before_max_ms=int(self.topic_value(topic, "message.timestamp.before.max.ms")),

@@ -14,6 +14,7 @@ librdkafka 2.16 sends an all-topics Metadata v12 request with three stray bytes 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import struct
 from collections.abc import Callable, Sized
@@ -92,6 +93,7 @@ def response_class(api_key: int) -> type[ApiMessage]:
     return _CLASSES[(api_key, "response")]
 
 
+@functools.lru_cache(maxsize=1024)  # keys and versions are int16: bounded anyway
 def is_flexible(api_key: int, api_version: int) -> bool:
     cls = request_class(api_key)
     return cls is not None and bool(cls.flexible_version_q(api_version))
@@ -192,7 +194,15 @@ def encode_response(
     api_key: int, api_version: int, correlation_id: int, body: ApiMessage
 ) -> bytearray:
     """A whole response frame: size, header (v1 when flexible, except ApiVersions), body."""
-    encoded = _encoded_body(api_key, api_version, body)
+    return response_frame(
+        api_key, api_version, correlation_id, _encoded_body(api_key, api_version, body)
+    )
+
+
+def response_frame(
+    api_key: int, api_version: int, correlation_id: int, encoded: bytes | bytearray
+) -> bytearray:
+    """Size, header and an encoded response body: the whole frame."""
     flexible_header = api_key != ApiKey.ApiVersions and is_flexible(api_key, api_version)
     header_size = 5 if flexible_header else 4
     frame = bytearray(4 + header_size)
