@@ -1,6 +1,8 @@
-"""Which implementation of the produce path's record walk runs: the C accelerator
-(`minibroker.records._accel`, built by `pip install` when a compiler is there) or the
-pure-Python code in records.py, which is the reference and the fallback.
+"""Which implementation of the produce path runs: the C accelerators, built by `pip install`
+when a compiler is there (`minibroker.records._accel`: the record walk of records.py;
+`minibroker.protocol._accel`: the Produce request walk of produce_request.py), or the
+pure-Python code, which is the reference and the fallback (each C function answers only what
+the pure code would accept and leaves everything else, every error included, to it).
 
 MINIBROKER_PURE_PYTHON=1 (any value but "" and "0") forces the pure path; it is read once, at
 import.
@@ -27,6 +29,7 @@ answers, errors included)."""
 
 
 def pure_python_forced() -> bool:
+    """Whether MINIBROKER_PURE_PYTHON asks for the pure-Python path."""
     return os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0")
 
 
@@ -44,5 +47,5 @@ native_scan = _load_scan()
 
 
 def active_path() -> str:
-    """ "native" when the C accelerator runs, else "pure-python"."""
+    """ "native" when the C accelerators run (they are built together), else "pure-python"."""
     return PURE_PYTHON if native_scan is None else NATIVE
