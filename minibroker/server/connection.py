@@ -21,7 +21,8 @@ import logging
 import socket
 import time
 from collections import deque
-from typing import TYPE_CHECKING, cast
+from collections.abc import Coroutine, Generator
+from typing import TYPE_CHECKING, Any, cast
 
 from minibroker.protocol.codec import EncodedFrame, MalformedRequest
 from minibroker.server.authenticator import SaslAuthenticator
@@ -38,15 +39,49 @@ log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT_REQUESTS = 64
 
+Answer = bytearray | EncodedFrame | None
+
+
+class _Resumed:
+    """Awaiting it goes on with a coroutine that already ran until it yielded `waiting_on`
+    (the future it waits for, or None): the task awaiting this runs the rest of it exactly
+    as if it had run the coroutine from the start (cancellation is thrown into it)."""
+
+    def __init__(self, work: Coroutine[Any, Any, Answer], waiting_on: Any) -> None:
+        self._work = work
+        self._waiting_on = waiting_on
+
+    def __await__(self) -> Generator[Any, Any, Answer]:
+        waiting_on = self._waiting_on
+        while True:
+            try:
+                sent = yield waiting_on
+            except GeneratorExit:
+                self._work.close()
+                raise
+            except BaseException as exc:
+                try:
+                    waiting_on = self._work.throw(exc)
+                except StopIteration as done:
+                    return cast(Answer, done.value)
+            else:
+                try:
+                    waiting_on = self._work.send(sent)
+                except StopIteration as done:
+                    return cast(Answer, done.value)
+
+
+async def _go_on(work: Coroutine[Any, Any, Answer], waiting_on: Any) -> Answer:
+    return await _Resumed(work, waiting_on)
+
 
 class BrokerConnection(asyncio.BufferedProtocol):
     def __init__(self, broker: Broker, listener: Listener) -> None:
         self._broker = broker
         self._listener = listener
         self._decoder = FrameDecoder(broker.config.get_int("socket.request.max.bytes"))
-        self._in_flight: deque[tuple[asyncio.Task[bytearray | EncodedFrame | None], memoryview]] = (
-            deque()
-        )
+        self._in_flight: deque[tuple[asyncio.Future[Answer], memoryview]] = deque()
+        self._write_scheduled = False
         self._transport: asyncio.Transport | None = None
         self._writer: ResponseWriter | None = None
         self._reading_paused = False
@@ -128,6 +163,11 @@ class BrokerConnection(asyncio.BufferedProtocol):
                 self._start(frame)
         except FramingError as exc:
             self.abort(str(exc))
+        if self._in_flight and self._in_flight[0][0].done() and not self._write_scheduled:
+            # Answered at once: written in the next loop iteration, as a task's answer would
+            # be (callbacks and timers a handler scheduled run before its client sees it).
+            self._write_scheduled = True
+            asyncio.get_running_loop().call_soon(self._request_done)
         self._update_reading()
 
     def _may_start_request(self) -> bool:
@@ -165,17 +205,45 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def _start(self, frame: memoryview) -> None:
         self._last_active = time.monotonic()
+        answer: asyncio.Future[Answer]
         if self._authenticator is not None and not self._authenticator.complete:
             work = self._authenticator.receive(bytes(frame), self._client_host)
+            answer = self._in_task(work)
         else:
-            work = dispatch(self._broker, frame, self._listener, self._client_host)
-        task = asyncio.get_running_loop().create_task(work)
-        self._in_flight.append((task, frame))
+            answer = self._run(dispatch(self._broker, frame, self._listener, self._client_host))
+        self._in_flight.append((answer, frame))
         self._broker.quotas.add_request_bytes(len(frame))
-        task.add_done_callback(self._write_ready_responses)
 
-    def _write_ready_responses(self, _: object) -> None:
-        """Write the answers ready at the head of the queue, together (one send for all)."""
+    def _run(self, work: Coroutine[Any, Any, Answer]) -> asyncio.Future[Answer]:
+        """Run the request at once as far as it goes without waiting: most requests are
+        answered then, and get a done future instead of a task (and a loop iteration). One
+        that waits (a long-polling Fetch, a JoinGroup) goes on in a task from there."""
+        loop = asyncio.get_running_loop()
+        try:
+            waiting_on = work.send(None)
+        except StopIteration as done:
+            answered: asyncio.Future[Answer] = loop.create_future()
+            answered.set_result(done.value)
+            return answered
+        except Exception as exc:
+            failed: asyncio.Future[Answer] = loop.create_future()
+            failed.set_exception(exc)
+            return failed
+        return self._in_task(_go_on(work, waiting_on))
+
+    def _in_task(self, work: Coroutine[Any, Any, Answer]) -> asyncio.Task[Answer]:
+        task = asyncio.get_running_loop().create_task(work)
+        task.add_done_callback(self._request_done)
+        return task
+
+    def _request_done(self, _: object = None) -> None:
+        self._write_scheduled = False
+        if self._write_ready_responses():
+            self._start_buffered_frames()
+
+    def _write_ready_responses(self) -> bool:
+        """Write the answers ready at the head of the queue, together (one send for all);
+        False when the connection closes (or stops reading) after one of them."""
         ready: list[bytearray | EncodedFrame] = []
         while self._in_flight and self._in_flight[0][0].done():
             task, frame = self._in_flight.popleft()
@@ -186,7 +254,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             if exc is not None:
                 self._write(ready)
                 self.abort(str(exc) if isinstance(exc, MalformedRequest) else repr(exc))
-                return
+                return False
             self._decoder.recycle(frame)
             response = task.result()
             if response is not None:
@@ -194,9 +262,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
             if self._authenticator is not None and self._authenticator.failed:
                 self._write(ready)
                 self._close_after_failed_authentication()
-                return
+                return False
         self._write(ready)
-        self._start_buffered_frames()
+        return True
 
     def _write(self, responses: list[bytearray | EncodedFrame]) -> None:
         if responses and self._writer is not None and not self._closed:
