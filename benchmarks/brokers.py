@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,8 +52,9 @@ def _ready_line(process: subprocess.Popen[str]) -> str:
     return line.strip()
 
 
-def start_minibroker(data_dir: Path, *overrides: str) -> RunningBroker:
-    argv = [sys.executable, "-m", "minibroker", "serve", "--listen", "127.0.0.1:0"]
+def start_minibroker(data_dir: Path, *overrides: str, wrapper: Sequence[str] = ()) -> RunningBroker:
+    """`minibroker serve` on `data_dir`; `wrapper` runs it under a tool (e.g. valgrind)."""
+    argv = [*wrapper, sys.executable, "-m", "minibroker", "serve", "--listen", "127.0.0.1:0"]
     argv += ["--data-dir", str(data_dir), "--log-level", "WARNING"]
     for override in overrides:
         argv += ["--override", override]

@@ -7,12 +7,19 @@ per request with one partition). Runs the produce path this environment selects:
 MINIBROKER_PURE_PYTHON=1 for the pure-Python path.
 
     python -m benchmarks.produce_cpu [--messages 300000] [--runs 3]
+
+With --callgrind the broker runs under valgrind's callgrind, instrumented only while the
+measured messages are produced, and the figure is user-space instructions per request
+(deterministic, whatever else the host runs; the kernel's copies are not counted):
+
+    python -m benchmarks.produce_cpu --callgrind --messages 40000 --runs 1
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -48,12 +55,49 @@ def cpu_per_request(broker: RunningBroker, data_dir: Path, messages: int) -> flo
     return result.broker_cpu_seconds / requests * 1e6
 
 
+def instructions_per_request(data_dir: Path, messages: int) -> float:
+    """User-space instructions per Produce request of a broker run under callgrind."""
+    out = data_dir / "callgrind.out"
+    tool = [
+        "valgrind",
+        "-q",
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        f"--callgrind-out-file={out}",
+    ]
+    broker = start_minibroker(data_dir / "data", wrapper=tool)
+    try:
+        topic = new_topic(broker)
+        settings = producer_settings(broker, CONFIG)
+        produce_messages(broker, topic, settings, WARM_UP_MESSAGES)
+        before = batches_in_log(data_dir, topic)
+        subprocess.run(
+            ["callgrind_control", "-i", "on", str(broker.pid)], check=True, capture_output=True
+        )
+        produce_messages(broker, topic, settings, messages)
+        subprocess.run(
+            ["callgrind_control", "-i", "off", str(broker.pid)], check=True, capture_output=True
+        )
+        requests = batches_in_log(data_dir, topic) - before
+    finally:
+        broker.stop()
+    totals = next(line for line in out.read_text().splitlines() if line.startswith("totals:"))
+    return int(totals.split()[1]) / requests
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--messages", type=int, default=300_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--callgrind", action="store_true")
     args = parser.parse_args()
     print(f"minibroker produce path: {active_path()}", flush=True)
+    if args.callgrind:
+        for _ in range(args.runs):
+            with tempfile.TemporaryDirectory() as tmp:
+                figure = instructions_per_request(Path(tmp), args.messages)
+            print(f"  {figure:,.0f} broker instructions per 64 KiB Produce request", flush=True)
+        return
     figures = []
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp)
