@@ -39,7 +39,6 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 from minibroker.cluster.state import Partition
@@ -48,7 +47,7 @@ from minibroker.log import RecordBatchTooLarge
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import EncodedFrame, new_response, response_frame, struct_type
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.produce_response import encode_produce_response
+from minibroker.protocol.produce_response import encode_produce_answers
 from minibroker.records.validate import InvalidRecords, ValidatedBatch, validate_produce_records
 from minibroker.server.context import RequestContext
 
@@ -311,38 +310,24 @@ def _response_frame(ctx: RequestContext, topics: TopicResults) -> EncodedFrame |
     message (byte for byte), without building that message: most of a small produce
     request's answer cost. None when a partition carries record errors or a current leader
     (rare answers, left to the codec)."""
-    partitions_of = []
+    answers = []
     for topic_data, partitions in topics:
         entries = []
         for index, result in partitions:
             if result.record_errors or result.current_leader is not None:
                 return None
             entries.append(
-                SimpleNamespace(
-                    index=index,
-                    error_code=result.error,
-                    base_offset=result.base_offset,
-                    log_append_time_ms=result.log_append_time_ms,
-                    log_start_offset=result.log_start_offset,
-                    record_errors=(),
-                    error_message=result.error_message,
-                    tags=None,
-                    unknown_tags=None,
+                (
+                    index,
+                    result.error,
+                    result.base_offset,
+                    result.log_append_time_ms,
+                    result.log_start_offset,
+                    result.error_message,
                 )
             )
-        partitions_of.append(
-            SimpleNamespace(
-                name=topic_data.name,
-                topic_id=topic_data.topic_id or _NO_TOPIC_ID,
-                partition_responses=entries,
-                tags=None,
-                unknown_tags=None,
-            )
-        )
-    response = SimpleNamespace(
-        responses=partitions_of, throttle_time_ms=0, tags=None, unknown_tags=None
-    )
-    body = encode_produce_response(response, ctx.api_version)
+        answers.append((topic_data.name, topic_data.topic_id or _NO_TOPIC_ID, entries))
+    body = encode_produce_answers(ctx.api_version, answers)
     if body is None:
         return None
     frame = response_frame(ApiKey.Produce, ctx.api_version, ctx.header.correlation_id, body)

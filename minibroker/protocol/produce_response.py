@@ -10,6 +10,8 @@ the generic encoder.
 from __future__ import annotations
 
 import struct
+import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from minibroker.protocol.varint import encode_uvarint
@@ -24,6 +26,7 @@ _FIRST_RECORD_ERRORS_VERSION = 8
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _PARTITION = struct.Struct(">ihqq")  # index, error_code, base_offset, log_append_time_ms
+_PARTITION_V5 = struct.Struct(">ihqqq")  # ... and log_start_offset
 _INT64 = struct.Struct(">q")
 _NO_TAGGED_FIELDS = b"\x00"
 
@@ -110,3 +113,56 @@ class _Writer:
 def _untagged(struct_value: Any) -> None:
     if struct_value.tags or struct_value.unknown_tags:
         raise _HasTags
+
+
+# (index, error code, base offset, log append time, log start offset, error message)
+PartitionAnswer = tuple[int, int, int, int, int, str | None]
+
+
+def encode_produce_answers(
+    version: int, topics: Sequence[tuple[str, uuid.UUID, Sequence[PartitionAnswer]]]
+) -> bytes | None:
+    """The body `encode_produce_response` writes for a response of these topics (name, id)
+    and partitions, with no record errors, no tagged fields and no throttle: what nearly
+    every produce request gets, written without building the response objects first. None
+    when the generic encoder must write it (as `encode_produce_response` answers)."""
+    if not FIRST_VERSION <= version <= LAST_VERSION:
+        return None
+    flexible = version >= _FIRST_FLEXIBLE_VERSION
+    end = _NO_TAGGED_FIELDS if flexible else b""
+    parts = [_count(len(topics), flexible)]
+    try:
+        for name, topic_id, partitions in topics:
+            if version >= _FIRST_TOPIC_ID_VERSION:
+                parts.append(topic_id.bytes)
+            else:
+                parts.append(_string(name, flexible))
+            parts.append(_count(len(partitions), flexible))
+            for index, error, base_offset, append_time, log_start, message in partitions:
+                if version >= _FIRST_LOG_START_OFFSET_VERSION:
+                    parts.append(
+                        _PARTITION_V5.pack(index, error, base_offset, append_time, log_start)
+                    )
+                else:
+                    parts.append(_PARTITION.pack(index, error, base_offset, append_time))
+                if version >= _FIRST_RECORD_ERRORS_VERSION:
+                    parts.append(_count(0, flexible))
+                    parts.append(_string(message, flexible))
+                parts.append(end)
+            parts.append(end)
+    except (struct.error, UnicodeEncodeError):
+        return None
+    parts.append(_INT32.pack(0))  # throttle_time_ms
+    parts.append(end)
+    return b"".join(parts)
+
+
+def _count(count: int, flexible: bool) -> bytes:
+    return encode_uvarint(count + 1) if flexible else _INT32.pack(count)
+
+
+def _string(text: str | None, flexible: bool) -> bytes:
+    if text is None:
+        return b"\x00" if flexible else _INT16.pack(-1)
+    data = text.encode()
+    return (encode_uvarint(len(data) + 1) if flexible else _INT16.pack(len(data))) + data
