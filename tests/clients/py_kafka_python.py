@@ -185,6 +185,17 @@ def rewind(consumer: Any, positions: dict[TopicPartition, int]) -> None:
             consumer.seek(tp, offset)
 
 
+def wait_for_partitions(consumer: Any, topic: str) -> None:
+    """Know the topic's partitions before joining. kafka-python 3.0.12 loses a rejoin that the
+    first metadata for a subscribed topic triggers when its SyncGroup answer arrives after a
+    poll() has returned: the join task is never collected, the member stops heartbeating and
+    never gets its assignment (seen under load; the broker answered every request). Joining
+    with the topic's metadata already known avoids that rejoin."""
+    deadline = time.monotonic() + 30
+    while not consumer.partitions_for_topic(topic) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def group_member(job: Job) -> Result:
     from kafka import OffsetAndMetadata
     from kafka.coordinator.assignors.range import RangePartitionAssignor
@@ -209,6 +220,7 @@ def group_member(job: Job) -> Result:
     consumer = KafkaConsumer(**config)
     try:
         assigned: set[int] = set()
+        wait_for_partitions(consumer, job["topic"])
         consumer.subscribe([job["topic"]])
         while not stop.requested:
             batches = consumer.poll(timeout_ms=50)
