@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig
+from minibroker.groups.consumer.manager import ConsumerGroupError, ConsumerGroups
+from minibroker.groups.consumer.model import ConsumerGroup
 from minibroker.groups.group import (
     CONSUMER_PROTOCOL_TYPE,
     Group,
@@ -120,6 +122,7 @@ class GroupCoordinator:
         )
         self._retention_check = Deadline()
         self.txn_offsets = PendingTxnOffsets()
+        self.consumer = ConsumerGroups(config, cluster, self.consumer_group)
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -148,6 +151,8 @@ class GroupCoordinator:
         """Answer every waiting member NOT_COORDINATOR (as Kafka on unload) and stop timers."""
         self._retention_check.cancel()
         for group in self.groups.values():
+            if group.consumer is not None:
+                self.consumer.stop(group.consumer)
             group.join_deadline.cancel()
             group.sync_deadline.cancel()
             for pending in group.pending_members.values():
@@ -202,6 +207,31 @@ class GroupCoordinator:
     def ensure_offsets_topic(self) -> None:
         self.store.ensure()
 
+    # ---- KIP-848 consumer groups -------------------------------------------------------------
+
+    def consumer_group(self, group_id: str, create: bool) -> ConsumerGroup:
+        """Kafka's getOrMaybeCreateConsumerGroup: an Empty classic group (one that only has
+        offsets) becomes a consumer group when a member joins; a classic group with members
+        is not a consumer group (online upgrade is not implemented)."""
+        group = self.groups.get(group_id)
+        if group is not None and group.consumer is not None:
+            return group.consumer
+        if group is None and not create:
+            raise ConsumerGroupError(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found."
+            )
+        if group is None:
+            group = self.groups[group_id] = Group(group_id)
+        elif not create or group.members or not group.is_in(GroupState.EMPTY):
+            raise ConsumerGroupError(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group"
+            )
+        group.consumer = ConsumerGroup(group_id, assignor_name=self.consumer.settings.assignors[0])
+        return group.consumer
+
+    def consumer_groups(self) -> list[ConsumerGroup]:
+        return [group.consumer for group in self.groups.values() if group.consumer is not None]
+
     # ---- JoinGroup -------------------------------------------------------------------------
 
     async def join_group(self, request: JoinRequest) -> JoinResult:
@@ -224,6 +254,10 @@ class GroupCoordinator:
         group = self.groups.get(request.group_id)
         if group is None and known:
             return error(ErrorCode.UNKNOWN_MEMBER_ID)
+        if group is not None and group.consumer is not None:
+            if group.consumer.members:
+                return error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            group.consumer = None  # an empty consumer group becomes a classic one
         checked = group or Group(request.group_id)
         if checked.is_in(GroupState.DEAD):
             return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -614,8 +648,10 @@ class GroupCoordinator:
         generation: int,
         commits: list[OffsetCommit],
         retention_ms: int = -1,
+        api_version: int = 9,
     ) -> ErrorCode | list[ErrorCode]:
-        """A group-level error for every partition, or one error per commit."""
+        """A group-level error for every partition, or one error per commit. For a consumer
+        group, `generation` is the member epoch."""
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID
         group = self.groups.get(group_id)
@@ -623,6 +659,11 @@ class GroupCoordinator:
             if generation >= 0:
                 return ErrorCode.ILLEGAL_GENERATION
             group = self.groups[group_id] = Group(group_id)
+        if group.consumer is not None:
+            failed = self.consumer.commit_error(
+                group.consumer, member_id, generation, False, api_version
+            )
+            return failed.error if failed else self._store_offsets(group, commits, retention_ms)
         error = self._commit_error(group, member_id, instance_id, generation)
         if error is not None:
             return error
@@ -702,6 +743,9 @@ class GroupCoordinator:
         if group is None:
             group = self.groups[group_id] = Group(group_id)
         error = self._txn_commit_error(group, member_id, instance_id, generation)
+        if group.consumer is not None:
+            failed = self.consumer.commit_error(group.consumer, member_id, generation, True)
+            error = failed.error if failed else None
         if error is not None:
             return error
         timestamp = now_ms()
@@ -753,6 +797,17 @@ class GroupCoordinator:
                 group = self.groups[group_id] = Group(group_id)
             group.offsets.update(offsets)
 
+    def fetch_member_error(
+        self, group_id: str, member_id: str | None, member_epoch: int
+    ) -> ErrorCode | None:
+        """OffsetFetch v9+ from a member of a consumer group: Kafka's validateOffsetFetch.
+        (A classic group does not check them.)"""
+        group = self.groups.get(group_id)
+        if group is None or group.consumer is None:
+            return None
+        failed = self.consumer.fetch_error(group.consumer, member_id, member_epoch)
+        return failed.error if failed else None
+
     def fetch_offsets(
         self,
         group_id: str,
@@ -798,7 +853,9 @@ class GroupCoordinator:
                 error = ErrorCode.INVALID_GROUP_ID
             elif group is None or group.is_in(GroupState.DEAD):
                 error = ErrorCode.GROUP_ID_NOT_FOUND
-            elif not group.is_in(GroupState.EMPTY):
+            elif not group.is_in(GroupState.EMPTY) or (
+                group.consumer is not None and group.consumer.members
+            ):
                 error = ErrorCode.NON_EMPTY_GROUP
             else:
                 error = self._delete_group(group)
@@ -832,7 +889,9 @@ class GroupCoordinator:
         if group is None or group.is_in(GroupState.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, []
         subscribed: set[str] | None = set()
-        if not group.is_in(GroupState.EMPTY):
+        if group.consumer is not None:
+            subscribed = group.consumer.subscribed_topic_names()
+        elif not group.is_in(GroupState.EMPTY):
             if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
                 return ErrorCode.NON_EMPTY_GROUP, []
             subscribed = group.subscribed_topics()
@@ -893,7 +952,11 @@ class GroupCoordinator:
 
     def _remove_offsets(self, group: Group, keys: list[tuple[str, int]], now: int) -> None:
         records = self._offset_tombstones(group, keys)
-        drop_group = group.is_in(GroupState.EMPTY) and len(keys) == len(group.offsets)
+        drop_group = (
+            group.is_in(GroupState.EMPTY)
+            and not (group.consumer is not None and group.consumer.members)
+            and len(keys) == len(group.offsets)
+        )
         if drop_group:
             records.append((encode_group_key(GroupKey(group.group_id)), None))
         if self.store.append(group.group_id, records, now) != ErrorCode.NO_ERROR:
@@ -905,9 +968,12 @@ class GroupCoordinator:
             del self.groups[group.group_id]
 
     def _expired_offsets(self, group: Group, now: int) -> list[tuple[str, int]]:
-        if group.is_in(GroupState.EMPTY):
+        subscribed: set[str] = set()
+        if group.consumer is not None:
+            base_from_state = False
+            subscribed = group.consumer.subscribed_topic_names()
+        elif group.is_in(GroupState.EMPTY):
             base_from_state = group.protocol_type is not None and group.state_timestamp_ms >= 0
-            subscribed: set[str] = set()
         elif group.protocol_type == CONSUMER_PROTOCOL_TYPE and group.is_in(GroupState.STABLE):
             base_from_state = False
             topics = group.subscribed_topics()

@@ -1,4 +1,5 @@
-"""A classic consumer group: its state, members, generation and committed offsets.
+"""A group: its committed offsets and, for a classic group, its state, members and
+generation; a KIP-848 consumer group keeps its own model in `consumer`.
 
 The states and their legal transitions are Kafka's `GroupState` (one table below). The group
 itself only keeps its data consistent (leader, static members, pending members, counts); the
@@ -13,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from minibroker.groups.consumer.model import ConsumerGroup
 from minibroker.groups.records import MemberValue, OffsetValue
 from minibroker.groups.timers import Deadline
 from minibroker.protocol.errors import ErrorCode
@@ -143,6 +145,9 @@ class Group:
     sync_deadline: Deadline = field(default_factory=Deadline)
     # The initial rebalance delay left after the current one (Kafka's InitialDelayedJoin).
     initial_delay_remaining_ms: int | None = None
+    # Set when this is a KIP-848 consumer group; the classic fields above are then unused
+    # (the group stays Empty as a classic group) and only `offsets` is shared.
+    consumer: ConsumerGroup | None = None
 
     def transition(self, target: GroupState, now_ms: int) -> None:
         if self.state not in VALID_PREVIOUS_STATES[target]:

@@ -532,6 +532,7 @@ KEYED: dict[int, _Keyed] = {
     ApiKey.OffsetFetch: _Keyed("groups", "group_id", "groups", "group_id", min_version=8),
     ApiKey.DescribeGroups: _Keyed("groups", None, "groups", "group_id"),
     ApiKey.DeleteGroups: _Keyed("groups_names", None, "results", "group_id"),
+    ApiKey.ConsumerGroupDescribe: _Keyed("group_ids", None, "groups", "group_id"),
     ApiKey.DescribeTransactions: _Keyed(
         "transactional_ids", None, "transaction_states", "transactional_id"
     ),

@@ -38,6 +38,7 @@ COORDINATED: dict[int, tuple[int, str]] = {
     ApiKey.OffsetFetch: (GROUP_KEY_TYPE, "group_id"),
     ApiKey.OffsetDelete: (GROUP_KEY_TYPE, "group_id"),
     ApiKey.TxnOffsetCommit: (GROUP_KEY_TYPE, "group_id"),
+    ApiKey.ConsumerGroupHeartbeat: (GROUP_KEY_TYPE, "group_id"),
     ApiKey.InitProducerId: (TRANSACTION_KEY_TYPE, "transactional_id"),
     ApiKey.AddOffsetsToTxn: (TRANSACTION_KEY_TYPE, "transactional_id"),
     ApiKey.EndTxn: (TRANSACTION_KEY_TYPE, "transactional_id"),
@@ -50,6 +51,7 @@ COORDINATED_PER_KEY: dict[int, int] = {
     ApiKey.OffsetFetch: GROUP_KEY_TYPE,
     ApiKey.DescribeGroups: GROUP_KEY_TYPE,
     ApiKey.DeleteGroups: GROUP_KEY_TYPE,
+    ApiKey.ConsumerGroupDescribe: GROUP_KEY_TYPE,
     ApiKey.DescribeTransactions: TRANSACTION_KEY_TYPE,
 }
 

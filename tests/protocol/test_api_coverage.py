@@ -138,6 +138,8 @@ SERVED: frozenset[ApiKey] = frozenset(
         ApiKey.DescribeCluster,
         ApiKey.DescribeProducers,
         ApiKey.DescribeTransactions,
+        ApiKey.ConsumerGroupHeartbeat,
+        ApiKey.ConsumerGroupDescribe,
         ApiKey.ListTransactions,
         ApiKey.DescribeQuorum,
         ApiKey.UpdateFeatures,

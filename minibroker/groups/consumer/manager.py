@@ -1,0 +1,598 @@
+"""The KIP-848 side of the group coordinator, as Kafka 4.3's `GroupMetadataManager`.
+
+`heartbeat()` is ConsumerGroupHeartbeat: a member joins with epoch 0, heartbeats with its
+epoch, leaves with -1 (or -2, a static member that will come back). A change of a member's
+subscription, or of the partitions of the topics the group subscribes to (created, deleted,
+grown: seen at the next heartbeat, as Kafka's metadata refresh), bumps the group epoch; the
+target assignment is then recomputed with the group's server-side assignor, and every
+member reconciles towards it (`reconcile.py`). Members that miss their session timeout, or
+do not revoke partitions within their rebalance timeout, are fenced: removed, and the group
+epoch bumped.
+
+Errors are raised as `ConsumerGroupError` (Kafka's code and message) and answered by the
+handler. Nothing here awaits.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from minibroker.cluster.state import INTERNAL_TOPICS, Cluster
+from minibroker.config import BrokerConfig, ConfigError
+from minibroker.groups.consumer.assignors import ASSIGNOR_CLASSES, ASSIGNORS, MemberSpec
+from minibroker.groups.consumer.model import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Assignment,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+    TopicInfo,
+    copy_assignment,
+    same_assignment,
+)
+from minibroker.groups.consumer.reconcile import reconcile
+from minibroker.groups.consumer.regex import InvalidRegex, compile_re2
+from minibroker.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+# The first ConsumerGroupHeartbeat version whose member id the client generates (KIP-1082).
+CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
+# Members of consumer groups commit with OffsetCommit v9+ (KIP-848).
+OFFSET_COMMIT_MIN_VERSION = 9
+
+
+class ConsumerGroupError(Exception):
+    def __init__(self, error: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message or error.name)
+        self.error = error
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    subscribed_topic_names: list[str] | None
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    owned: Assignment | None
+    client_id: str
+    client_host: str
+    api_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    member_id: str
+    member_epoch: int
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSettings:
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    max_size: int
+    assignors: list[str]
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> ConsumerSettings:
+        names = [
+            ASSIGNOR_CLASSES.get(name.strip(), name.strip())
+            for name in config.get_str("group.consumer.assignors").split(",")
+            if name.strip()
+        ]
+        unknown = [name for name in names if name not in ASSIGNORS]
+        if unknown or not names:
+            raise ConfigError(f"group.consumer.assignors: unknown assignors {unknown}")
+        settings = cls(
+            session_timeout_ms=config.get_int("group.consumer.session.timeout.ms"),
+            heartbeat_interval_ms=config.get_int("group.consumer.heartbeat.interval.ms"),
+            max_size=config.get_int("group.consumer.max.size"),
+            assignors=names,
+        )
+        settings.check_bounds(config)
+        return settings
+
+    def check_bounds(self, config: BrokerConfig) -> None:
+        """As Kafka's GroupCoordinatorConfig: each timeout within its min/max, and the
+        heartbeat interval below the session timeout."""
+        for name, value in (
+            ("session.timeout.ms", self.session_timeout_ms),
+            ("heartbeat.interval.ms", self.heartbeat_interval_ms),
+        ):
+            low = config.get_int(f"group.consumer.min.{name}")
+            high = config.get_int(f"group.consumer.max.{name}")
+            if not low <= value <= high:
+                raise ConfigError(
+                    f"group.consumer.{name} must be between group.consumer.min.{name} "
+                    f"({low}) and group.consumer.max.{name} ({high}); it is {value}"
+                )
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ConfigError(
+                "group.consumer.heartbeat.interval.ms must be less than "
+                "group.consumer.session.timeout.ms"
+            )
+        if self.max_size < 1:
+            raise ConfigError("group.consumer.max.size must be at least 1")
+
+
+def _invalid(message: str) -> ConsumerGroupError:
+    return ConsumerGroupError(ErrorCode.INVALID_REQUEST, message)
+
+
+def _empty_string(value: str | None) -> bool:
+    return value is not None and not value.strip()
+
+
+def check_request(request: HeartbeatRequest, assignors: list[str]) -> None:
+    """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
+    epoch = request.member_epoch
+    if (
+        request.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
+        or epoch > 0
+        or epoch == LEAVE_GROUP_MEMBER_EPOCH
+    ) and _empty_string(request.member_id):
+        raise _invalid("MemberId can't be empty.")
+    if _empty_string(request.group_id):
+        raise _invalid("GroupId can't be empty.")
+    if _empty_string(request.instance_id):
+        raise _invalid("InstanceId can't be empty.")
+    if _empty_string(request.rack_id):
+        raise _invalid("RackId can't be empty.")
+    if epoch == 0:
+        if request.rebalance_timeout_ms == -1:
+            raise _invalid("RebalanceTimeoutMs must be provided in first request.")
+        if request.owned is None or request.owned:
+            raise _invalid("TopicPartitions must be empty when (re-)joining.")
+        if not request.subscribed_topic_names and not request.subscribed_topic_regex:
+            raise _invalid(
+                "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
+            )
+    elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if request.instance_id is None:
+            raise _invalid("InstanceId can't be null.")
+    elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        raise _invalid("MemberEpoch is invalid.")
+    if request.server_assignor is not None and request.server_assignor not in assignors:
+        raise ConsumerGroupError(
+            ErrorCode.UNSUPPORTED_ASSIGNOR,
+            f"ServerAssignor {request.server_assignor} is not supported. "
+            f"Supported assignors: {', '.join(assignors)}.",
+        )
+
+
+def compile_subscription_regex(regex: str) -> re.Pattern[str]:
+    try:
+        return compile_re2(regex)
+    except InvalidRegex as exc:
+        raise ConsumerGroupError(
+            ErrorCode.INVALID_REGULAR_EXPRESSION,
+            f"SubscribedTopicRegex `{regex}` is not a valid regular expression.",
+        ) from exc
+
+
+def _is_subset(owned: Assignment | None, assigned: Assignment) -> bool:
+    if owned is None:
+        return False
+    return all(parts <= assigned.get(topic_id, set()) for topic_id, parts in owned.items())
+
+
+def check_member_epoch(member: ConsumerMember, received: int, owned: Assignment | None) -> None:
+    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid."""
+    if received > member.member_epoch:
+        raise ConsumerGroupError(
+            ErrorCode.FENCED_MEMBER_EPOCH,
+            f"The consumer group member has a greater member epoch ({received}) than the one "
+            f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+            "all its partitions and rejoin.",
+        )
+    if received < member.member_epoch and (
+        received != member.previous_member_epoch or not _is_subset(owned, member.assigned)
+    ):
+        raise ConsumerGroupError(
+            ErrorCode.FENCED_MEMBER_EPOCH,
+            f"The consumer group member has a smaller member epoch ({received}) than the one "
+            f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+            "all its partitions and rejoin.",
+        )
+
+
+class ConsumerGroups:
+    """The consumer groups' protocol logic. `lookup(group_id, create)` gives the group (the
+    coordinator keeps them), raising GROUP_ID_NOT_FOUND as Kafka's
+    getOrMaybeCreateConsumerGroup."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        cluster: Cluster,
+        lookup: Callable[[str, bool], ConsumerGroup],
+    ) -> None:
+        self.settings = ConsumerSettings.from_config(config)
+        self.cluster = cluster
+        self._lookup = lookup
+        # Per-group overrides of the session timeout / heartbeat interval (GROUP configs).
+        self.group_settings: Callable[[str, str], int | None] = lambda group_id, name: None
+
+    # ---- settings --------------------------------------------------------------------------
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        override = self.group_settings(group_id, "consumer.session.timeout.ms")
+        return self.settings.session_timeout_ms if override is None else override
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        override = self.group_settings(group_id, "consumer.heartbeat.interval.ms")
+        return self.settings.heartbeat_interval_ms if override is None else override
+
+    # ---- ConsumerGroupHeartbeat ------------------------------------------------------------
+
+    def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
+        check_request(request, self.settings.assignors)
+        if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self._leave(request)
+        return self._heartbeat(request)
+
+    def _group(self, group_id: str, create: bool) -> ConsumerGroup:
+        return self._lookup(group_id, create)
+
+    def _heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
+        joining = request.member_epoch == 0
+        group = self._group(request.group_id, joining)
+        member_id = request.member_id or _new_member_id()
+        if len(group.members) >= self.settings.max_size and member_id not in group.members:
+            raise ConsumerGroupError(
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
+                "The consumer group has reached its maximum capacity of "
+                f"{self.settings.max_size} members.",
+            )
+        if request.subscribed_topic_regex:
+            group.patterns.setdefault(
+                request.subscribed_topic_regex,
+                compile_subscription_regex(request.subscribed_topic_regex),
+            )
+        if request.instance_id is None:
+            member = self._dynamic_member(group, member_id, request)
+        else:
+            member = self._static_member(group, member_id, request)
+        before = copy_assignment(member.assigned)
+        bump = self._update_member(group, member, request)
+        metadata = self._subscription_metadata(group)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            bump = True
+        if bump:
+            group.group_epoch += 1
+            log.info("group %s: epoch bumped to %d", group.group_id, group.group_epoch)
+        if group.group_epoch > group.assignment_epoch:
+            self._update_target_assignment(group)
+        self._reconcile(group, member, request.owned)
+        self._arm_session(group, member)
+        full = joining or (
+            request.rebalance_timeout_ms != -1
+            and request.subscribed_topic_names is not None
+            and request.owned is not None
+        )
+        changed = not same_assignment(before, member.assigned)
+        return HeartbeatResult(
+            member_id=member.member_id,
+            member_epoch=member.member_epoch,
+            heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
+            assignment=copy_assignment(member.assigned) if full or changed else None,
+        )
+
+    def _dynamic_member(
+        self, group: ConsumerGroup, member_id: str, request: HeartbeatRequest
+    ) -> ConsumerMember:
+        member = group.members.get(member_id)
+        if member is None:
+            if request.member_epoch != 0:
+                raise ConsumerGroupError(
+                    ErrorCode.UNKNOWN_MEMBER_ID,
+                    f"Member {member_id} is not a member of group {group.group_id}.",
+                )
+            member = ConsumerMember(member_id)
+            group.add(member)
+            log.info("group %s: member %s joins", group.group_id, member_id)
+            return member
+        check_member_epoch(member, request.member_epoch, request.owned)
+        return member
+
+    def _static_member(
+        self, group: ConsumerGroup, member_id: str, request: HeartbeatRequest
+    ) -> ConsumerMember:
+        instance_id = request.instance_id
+        existing = group.static_member(instance_id)
+        if request.member_epoch == 0:
+            if existing is None:
+                member = ConsumerMember(member_id, instance_id=instance_id)
+                group.add(member)
+                return member
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise ConsumerGroupError(
+                    ErrorCode.UNRELEASED_INSTANCE_ID,
+                    f"Static member {member_id} with instance id {instance_id} cannot join the "
+                    f"group because the instance id is owned by {existing.member_id} member.",
+                )
+            return self._replace_static_member(group, existing, member_id)
+        if existing is None:
+            raise ConsumerGroupError(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown."
+            )
+        self._check_not_fenced(existing, member_id, instance_id)
+        check_member_epoch(existing, request.member_epoch, request.owned)
+        return existing
+
+    @staticmethod
+    def _check_not_fenced(
+        existing: ConsumerMember, member_id: str, instance_id: str | None
+    ) -> None:
+        if existing.member_id != member_id:
+            raise ConsumerGroupError(
+                ErrorCode.FENCED_INSTANCE_ID,
+                f"Static member {member_id} with instance id {instance_id} was fenced by "
+                f"member {existing.member_id}.",
+            )
+
+    @staticmethod
+    def _replace_static_member(
+        group: ConsumerGroup, existing: ConsumerMember, member_id: str
+    ) -> ConsumerMember:
+        """A static member back under a new member id: it takes over the old one's
+        subscription and assignment, at epoch 0 (Kafka's replaceMember)."""
+        target = group.target.get(existing.member_id, {})
+        group.remove(existing.member_id)
+        member = ConsumerMember(
+            member_id,
+            instance_id=existing.instance_id,
+            rack_id=existing.rack_id,
+            rebalance_timeout_ms=existing.rebalance_timeout_ms,
+            server_assignor=existing.server_assignor,
+            subscribed_topic_names=list(existing.subscribed_topic_names),
+            subscribed_topic_regex=existing.subscribed_topic_regex,
+            state=existing.state,
+            assigned=copy_assignment(existing.assigned),
+        )
+        group.add(member)
+        group.target[member_id] = target
+        log.info(
+            "group %s: static member %s replaces %s", group.group_id, member_id, existing.member_id
+        )
+        return member
+
+    @staticmethod
+    def _update_member(
+        group: ConsumerGroup, member: ConsumerMember, request: HeartbeatRequest
+    ) -> bool:
+        """Apply the request's changes to the member; True if its subscription changed."""
+        member.client_id = request.client_id
+        member.client_host = request.client_host
+        if request.rack_id is not None:
+            member.rack_id = request.rack_id
+        if request.rebalance_timeout_ms != -1:
+            member.rebalance_timeout_ms = request.rebalance_timeout_ms
+        changed = False
+        if (
+            request.server_assignor is not None
+            and request.server_assignor != member.server_assignor
+        ):
+            member.server_assignor = request.server_assignor
+        names = request.subscribed_topic_names
+        if names is not None and sorted(names) != sorted(member.subscribed_topic_names):
+            member.subscribed_topic_names = list(names)
+            changed = True
+        regex = request.subscribed_topic_regex
+        if regex is not None and (regex or None) != member.subscribed_topic_regex:
+            member.subscribed_topic_regex = regex or None
+            changed = True
+        return changed
+
+    # ---- subscriptions and target assignment ------------------------------------------------
+
+    def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, TopicInfo]:
+        """The existing topics some member subscribes to, by name or regex."""
+        names: set[str] = set()
+        regexes: set[str] = set()
+        for member in group.members.values():
+            names.update(member.subscribed_topic_names)
+            if member.subscribed_topic_regex:
+                regexes.add(member.subscribed_topic_regex)
+        group.patterns = {r: p for r, p in group.patterns.items() if r in regexes}
+        for regex in regexes:
+            pattern = group.patterns.get(regex)
+            if pattern is None:
+                pattern = group.patterns[regex] = compile_subscription_regex(regex)
+            names.update(self._matching_topics(pattern))
+        metadata = {}
+        for name in sorted(names):
+            topic = self.cluster.topics.get(name)
+            if topic is not None:
+                metadata[name] = TopicInfo(topic.topic_id, name, len(topic.partitions))
+        return metadata
+
+    def _matching_topics(self, pattern: re.Pattern[str]) -> list[str]:
+        return [
+            name
+            for name in self.cluster.topics
+            if name not in INTERNAL_TOPICS and pattern.fullmatch(name)
+        ]
+
+    def _member_topics(self, group: ConsumerGroup, member: ConsumerMember) -> frozenset[uuid.UUID]:
+        wanted = set(member.subscribed_topic_names)
+        pattern = group.patterns.get(member.subscribed_topic_regex or "")
+        return frozenset(
+            info.topic_id
+            for name, info in group.subscription_metadata.items()
+            if name in wanted or (pattern is not None and pattern.fullmatch(name))
+        )
+
+    def _select_assignor(self, group: ConsumerGroup) -> str:
+        """The most used assignor among the members' choices, else the first configured."""
+        chosen = [m.server_assignor for m in group.members.values() if m.server_assignor]
+        if not chosen:
+            return self.settings.assignors[0]
+        return max(sorted(set(chosen)), key=chosen.count)
+
+    def _update_target_assignment(self, group: ConsumerGroup) -> None:
+        group.assignor_name = self._select_assignor(group)
+        specs: Mapping[str, MemberSpec] = {
+            member_id: MemberSpec(
+                self._member_topics(group, member), copy_assignment(group.target.get(member_id, {}))
+            )
+            for member_id, member in group.members.items()
+        }
+        topics = {info.topic_id: info.partitions for info in group.subscription_metadata.values()}
+        group.target = ASSIGNORS[group.assignor_name](specs, topics)
+        group.assignment_epoch = group.group_epoch
+
+    # ---- reconciliation and timers ---------------------------------------------------------
+
+    def _reconcile(
+        self, group: ConsumerGroup, member: ConsumerMember, owned: Assignment | None
+    ) -> None:
+        was_revoking = member.state == MemberState.UNREVOKED_PARTITIONS
+        step = reconcile(
+            member,
+            group.assignment_epoch,
+            group.target.get(member.member_id, {}),
+            group.current_partition_epoch,
+            owned,
+        )
+        if step is not None:
+            group.replace_owned(
+                member, step.assigned, step.pending_revocation, step.epoch, step.state
+            )
+        if member.state != MemberState.UNREVOKED_PARTITIONS:
+            member.revocation.cancel()
+        elif not was_revoking or step is not None:
+            self._arm_revocation(group, member)
+
+    def _arm_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        member.session.start(
+            self.session_timeout_ms(group.group_id),
+            lambda: self._fence(group, member, "its session timed out"),
+        )
+
+    def _arm_revocation(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        epoch = member.member_epoch
+        member.revocation.start(
+            max(member.rebalance_timeout_ms, 0),
+            lambda: self._revocation_expired(group, member, epoch),
+        )
+
+    def _revocation_expired(self, group: ConsumerGroup, member: ConsumerMember, epoch: int) -> None:
+        if member.state == MemberState.UNREVOKED_PARTITIONS and member.member_epoch == epoch:
+            self._fence(group, member, "it did not revoke partitions within the rebalance timeout")
+
+    def _fence(self, group: ConsumerGroup, member: ConsumerMember, reason: str) -> None:
+        if group.members.get(member.member_id) is not member:
+            return
+        log.info("group %s: member %s removed: %s", group.group_id, member.member_id, reason)
+        self.remove_member(group, member)
+
+    def remove_member(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        group.remove(member.member_id)
+        group.group_epoch += 1
+        group.subscription_metadata = self._subscription_metadata(group)
+
+    # ---- leave -----------------------------------------------------------------------------
+
+    def _leave(self, request: HeartbeatRequest) -> HeartbeatResult:
+        group = self._group(request.group_id, create=False)
+        if request.instance_id is None:
+            member = group.members.get(request.member_id)
+            if member is None:
+                raise ConsumerGroupError(
+                    ErrorCode.UNKNOWN_MEMBER_ID,
+                    f"Member {request.member_id} is not a member of group {group.group_id}.",
+                )
+            self.remove_member(group, member)
+            log.info("group %s: member %s left", group.group_id, member.member_id)
+            return HeartbeatResult(request.member_id, request.member_epoch)
+        member = group.static_member(request.instance_id)
+        if member is None:
+            raise ConsumerGroupError(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown."
+            )
+        self._check_not_fenced(member, request.member_id, request.instance_id)
+        if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            group.replace_owned(
+                member, member.assigned, {}, LEAVE_GROUP_STATIC_MEMBER_EPOCH, member.state
+            )
+            member.revocation.cancel()
+            return HeartbeatResult(member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+        self.remove_member(group, member)
+        return HeartbeatResult(request.member_id, request.member_epoch)
+
+    # ---- offsets ---------------------------------------------------------------------------
+
+    @staticmethod
+    def commit_error(
+        group: ConsumerGroup,
+        member_id: str,
+        member_epoch: int,
+        transactional: bool,
+        api_version: int = 9,
+    ) -> ConsumerGroupError | None:
+        """Kafka's ConsumerGroup.validateOffsetCommit: epoch -1 (admin clients, `assign()`)
+        commits only while the group is empty; otherwise the member must exist, commit with
+        OffsetCommit v9+ (unless transactional) and at its current epoch."""
+        if member_epoch < 0 and not group.members:
+            return None
+        member = group.members.get(member_id)
+        if member is None:
+            return ConsumerGroupError(
+                ErrorCode.UNKNOWN_MEMBER_ID,
+                f"Member {member_id} is not a member of group {group.group_id}.",
+            )
+        if not transactional and api_version < OFFSET_COMMIT_MIN_VERSION:
+            return ConsumerGroupError(
+                ErrorCode.UNSUPPORTED_VERSION,
+                "OffsetCommit version 9 or above must be used by members using the modern "
+                "group protocol",
+            )
+        return _stale_epoch(member, member_epoch)
+
+    @staticmethod
+    def fetch_error(
+        group: ConsumerGroup, member_id: str | None, member_epoch: int
+    ) -> ConsumerGroupError | None:
+        """Kafka's ConsumerGroup.validateOffsetFetch (OffsetFetch v9+ with a member)."""
+        if member_id is None and member_epoch < 0:
+            return None
+        member = group.members.get(member_id or "")
+        if member is None:
+            return ConsumerGroupError(
+                ErrorCode.UNKNOWN_MEMBER_ID,
+                f"Member {member_id} is not a member of group {group.group_id}.",
+            )
+        return _stale_epoch(member, member_epoch)
+
+    def stop(self, group: ConsumerGroup) -> None:
+        for member in group.members.values():
+            member.stop_timers()
+
+
+def _stale_epoch(member: ConsumerMember, received: int) -> ConsumerGroupError | None:
+    if received == member.member_epoch:
+        return None
+    return ConsumerGroupError(
+        ErrorCode.STALE_MEMBER_EPOCH,
+        f"The received member epoch {received} does not match the expected member epoch "
+        f"{member.member_epoch}.",
+    )
+
+
+def _new_member_id() -> str:
+    return uuid.uuid4().hex[:22]

@@ -1,0 +1,116 @@
+"""ConsumerGroupDescribe (key 69), versions 0-1 (KIP-848).
+
+Behaviour, as Kafka 4.3's `GroupMetadataManager.consumerGroupDescribe`: for each requested
+consumer group its state (Empty, Assigning, Reconciling, Stable), group epoch, assignment
+epoch, the selected server-side assignor and every member with its epoch, client, subscription
+(names and regex), current assignment and target assignment (topic id, name, partitions).
+A group that does not exist answers GROUP_ID_NOT_FOUND ("Group <id> not found."), a classic
+group GROUP_ID_NOT_FOUND ("Group <id> is not a consumer group."). Authorized operations
+(READ, DELETE, DESCRIBE: there are no ACLs) when asked, else INT32_MIN.
+
+Version notes: v1 adds each member's `MemberType` (1: a member using the consumer protocol).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.cluster.acl import GROUP_OPERATIONS
+from minibroker.groups.consumer.model import Assignment, ConsumerGroup, ConsumerMember
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+
+_Group = struct_type(ApiKey.ConsumerGroupDescribe, "response", "DescribedGroup")
+_Member = struct_type(ApiKey.ConsumerGroupDescribe, "response", "DescribedGroup", "Member")
+_Assignment = struct_type(
+    ApiKey.ConsumerGroupDescribe, "response", "DescribedGroup", "Member", "Assignment"
+)
+_TopicPartitions = struct_type(
+    ApiKey.ConsumerGroupDescribe,
+    "response",
+    "DescribedGroup",
+    "Member",
+    "Assignment",
+    "TopicPartitions",
+)
+INT32_MIN = -(2**31)
+CONSUMER_MEMBER_TYPE = 1
+_GROUP_OPERATIONS_BITFIELD = sum(1 << operation for operation in GROUP_OPERATIONS)
+
+
+def _assignment(ctx: RequestContext, assignment: Assignment) -> Any:
+    topics = []
+    for topic_id, partitions in assignment.items():
+        topic = ctx.broker.cluster.topics_by_id.get(topic_id)
+        if topic is not None and partitions:
+            topics.append(
+                _TopicPartitions(
+                    topic_id=topic_id, topic_name=topic.name, partitions=sorted(partitions)
+                )
+            )
+    topics.sort(key=lambda item: item.topic_name)
+    return _Assignment(topic_partitions=topics)
+
+
+def _member(ctx: RequestContext, group: ConsumerGroup, member: ConsumerMember) -> Any:
+    return _Member(
+        member_id=member.member_id,
+        instance_id=member.instance_id,
+        rack_id=member.rack_id,
+        member_epoch=member.member_epoch,
+        client_id=member.client_id,
+        client_host=member.client_host,
+        subscribed_topic_names=sorted(member.subscribed_topic_names),
+        subscribed_topic_regex=member.subscribed_topic_regex,
+        assignment=_assignment(ctx, member.assigned),
+        target_assignment=_assignment(ctx, group.target.get(member.member_id, {})),
+        member_type=CONSUMER_MEMBER_TYPE,
+    )
+
+
+def _not_found(group_id: str, message: str) -> Any:
+    return _Group(
+        error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+        error_message=message,
+        group_id=group_id,
+        group_state="",
+        group_epoch=0,
+        assignment_epoch=0,
+        assignor_name="",
+        members=[],
+        authorized_operations=INT32_MIN,
+    )
+
+
+def _described(ctx: RequestContext, group_id: str, operations: int) -> Any:
+    container = ctx.broker.groups.groups.get(group_id)
+    if container is None:
+        return _not_found(group_id, f"Group {group_id} not found.")
+    group = container.consumer
+    if group is None:
+        return _not_found(group_id, f"Group {group_id} is not a consumer group.")
+    return _Group(
+        error_code=ErrorCode.NO_ERROR,
+        error_message=None,
+        group_id=group_id,
+        group_state=group.state.value,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=group.assignor_name,
+        members=[_member(ctx, group, member) for member in group.members.values()],
+        authorized_operations=operations,
+    )
+
+
+@handles(ApiKey.ConsumerGroupDescribe, 0, 1)
+async def handle_consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
+    operations = _GROUP_OPERATIONS_BITFIELD if request.include_authorized_operations else INT32_MIN
+    return new_response(
+        ApiKey.ConsumerGroupDescribe,
+        ctx.api_version,
+        throttle_time_ms=0,
+        groups=[_described(ctx, group_id, operations) for group_id in request.group_ids],
+    )

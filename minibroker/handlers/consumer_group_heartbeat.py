@@ -1,0 +1,103 @@
+"""ConsumerGroupHeartbeat (key 68), versions 0-1 (KIP-848).
+
+Behaviour, as Kafka 4.3's group coordinator (`minibroker/groups/consumer/`): a member joins
+a consumer group with epoch 0 and its subscription (topic names or an RE2 regex), then
+heartbeats with its member epoch every `HeartbeatIntervalMs`; the answer carries its member
+epoch and, when it changed (or on a full request), its assignment: the partitions it may
+consume now. Partitions move between members by incremental reconciliation: the owner
+revokes (reports them no longer owned) before another member gets them. Epoch -1 leaves,
+-2 is a static member leaving for now (its assignment kept until its session times out).
+
+Errors, each with Kafka's message: INVALID_REQUEST (empty group/member/instance/rack id,
+a first request without rebalance timeout, subscription, or empty owned partitions, an
+epoch below -2), UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, GROUP_ID_NOT_FOUND (no
+such group when the epoch is not 0, or a classic group with members), UNKNOWN_MEMBER_ID,
+FENCED_MEMBER_EPOCH, FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED.
+
+Version notes: v0 lets the coordinator generate the member id when the request's is empty;
+v1 (KIP-1082) requires the client to generate it, and adds `SubscribedTopicRegex`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.groups.consumer.manager import ConsumerGroupError, HeartbeatRequest
+from minibroker.groups.consumer.model import Assignment
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+
+_Assignment = struct_type(ApiKey.ConsumerGroupHeartbeat, "response", "Assignment")
+_TopicPartitions = struct_type(
+    ApiKey.ConsumerGroupHeartbeat, "response", "Assignment", "TopicPartitions"
+)
+
+
+def _owned(request: Any) -> Assignment | None:
+    if request.topic_partitions is None:
+        return None
+    owned: Assignment = {}
+    for topic in request.topic_partitions:
+        owned.setdefault(topic.topic_id, set()).update(topic.partitions)
+    return owned
+
+
+def _assignment(assignment: Assignment | None) -> Any:
+    if assignment is None:
+        return None
+    return _Assignment(
+        topic_partitions=[
+            _TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
+            for topic_id, partitions in sorted(assignment.items(), key=lambda item: str(item[0]))
+        ]
+    )
+
+
+def _heartbeat_request(ctx: RequestContext, request: Any) -> HeartbeatRequest:
+    return HeartbeatRequest(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        member_epoch=request.member_epoch,
+        instance_id=request.instance_id,
+        rack_id=request.rack_id,
+        rebalance_timeout_ms=request.rebalance_timeout_ms,
+        subscribed_topic_names=request.subscribed_topic_names,
+        subscribed_topic_regex=request.subscribed_topic_regex if ctx.api_version >= 1 else None,
+        server_assignor=request.server_assignor,
+        owned=_owned(request),
+        client_id=ctx.header.client_id or "",
+        client_host=ctx.client_host,
+        api_version=ctx.api_version,
+    )
+
+
+@handles(ApiKey.ConsumerGroupHeartbeat, 0, 1)
+async def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
+    try:
+        result = ctx.broker.groups.consumer.heartbeat(_heartbeat_request(ctx, request))
+    except ConsumerGroupError as exc:
+        return new_response(
+            ApiKey.ConsumerGroupHeartbeat,
+            ctx.api_version,
+            throttle_time_ms=0,
+            error_code=exc.error,
+            error_message=exc.message,
+            member_id=None,
+            member_epoch=-1,
+            heartbeat_interval_ms=0,
+            assignment=None,
+        )
+    return new_response(
+        ApiKey.ConsumerGroupHeartbeat,
+        ctx.api_version,
+        throttle_time_ms=0,
+        error_code=ErrorCode.NO_ERROR,
+        error_message=None,
+        member_id=result.member_id,
+        member_epoch=result.member_epoch,
+        heartbeat_interval_ms=result.heartbeat_interval_ms,
+        assignment=_assignment(result.assignment),
+    )
