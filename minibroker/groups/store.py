@@ -17,6 +17,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from minibroker.cluster.state import Cluster, Partition, Topic, TopicError
+from minibroker.groups.consumer_records import (
+    CONSUMER_GROUP_RECORD_TYPES,
+    ConsumerGroupRecord,
+    decode_consumer_group_record,
+    record_type,
+)
 from minibroker.groups.records import (
     GroupKey,
     GroupValue,
@@ -70,6 +76,16 @@ class LoadedTxnMarker:
 class LoadedGroup:
     key: GroupKey
     value: GroupValue | None
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedConsumerRecord:
+    """A KIP-848 consumer-group record (consumer_records.py), value None for a tombstone."""
+
+    record: ConsumerGroupRecord
+
+
+Loaded = LoadedOffset | LoadedGroup | LoadedTxnMarker | LoadedConsumerRecord
 
 
 class OffsetsTopic:
@@ -153,7 +169,16 @@ class OffsetsTopic:
 
     def load(self) -> Iterator[LoadedOffset | LoadedGroup | LoadedTxnMarker]:
         """Every offset and group record and transaction marker in log order (tombstones have
-        value None)."""
+        value None); consumer-group records are skipped."""
+        for item in self._load(consumer_records=False):
+            assert not isinstance(item, LoadedConsumerRecord)
+            yield item
+
+    def load_with_consumer_records(self) -> Iterator[Loaded]:
+        """As `load`, with the records of KIP-848 consumer groups in their log order."""
+        return self._load(consumer_records=True)
+
+    def _load(self, consumer_records: bool) -> Iterator[Loaded]:
         topic = self.topic()
         if topic is None:
             return
@@ -166,9 +191,16 @@ class OffsetsTopic:
                     continue
                 key, value, txn_producer_id = item
                 try:
-                    yield _decode(key, value, txn_producer_id)
+                    if not _is_consumer_group_record(key):
+                        yield _decode(key, value, txn_producer_id)
+                    elif consumer_records:
+                        yield LoadedConsumerRecord(decode_consumer_group_record(key, value))
                 except RecordFormatError as exc:
                     log.warning("skipping a %s record: %s", OFFSETS_TOPIC, exc)
+
+
+def _is_consumer_group_record(key: bytes) -> bool:
+    return record_type(key) in CONSUMER_GROUP_RECORD_TYPES
 
 
 def _decode(key: bytes, value: bytes | None, txn_producer_id: int) -> LoadedOffset | LoadedGroup:
