@@ -114,12 +114,12 @@ def event(name: str, **fields: Any) -> None:
     _protocol_stream.flush()
 
 
-def assigned(partitions: Any) -> None:
-    event("assigned", partitions=sorted(partitions))
+def assigned(partitions: Any, **extra: Any) -> None:
+    event("assigned", partitions=sorted(partitions), **extra)
 
 
-def consumed(partition: int, offset: int, value: bytes | None) -> None:
-    event("record", partition=partition, offset=offset, value=b64(value))
+def consumed(partition: int, offset: int, value: bytes | None, **extra: Any) -> None:
+    event("record", **extra, partition=partition, offset=offset, value=b64(value))
 
 
 class StopOnSigterm:

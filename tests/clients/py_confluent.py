@@ -19,6 +19,7 @@ from confluent_kafka import (
     Consumer,
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
     IsolationLevel,
     KafkaError,
     KafkaException,
@@ -145,8 +146,11 @@ def transform(job: Job) -> Result:
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
         "isolation.level": "read_committed",
-        "session.timeout.ms": 6000,
     }
+    if job.get("group_protocol", "classic") == "consumer":
+        consumer_config["group.protocol"] = "consumer"  # the broker's session timeout
+    else:
+        consumer_config["session.timeout.ms"] = 6000
     if job.get("instance_id") is not None:
         consumer_config["group.instance.id"] = job["instance_id"]
     consumer = Consumer(consumer_config)
@@ -527,6 +531,8 @@ COMMIT_REFUSED_BY_REBALANCE = {
     KafkaError.REBALANCE_IN_PROGRESS,
     KafkaError.ILLEGAL_GENERATION,
     KafkaError.UNKNOWN_MEMBER_ID,
+    KafkaError.STALE_MEMBER_EPOCH,  # the consumer protocol's (KIP-848) refusals
+    KafkaError.FENCED_MEMBER_EPOCH,
 }
 
 
@@ -535,36 +541,63 @@ def rewind(consumer: Consumer, message: Message) -> None:
         consumer.seek(TopicPartition(message.topic(), message.partition(), message.offset()))
 
 
-def group_member(job: Job) -> Result:
+def group_protocol_config(job: Job) -> dict[str, Any]:
+    """The classic protocol (default): the job's session timeout, heartbeat interval and
+    client-side assignor. KIP-848's `consumer` protocol: the broker's session timeout,
+    heartbeat interval and assignor (librdkafka refuses the classic settings with it);
+    `remote_assignor` picks a server-side assignor by name."""
+    if job.get("group_protocol", "classic") == "consumer":
+        config: dict[str, Any] = {"group.protocol": "consumer"}
+        if job.get("remote_assignor") is not None:
+            config["group.remote.assignor"] = job["remote_assignor"]
+        return config
     session_ms = job.get("session_timeout_ms", 10_000)
+    return {
+        "session.timeout.ms": session_ms,
+        "heartbeat.interval.ms": max(session_ms // 5, 10),
+        "partition.assignment.strategy": job.get("assignor", "range"),
+    }
+
+
+def assigned_event(owned: set[tuple[str, int]], with_topics: bool) -> None:
+    """An `assigned` event; `with_topics` (a pattern subscription) also names the topics."""
+    extra = {"topic_partitions": sorted([t, p] for t, p in owned)} if with_topics else {}
+    jobio.assigned({p for _, p in owned}, **extra)
+
+
+def group_member(job: Job) -> Result:
     config: dict[str, Any] = {
         "bootstrap.servers": job["bootstrap"],
         "group.id": job["group"],
         "auto.offset.reset": "earliest",
         "enable.auto.commit": False,
-        "session.timeout.ms": session_ms,
-        "heartbeat.interval.ms": max(session_ms // 5, 10),
-        "partition.assignment.strategy": job.get("assignor", "range"),
+        **group_protocol_config(job),
         "topic.metadata.refresh.interval.ms": 500,
     }
     if job.get("instance_id"):
         config["group.instance.id"] = job["instance_id"]
     config.update(job.get("config") or {})
-    assigned: set[int] = set()
+    # librdkafka reads a subscribed name that starts with "^" as a regular expression.
+    pattern = job.get("pattern")
+    with_topics = pattern is not None
+    owned: set[tuple[str, int]] = set()
 
     def on_assign(consumer: Any, partitions: list[TopicPartition]) -> None:
-        assigned.update(p.partition for p in partitions)
-        jobio.assigned(assigned)
+        owned.update((p.topic, p.partition) for p in partitions)
+        assigned_event(owned, with_topics)
 
     def on_revoke(consumer: Any, partitions: list[TopicPartition]) -> None:
-        assigned.difference_update(p.partition for p in partitions)
-        jobio.assigned(assigned)
+        owned.difference_update((p.topic, p.partition) for p in partitions)
+        assigned_event(owned, with_topics)
 
     stop = jobio.StopOnSigterm()
     consumer = Consumer(config)
     try:
         consumer.subscribe(
-            [job["topic"]], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke
+            [pattern if with_topics else job["topic"]],
+            on_assign=on_assign,
+            on_revoke=on_revoke,
+            on_lost=on_revoke,
         )
         while not stop.requested:
             message = consumer.poll(0.05)
@@ -577,7 +610,8 @@ def group_member(job: Job) -> Result:
                     raise
                 rewind(consumer, message)
                 continue
-            jobio.consumed(message.partition(), message.offset(), message.value())
+            topic = {"topic": message.topic()} if with_topics else {}
+            jobio.consumed(message.partition(), message.offset(), message.value(), **topic)
     finally:
         consumer.close()
     return {"ok": True}
@@ -596,6 +630,14 @@ GROUP_STATES = {
 }
 
 
+# Kafka's names for the group types (ListGroups' GroupType, Java's GroupType.toString()).
+GROUP_TYPES = {
+    ConsumerGroupType.UNKNOWN: None,
+    ConsumerGroupType.CONSUMER: "consumer",
+    ConsumerGroupType.CLASSIC: "classic",
+}
+
+
 def list_groups(job: Job) -> Result:
     admin = admin_for(job)  # alive until its future resolves
     groups = admin.list_consumer_groups(request_timeout=request_timeout(job)).result()
@@ -603,7 +645,10 @@ def list_groups(job: Job) -> Result:
         raise KafkaException(groups.errors[0])
     return {
         "ok": True,
-        "groups": [{"group": g.group_id, "state": GROUP_STATES[g.state]} for g in groups.valid],
+        "groups": [
+            {"group": g.group_id, "state": GROUP_STATES[g.state], "type": GROUP_TYPES[g.type]}
+            for g in groups.valid
+        ],
     }
 
 
@@ -617,10 +662,12 @@ def describe_groups(job: Job) -> Result:
         if described is not None:
             item["state"] = GROUP_STATES[described.state]
             item["protocol"] = described.partition_assignor
+            item["type"] = GROUP_TYPES[described.type]
             item["members"] = [
                 {
                     "member_id": m.member_id,
                     "client_id": m.client_id,
+                    "instance_id": m.group_instance_id,
                     "partitions": [[p.topic, p.partition] for p in m.assignment.topic_partitions],
                 }
                 for m in described.members

@@ -25,6 +25,10 @@ class Consumed:
     def __init__(self) -> None:
         self.records: list[tuple[str, int, int, str]] = []
         self.assignments: dict[str, list[int]] = {}
+        # Pattern subscriptions (the job's `pattern`): each member's (topic, partition) pairs.
+        self.topic_assignments: dict[str, list[tuple[str, int]]] = {}
+        # Pattern subscriptions: (member, topic, partition, offset, value) of each record.
+        self.topic_records: list[tuple[str, str, int, int, str]] = []
         self.members: list[ConsumerProcess] = []
         self.results: dict[str, dict[str, Any]] = {}  # each member's result line, once it stops
         self.changed = threading.Condition()
@@ -34,9 +38,15 @@ class Consumed:
         with self.changed:
             if fields.get("event") == "assigned":
                 self.assignments[name] = fields["partitions"]
+                if "topic_partitions" in fields:
+                    pairs = [(t, p) for t, p in fields["topic_partitions"]]
+                    self.topic_assignments[name] = pairs
             elif fields.get("event") == "record":
                 value = base64.b64decode(fields["value"] or "").decode()
                 self.records.append((name, fields["partition"], fields["offset"], value))
+                if "topic" in fields:
+                    where = (fields["topic"], fields["partition"], fields["offset"])
+                    self.topic_records.append((name, *where, value))
             else:
                 self.results[name] = fields
             self.changed.notify_all()
@@ -89,7 +99,10 @@ class ConsumerProcess:
         assignor: str = "range",
         instance_id: str | None = None,
         session_ms: int = SESSION_MS,
+        protocol: dict[str, str] | None = None,
     ) -> None:
+        """`protocol`: more job fields, e.g. {"group_protocol": "consumer"} (KIP-848) or a
+        {"pattern": regex} subscription (see tests/clients/README.md)."""
         self.name = name
         self.client = client
         job = {
@@ -100,6 +113,7 @@ class ConsumerProcess:
             "assignor": assignor,
             "session_timeout_ms": session_ms,
             "instance_id": instance_id,
+            **(protocol or {}),
         }
         self.process = start_client(client, job)
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES_KEPT)

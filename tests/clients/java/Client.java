@@ -49,12 +49,16 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.GroupType;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.errors.FencedMemberEpochException;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
+import org.apache.kafka.common.errors.StaleMemberEpochException;
+import org.apache.kafka.common.errors.UnknownMemberIdException;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -314,7 +318,11 @@ public final class Client {
     consumerProps.put("auto.offset.reset", "earliest");
     consumerProps.put("isolation.level", "read_committed");
     consumerProps.put("max.poll.records", String.valueOf(batch));
-    consumerProps.put("session.timeout.ms", "6000");
+    if (job.path("group_protocol").asText("classic").equals("consumer")) {
+      consumerProps.put("group.protocol", "consumer"); // the broker's session timeout
+    } else {
+      consumerProps.put("session.timeout.ms", "6000");
+    }
     if (job.hasNonNull("instance_id")) {
       consumerProps.put("group.instance.id", job.get("instance_id").asText());
     }
@@ -546,10 +554,16 @@ public final class Client {
     resultStream.flush();
   }
 
-  private static void assigned(Set<Integer> partitions) {
+  private static void assigned(Set<TopicPartition> owned, boolean withTopics) {
     ObjectNode line = JSON.createObjectNode().put("event", "assigned");
     ArrayNode list = line.putArray("partitions");
-    new TreeSet<>(partitions).forEach(list::add);
+    new TreeSet<>(owned.stream().map(TopicPartition::partition).toList()).forEach(list::add);
+    if (withTopics) {
+      ArrayNode pairs = line.putArray("topic_partitions");
+      owned.stream()
+          .sorted((a, b) -> a.toString().compareTo(b.toString()))
+          .forEach(p -> pairs.addArray().add(p.topic()).add(p.partition()));
+    }
     try {
       event(line);
     } catch (Exception e) {
@@ -557,20 +571,28 @@ public final class Client {
     }
   }
 
-  /** Keeps the member's assignment across eager and incremental (cooperative) rebalances. */
+  /**
+   * Keeps the member's assignment across eager and incremental (cooperative, KIP-848)
+   * rebalances; `withTopics` (a pattern subscription) also names each partition's topic.
+   */
   private static final class Assignment implements ConsumerRebalanceListener {
-    private final Set<Integer> partitions = new HashSet<>();
+    private final Set<TopicPartition> owned = new HashSet<>();
+    private final boolean withTopics;
+
+    Assignment(boolean withTopics) {
+      this.withTopics = withTopics;
+    }
 
     @Override
     public void onPartitionsAssigned(Collection<TopicPartition> added) {
-      added.forEach(p -> partitions.add(p.partition()));
-      assigned(partitions);
+      owned.addAll(added);
+      assigned(owned, withTopics);
     }
 
     @Override
     public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
-      revoked.forEach(p -> partitions.remove(p.partition()));
-      assigned(partitions);
+      owned.removeAll(revoked);
+      assigned(owned, withTopics);
     }
 
     @Override
@@ -579,17 +601,59 @@ public final class Client {
     }
   }
 
-  private static ObjectNode groupMember(JsonNode job) throws Exception {
+  /**
+   * The group settings of a group_member job: the classic protocol (default: session timeout,
+   * heartbeat interval and client-side assignor from the job) or KIP-848's `consumer` protocol,
+   * whose session timeout, heartbeat interval and assignor are the broker's (Kafka refuses the
+   * classic settings with it); `remote_assignor` picks a server-side assignor by name.
+   */
+  private static void addGroupProtocol(Properties props, JsonNode job) {
+    if (job.path("group_protocol").asText("classic").equals("consumer")) {
+      props.put("group.protocol", "consumer");
+      if (job.hasNonNull("remote_assignor")) {
+        props.put("group.remote.assignor", job.get("remote_assignor").asText());
+      }
+      return;
+    }
     int sessionMs = job.path("session_timeout_ms").asInt(10_000);
+    props.put("session.timeout.ms", String.valueOf(sessionMs));
+    props.put("heartbeat.interval.ms", String.valueOf(Math.max(sessionMs / 5, 10)));
+    props.put("partition.assignment.strategy", ASSIGNORS.get(job.path("assignor").asText("range")));
+  }
+
+  /**
+   * Subscribes to `pattern` if the job has one, else to `topic`. With the consumer protocol a
+   * pattern is Kafka 4's SubscriptionPattern (RE2/J, evaluated by the broker); with the classic
+   * protocol a java.util.regex Pattern the client matches against its metadata.
+   */
+  private static void subscribe(
+      KafkaConsumer<byte[], byte[]> consumer, JsonNode job, ConsumerRebalanceListener listener)
+      throws Exception {
+    if (!job.hasNonNull("pattern")) {
+      consumer.subscribe(List.of(job.get("topic").asText()), listener);
+      return;
+    }
+    String regex = job.get("pattern").asText();
+    if (!job.path("group_protocol").asText("classic").equals("consumer")) {
+      consumer.subscribe(java.util.regex.Pattern.compile(regex), listener);
+      return;
+    }
+    // Kafka 4.0+, called by name so that the program still compiles against 3.9.
+    Class<?> patternClass = Class.forName("org.apache.kafka.clients.consumer.SubscriptionPattern");
+    Object pattern = patternClass.getConstructor(String.class).newInstance(regex);
+    KafkaConsumer.class
+        .getMethod("subscribe", patternClass, ConsumerRebalanceListener.class)
+        .invoke(consumer, pattern, listener);
+  }
+
+  private static ObjectNode groupMember(JsonNode job) throws Exception {
     Properties props = properties(job);
     props.put("key.deserializer", ByteArrayDeserializer.class.getName());
     props.put("value.deserializer", ByteArrayDeserializer.class.getName());
     props.put("group.id", job.get("group").asText());
     props.put("enable.auto.commit", "false");
     props.put("auto.offset.reset", "earliest");
-    props.put("session.timeout.ms", String.valueOf(sessionMs));
-    props.put("heartbeat.interval.ms", String.valueOf(Math.max(sessionMs / 5, 10)));
-    props.put("partition.assignment.strategy", ASSIGNORS.get(job.path("assignor").asText("range")));
+    addGroupProtocol(props, job);
     props.put("metadata.max.age.ms", "500");
     if (job.hasNonNull("instance_id")) {
       props.put("group.instance.id", job.get("instance_id").asText());
@@ -610,7 +674,8 @@ public final class Client {
                   }
                 }));
     try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
-      consumer.subscribe(List.of(job.get("topic").asText()), new Assignment());
+      boolean withTopics = job.hasNonNull("pattern");
+      subscribe(consumer, job, new Assignment(withTopics));
       while (!stopping.get()) {
         ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(50));
         Map<TopicPartition, Long> unreported = new HashMap<>();
@@ -620,11 +685,18 @@ public final class Client {
             TopicPartition partition = new TopicPartition(record.topic(), record.partition());
             consumer.commitSync(Map.of(partition, new OffsetAndMetadata(record.offset() + 1)));
             ObjectNode line = JSON.createObjectNode().put("event", "record");
+            if (withTopics) {
+              line.put("topic", record.topic());
+            }
             line.put("partition", record.partition()).put("offset", record.offset());
             event(line.put("value", b64(record.value())));
             unreported.put(partition, record.offset() + 1);
           }
-        } catch (RebalanceInProgressException | CommitFailedException e) {
+        } catch (RebalanceInProgressException
+            | CommitFailedException
+            | StaleMemberEpochException
+            | FencedMemberEpochException
+            | UnknownMemberIdException e) {
           // A rebalance refused the commit: the rest of the batch is not reported, and is
           // read again (here if the partition stays assigned, else by its new owner).
           Set<TopicPartition> assigned = consumer.assignment();
@@ -894,6 +966,7 @@ public final class Client {
       for (ConsumerGroupListing listing : admin.listConsumerGroups().all().get()) {
         ObjectNode item = items.addObject().put("group", listing.groupId());
         item.put("state", listing.state().map(Object::toString).orElse(null));
+        item.put("type", listing.type().map(GroupType::toString).orElse(null));
       }
       return itemsResult("groups", items);
     }
@@ -915,9 +988,14 @@ public final class Client {
         }
         item.put("state", description.state().toString());
         item.put("protocol", description.partitionAssignor());
+        item.put("type", description.type().toString());
+        putOptionalInt(item, "group_epoch", description, "groupEpoch");
+        putOptionalInt(item, "target_assignment_epoch", description, "targetAssignmentEpoch");
         for (MemberDescription member : description.members()) {
           ObjectNode out = members.addObject().put("member_id", member.consumerId());
           out.put("client_id", member.clientId());
+          out.put("instance_id", member.groupInstanceId().orElse(null));
+          putOptionalInt(out, "member_epoch", member, "memberEpoch");
           ArrayNode partitions = out.putArray("partitions");
           member
               .assignment()
@@ -926,6 +1004,27 @@ public final class Client {
         }
       }
       return itemsResult("groups", items);
+    }
+  }
+
+  /**
+   * `field` = the Optional<Integer> that `getter` returns (null when empty): the epochs Kafka
+   * 4.0+ describes, called by name so that the program still compiles against 3.9 (absent there).
+   */
+  private static void putOptionalInt(ObjectNode item, String field, Object described, String getter)
+      throws Exception {
+    java.lang.reflect.Method method;
+    try {
+      method = described.getClass().getMethod(getter);
+    } catch (NoSuchMethodException e) {
+      item.putNull(field);
+      return;
+    }
+    Object value = ((java.util.Optional<?>) method.invoke(described)).orElse(null);
+    if (value == null) {
+      item.putNull(field);
+    } else {
+      item.put(field, (Integer) value);
     }
   }
 
