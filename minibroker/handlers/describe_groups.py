@@ -9,6 +9,10 @@ no members, and NO_ERROR before v6, GROUP_ID_NOT_FOUND with the message
 Version notes: v3+ answer authorized operations (READ, DELETE, DESCRIBE: there are no ACLs)
 when asked, else INT32_MIN; v4+ carry members' `group_instance_id`; v5 is flexible; v6 adds
 each group's error message and GROUP_ID_NOT_FOUND for unknown groups.
+
+A KIP-848 consumer group is not a classic group: as Kafka 4.3, it is described "Dead" with no
+protocol type and no members, with NO_ERROR before v6 and from v6 GROUP_ID_NOT_FOUND with
+"Group <id> is not a classic group." (ConsumerGroupDescribe describes it).
 """
 
 from __future__ import annotations
@@ -39,11 +43,13 @@ def _member(member: Member, group: Group, stable: bool) -> Any:
     )
 
 
-def _unknown(group_id: str, version: int, operations: set[int] | None) -> Any:
+def _unknown(
+    group_id: str, version: int, operations: set[int] | None, message: str = "not found"
+) -> Any:
     not_found = version >= GROUP_ID_NOT_FOUND_FROM_VERSION
     return _Group(
         error_code=ErrorCode.GROUP_ID_NOT_FOUND if not_found else ErrorCode.NO_ERROR,
-        error_message=f"Group {group_id} not found." if not_found else None,
+        error_message=f"Group {group_id} {message}." if not_found else None,
         group_id=group_id,
         group_state=GroupState.DEAD.value,
         protocol_type="",
@@ -74,11 +80,14 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
     described = []
     for group_id in request.groups:
         group = groups.get(group_id)
-        described.append(
-            _unknown(group_id, ctx.api_version, operations)
-            if group is None
-            else _described(group_id, group, operations)
-        )
+        if group is None:
+            described.append(_unknown(group_id, ctx.api_version, operations))
+        elif group.consumer is not None:
+            described.append(
+                _unknown(group_id, ctx.api_version, operations, "is not a classic group")
+            )
+        else:
+            described.append(_described(group_id, group, operations))
     return new_response(
         ApiKey.DescribeGroups, ctx.api_version, throttle_time_ms=0, groups=described
     )

@@ -10,6 +10,12 @@ empty member id get MEMBER_ID_REQUIRED and the id to rejoin with (KIP-394), unle
 member is static (v5+ `group_instance_id`, KIP-345). v7+ carries the protocol type in the
 answer. v9 (KIP-814): a static leader rejoining a stable group gets the members with
 `skip_assignment`; below v9 it gets an empty member list and keeps the current assignment.
+
+KIP-848 consumer groups: an Empty consumer group becomes a classic group when a classic
+member joins (as Kafka). One with members answers INCONSISTENT_GROUP_PROTOCOL: classic
+members inside a consumer group (Kafka's `group.consumer.migration.policy` upgrade and
+downgrade paths) are not implemented. SyncGroup, Heartbeat and LeaveGroup on a consumer
+group find no classic member and answer UNKNOWN_MEMBER_ID.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """ListGroups (key 16), versions 0-5.
 
 Behaviour: every group this coordinator knows, except dead ones, with its protocol type
-("consumer", or "" for groups that only commit offsets). All groups are classic groups.
+("consumer", or "" for groups that only commit offsets). Classic groups have type "classic"
+and Kafka's classic states; KIP-848 consumer groups type "consumer", protocol type
+"consumer" and their states (Empty, Assigning, Reconciling, Stable).
 
 Version notes: v4+ carry the group state and filter by `states_filter` (case-insensitive,
 empty = all); v5+ carry the group type ("classic") and filter by `types_filter` likewise.
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from minibroker.groups.group import Group
+from minibroker.groups.group import CONSUMER_PROTOCOL_TYPE, Group
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -20,18 +22,26 @@ from minibroker.server.context import RequestContext
 
 _Group = struct_type(ApiKey.ListGroups, "response", "ListedGroup")
 CLASSIC_GROUP_TYPE = "classic"
+CONSUMER_GROUP_TYPE = "consumer"
 
 
 def _passes(value: str, wanted: list[str] | None) -> bool:
     return not wanted or value.lower() in {item.lower() for item in wanted}
 
 
+def _type_and_state(group: Group) -> tuple[str, str]:
+    if group.consumer is not None:
+        return CONSUMER_GROUP_TYPE, group.consumer.state.value
+    return CLASSIC_GROUP_TYPE, group.state.value
+
+
 def _listed(group: Group) -> Any:
+    group_type, state = _type_and_state(group)
     return _Group(
         group_id=group.group_id,
-        protocol_type=group.protocol_type or "",
-        group_state=group.state.value,
-        group_type=CLASSIC_GROUP_TYPE,
+        protocol_type=CONSUMER_PROTOCOL_TYPE if group.consumer else group.protocol_type or "",
+        group_state=state,
+        group_type=group_type,
     )
 
 
@@ -40,8 +50,8 @@ async def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
     groups = [
         _listed(group)
         for group in ctx.broker.groups.listed_groups()
-        if _passes(group.state.value, request.states_filter)
-        and _passes(CLASSIC_GROUP_TYPE, request.types_filter)
+        if _passes(_type_and_state(group)[1], request.states_filter)
+        and _passes(_type_and_state(group)[0], request.types_filter)
     ]
     return new_response(
         ApiKey.ListGroups,

@@ -17,6 +17,12 @@ of an id that names no topic gets UNKNOWN_TOPIC_ID (those topics come first in t
 and a request with only unknown ids does not reach the group). Java 4.3 sends v10 from its
 KIP-848 consumer (`group.protocol=consumer`); its classic consumer stays at v9.
 v0-1 are gone since Kafka 4.0 and not served; librdkafka's probe (1..2) finds v2.
+
+KIP-848 consumer groups (Kafka's `ConsumerGroup.validateOffsetCommit`):
+`generation_id_or_member_epoch` is the member epoch. Epoch -1 commits only while the group
+has no members (else UNKNOWN_MEMBER_ID); a member id the group does not know answers
+UNKNOWN_MEMBER_ID, another epoch than the member's STALE_MEMBER_EPOCH, and a member
+committing below v9 UNSUPPORTED_VERSION.
 """
 
 from __future__ import annotations
@@ -102,6 +108,7 @@ def _commit(ctx: RequestContext, request: Any, commits: list[OffsetCommit]) -> l
         request.generation_id_or_member_epoch,
         commits,
         request.retention_time_ms,
+        ctx.api_version,
     )
     return [outcome] * len(commits) if isinstance(outcome, ErrorCode) else outcome
 

@@ -9,7 +9,10 @@ the group and top-level errors stay NO_ERROR, as in Kafka.
 
 Version notes: v1 answers errors per partition only, v2-7 also at the top level; v5+ carry
 the leader epoch; v6 is flexible; v8+ (KIP-709) batch several groups in `groups`, each
-answered with its own error; v9's member id and epoch are for KIP-848 groups and ignored.
+answered with its own error; v9+ carry the member id and epoch of a KIP-848 consumer-group
+member: for a consumer group they are checked as Kafka's `ConsumerGroup.validateOffsetFetch`
+(null id and epoch -1 pass; otherwise UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH as the group's
+error, with no topics); classic groups ignore them.
 v10 (KIP-848) names topics by topic id only: requested ids are resolved to names (offsets are
 stored under the topic name, as Kafka does), an id that names no topic answers
 UNKNOWN_TOPIC_ID (offset -1) for each of its partitions, and the answer carries each topic's
@@ -45,6 +48,7 @@ _GroupPartition = struct_type(
     "OffsetFetchResponsePartitions",
 )
 BATCHED_FROM_VERSION = 8
+MEMBER_FROM_VERSION = 9
 TOPIC_IDS_FROM_VERSION = 10
 
 
@@ -76,7 +80,22 @@ def _group_topic(name: str, topic_id: uuid.UUID | None, fetched: list[FetchedOff
     )
 
 
+def _member_error(ctx: RequestContext, group: Any) -> Any:
+    """The group's answer when its member id/epoch (v9+) do not check out, else None."""
+    if ctx.api_version < MEMBER_FROM_VERSION:
+        return None
+    error = ctx.broker.groups.fetch_member_error(
+        group.group_id, group.member_id, group.member_epoch
+    )
+    if error is None:
+        return None
+    return _Group(group_id=group.group_id, error_code=error, topics=[])
+
+
 def _group_entry(ctx: RequestContext, group: Any, require_stable: bool) -> Any:
+    failed = _member_error(ctx, group)
+    if failed is not None:
+        return failed
     by_topic = _fetch(ctx, group.group_id, group.topics, require_stable)
     return _Group(
         group_id=group.group_id,
@@ -102,6 +121,9 @@ def _unknown_id(topic: Any) -> Any:
 
 def _group_entry_by_ids(ctx: RequestContext, group: Any, require_stable: bool) -> Any:
     """v10: the topics named by id, resolved to names for the group and back to ids."""
+    failed = _member_error(ctx, group)
+    if failed is not None:
+        return failed
     cluster = ctx.broker.cluster
     if group.topics is None:
         by_topic = _fetch(ctx, group.group_id, None, require_stable)

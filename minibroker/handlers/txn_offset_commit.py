@@ -13,7 +13,10 @@ EndTxn writes the COMMIT marker there (ABORT drops them). Checks, in order:
 - v3+ group metadata (KIP-447): with a member id, generation or instance id, the member must
   be in the group (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) at that generation
   (ILLEGAL_GENERATION), so a zombie of a rebalanced consumer cannot commit.
-  The group is created if it does not exist.
+  The group is created if it does not exist. For a KIP-848 consumer group the generation
+  is the member epoch (Kafka's `ConsumerGroup.validateOffsetCommit`): epoch -1 passes only
+  while the group has no members; otherwise UNKNOWN_MEMBER_ID, or STALE_MEMBER_EPOCH for
+  another epoch than the member's (exactly-once with `group.protocol=consumer`).
 
 Version notes: v2+ carry the committed leader epoch; v3 is flexible and adds generation id,
 member id and group instance id; v4 adds only TRANSACTION_ABORTABLE (never answered here).

@@ -249,6 +249,8 @@ class ConsumerGroups:
 
     def _heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
         joining = request.member_epoch == 0
+        regex = request.subscribed_topic_regex
+        pattern = compile_subscription_regex(regex) if regex else None
         group = self._group(request.group_id, joining)
         member_id = request.member_id or _new_member_id()
         if len(group.members) >= self.settings.max_size and member_id not in group.members:
@@ -257,11 +259,8 @@ class ConsumerGroups:
                 "The consumer group has reached its maximum capacity of "
                 f"{self.settings.max_size} members.",
             )
-        if request.subscribed_topic_regex:
-            group.patterns.setdefault(
-                request.subscribed_topic_regex,
-                compile_subscription_regex(request.subscribed_topic_regex),
-            )
+        if regex and pattern is not None:
+            group.patterns.setdefault(regex, pattern)
         if request.instance_id is None:
             member = self._dynamic_member(group, member_id, request)
         else:
