@@ -43,6 +43,7 @@ class ConfigSource(IntEnum):
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
     CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
 
 
 class ConfigError(ValueError):
@@ -180,6 +181,40 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("group.consumer.max.size", INT, "2147483647"),
         _broker("group.consumer.assignors", LI, "uniform,range"),
         _broker("group.consumer.migration.policy", S, "bidirectional"),
+        # The broker defaults and bounds of GROUP configs (groups/group_configs.py).
+        _broker("group.consumer.assignment.interval.ms", INT, "1000"),
+        _broker("group.consumer.min.assignment.interval.ms", INT, "0"),
+        _broker("group.consumer.max.assignment.interval.ms", INT, "15000"),
+        _broker("group.share.session.timeout.ms", INT, "45000"),
+        _broker("group.share.min.session.timeout.ms", INT, "45000"),
+        _broker("group.share.max.session.timeout.ms", INT, "60000"),
+        _broker("group.share.heartbeat.interval.ms", INT, "5000"),
+        _broker("group.share.min.heartbeat.interval.ms", INT, "5000"),
+        _broker("group.share.max.heartbeat.interval.ms", INT, "15000"),
+        _broker("group.share.assignment.interval.ms", INT, "1000"),
+        _broker("group.share.min.assignment.interval.ms", INT, "0"),
+        _broker("group.share.max.assignment.interval.ms", INT, "15000"),
+        _broker("group.share.record.lock.duration.ms", INT, "30000"),
+        _broker("group.share.min.record.lock.duration.ms", INT, "15000"),
+        _broker("group.share.max.record.lock.duration.ms", INT, "60000"),
+        _broker("group.share.delivery.count.limit", INT, "5"),
+        _broker("group.share.min.delivery.count.limit", INT, "2"),
+        _broker("group.share.max.delivery.count.limit", INT, "10"),
+        _broker("group.share.partition.max.record.locks", INT, "2000"),
+        _broker("group.share.min.partition.max.record.locks", INT, "100"),
+        _broker("group.share.max.partition.max.record.locks", INT, "4000"),
+        _broker("group.streams.session.timeout.ms", INT, "45000"),
+        _broker("group.streams.min.session.timeout.ms", INT, "45000"),
+        _broker("group.streams.max.session.timeout.ms", INT, "60000"),
+        _broker("group.streams.heartbeat.interval.ms", INT, "5000"),
+        _broker("group.streams.min.heartbeat.interval.ms", INT, "5000"),
+        _broker("group.streams.max.heartbeat.interval.ms", INT, "15000"),
+        _broker("group.streams.assignment.interval.ms", INT, "1000"),
+        _broker("group.streams.min.assignment.interval.ms", INT, "0"),
+        _broker("group.streams.max.assignment.interval.ms", INT, "15000"),
+        _broker("group.streams.num.standby.replicas", INT, "0"),
+        _broker("group.streams.max.standby.replicas", INT, "2"),
+        _broker("group.streams.initial.rebalance.delay.ms", INT, "3000"),
         _broker("offsets.topic.num.partitions", INT, "50"),
         _broker("offsets.topic.segment.bytes", INT, "104857600"),
         _broker("offsets.retention.minutes", INT, "10080"),

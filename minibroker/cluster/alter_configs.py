@@ -14,7 +14,10 @@ the others, INVALID_REQUEST) before it replaces the stored one.
 A CLIENT_METRICS resource is a client telemetry subscription (`metrics`, `interval.ms`,
 `match`; `telemetry/subscriptions.py`), checked as Kafka's `ClientMetricsConfigs`; deleting
 every config removes it. A BROKER_LOGGER resource (IncrementalAlterConfigs only) changes
-this process's log levels (`cluster/broker_loggers.py`).
+this process's log levels (`cluster/broker_loggers.py`). A GROUP resource holds a group's
+config overrides (`groups/group_configs.py`): the ops are applied to its stored overrides
+(APPEND/SUBTRACT refused: no group config is a LIST) and the result is checked as Kafka's
+`GroupConfig.validate` (INVALID_CONFIG); an empty group name is INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ from minibroker.cluster.state import Cluster, TopicError, check_topic_name
 from minibroker.config import (
     BROKER_CONFIGS,
     TOPIC_CONFIGS,
+    BrokerConfig,
     ConfigError,
     ConfigType,
     validate_topic_configs,
 )
+from minibroker.groups.group_configs import GroupConfigError, GroupConfigs, validate_group_configs
 from minibroker.protocol.errors import ErrorCode
 from minibroker.telemetry.manager import ClientTelemetry
 from minibroker.telemetry.subscriptions import LIST_CONFIGS as CLIENT_METRICS_LISTS
@@ -107,7 +112,12 @@ def check_ops(ops: Sequence[ConfigOp]) -> None:
 
 def check_resource_type(resource_type: int, incremental: bool = True) -> ResourceType:
     """The types AlterConfigs serves; BROKER_LOGGER only through IncrementalAlterConfigs."""
-    served = {ResourceType.TOPIC, ResourceType.BROKER, ResourceType.CLIENT_METRICS}
+    served = {
+        ResourceType.TOPIC,
+        ResourceType.BROKER,
+        ResourceType.CLIENT_METRICS,
+        ResourceType.GROUP,
+    }
     if incremental:
         served.add(ResourceType.BROKER_LOGGER)
     if resource_type in served:
@@ -191,6 +201,38 @@ def alter_broker(
         dynamic.replace(target, configs)
 
 
+GROUP_NAME_EMPTY_MESSAGE = "Group name must not be empty"
+
+
+def no_list_default(name: str) -> str | None:
+    """No group config is a LIST: APPEND/SUBTRACT are refused."""
+    return None
+
+
+def alter_group(
+    group_configs: GroupConfigs,
+    broker_config: BrokerConfig,
+    name: str,
+    ops: Sequence[ConfigOp],
+    *,
+    incremental: bool,
+    validate_only: bool,
+) -> None:
+    """A GROUP resource: the group `name`'s overrides (none left: it has none)."""
+    if not name:
+        raise ConfigChangeError(ErrorCode.INVALID_REQUEST, GROUP_NAME_EMPTY_MESSAGE)
+    if incremental:
+        configs = apply_incremental(group_configs.overrides(name), ops, no_list_default)
+    else:
+        configs = {op.name: op.value for op in ops if op.value is not None}
+    try:
+        validate_group_configs(configs, broker_config)
+    except GroupConfigError as exc:
+        raise ConfigChangeError(ErrorCode.INVALID_CONFIG, str(exc)) from exc
+    if not validate_only:
+        group_configs.replace(name, configs)
+
+
 def topic_list_default(name: str) -> str | None:
     """The default of a LIST topic config; None for any other name."""
     definition = TOPIC_CONFIGS.get(name)
@@ -258,12 +300,15 @@ def check_topic_configs(cluster: Cluster, name: str, configs: Mapping[str, str])
 
 @dataclass(frozen=True)
 class ConfigTargets:
-    """What config resources change: topics, dynamic broker configs, subscriptions."""
+    """What config resources change: topics, dynamic broker configs, subscriptions, group
+    configs (checked against this node's `broker_config`)."""
 
     cluster: Cluster
     dynamic: DynamicConfigs
     telemetry: ClientTelemetry
     node_id: int
+    group_configs: GroupConfigs
+    broker_config: BrokerConfig
 
 
 def alter_client_metrics(
@@ -320,6 +365,16 @@ def alter_resource(
     if kind == ResourceType.CLIENT_METRICS:
         alter_client_metrics(
             targets.telemetry, name, ops, incremental=incremental, validate_only=validate_only
+        )
+        return
+    if kind == ResourceType.GROUP:
+        alter_group(
+            targets.group_configs,
+            targets.broker_config,
+            name,
+            ops,
+            incremental=incremental,
+            validate_only=validate_only,
         )
         return
     cluster = targets.cluster

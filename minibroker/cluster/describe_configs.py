@@ -11,6 +11,10 @@ is that of the first synonym.
 
 A broker setting is read-only unless Kafka lets it change dynamically. The cluster-default
 broker resource ("") lists only the dynamic defaults, without per-node synonyms.
+
+A group config's synonyms are the group's own override (GROUP_CONFIG), then its broker
+synonym's levels (`consumer.session.timeout.ms` -> `group.consumer.session.timeout.ms`);
+one without a broker synonym shows Kafka's default (DEFAULT_CONFIG).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from minibroker.config import (
     ConfigType,
     broker_synonyms,
 )
+from minibroker.groups.group_configs import GROUP_CONFIG_DEFS, GroupConfigDef, default_value
 from minibroker.telemetry.subscriptions import DEFAULTS as CLIENT_METRICS_DEFAULTS
 from minibroker.telemetry.subscriptions import INTERVAL_MS, MATCH, METRICS
 
@@ -185,4 +190,35 @@ def logger_entries() -> list[ConfigEntry]:
             documentation=None,
         )
         for name, level in loggers().items()
+    ]
+
+
+def _group_config_entry(
+    config: BrokerConfig, overrides: Mapping[str, str], definition: GroupConfigDef
+) -> ConfigEntry:
+    name = definition.name
+    value = overrides.get(name, default_value(definition, config))
+    synonyms = []
+    if name in overrides:
+        synonyms.append(Synonym(name, value, ConfigSource.GROUP_CONFIG))
+    if definition.broker_synonym is not None:
+        synonyms += _config_synonyms(config, definition.broker_synonym, sensitive=False)
+    return ConfigEntry(
+        name=name,
+        value=value,
+        source=_source(synonyms),
+        read_only=False,
+        sensitive=False,
+        config_type=definition.type,
+        synonyms=tuple(synonyms),
+        documentation=definition.doc or None,
+    )
+
+
+def group_config_entries(config: BrokerConfig, overrides: Mapping[str, str]) -> list[ConfigEntry]:
+    """Every group config, sorted by name, with the value this group gets (a GROUP
+    resource)."""
+    return [
+        _group_config_entry(config, overrides, GROUP_CONFIG_DEFS[name])
+        for name in sorted(GROUP_CONFIG_DEFS)
     ]

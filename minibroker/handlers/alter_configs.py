@@ -10,7 +10,10 @@ dynamic broker configs, checked as Kafka does (`cluster/dynamic_configs.py`: a s
 setting is INVALID_REQUEST "Cannot update these configs dynamically: [name]"); a change is
 stored in the data directory and applied to every node at once. A CLIENT_METRICS resource
 (16) is a client telemetry subscription (`metrics`, `interval.ms`, `match`) whose configs
-become the ones given (none: removed), checked as Kafka's `ClientMetricsConfigs`.
+become the ones given (none: removed), checked as Kafka's `ClientMetricsConfigs`. A GROUP
+resource (32) gets the configs given as its whole set of group config overrides, checked as
+Kafka's `GroupConfig` (`groups/group_configs.py`: unknown names, bad values, values outside
+the broker's `group.*` bounds INVALID_CONFIG), kept in the data directory.
 
 Version notes: v1 only changes throttling; v2 is the flexible encoding.
 """
@@ -47,7 +50,12 @@ def answer_config_changes(
     ]
     broker = ctx.broker
     targets = ConfigTargets(
-        broker.cluster, broker.dynamic_configs, broker.telemetry, broker.node_id
+        broker.cluster,
+        broker.dynamic_configs,
+        broker.telemetry,
+        broker.node_id,
+        broker.group_configs,
+        broker.config,
     )
     results = alter_results(
         targets,

@@ -11,7 +11,11 @@ cluster-wide dynamic defaults (only those set are listed). A CLIENT_METRICS reso
 lists a telemetry subscription's `interval.ms`, `match` and `metrics` (CLIENT_METRICS_CONFIG
 where set, else DEFAULT_CONFIG; an unknown subscription shows the defaults, as in Kafka; an
 empty name is INVALID_REQUEST). A BROKER_LOGGER resource (8), named by this node's id, lists
-this process's loggers with their levels (DYNAMIC_BROKER_LOGGER_CONFIG). Errors per
+this process's loggers with their levels (DYNAMIC_BROKER_LOGGER_CONFIG). A GROUP resource
+(32) lists every group config (`groups/group_configs.py`) with the group's override
+(GROUP_CONFIG) or else the broker's `group.*` synonym (its source) or Kafka's default; the
+group needs not exist (an unknown one shows the defaults, as in Kafka); an empty name is
+INVALID_REQUEST ("Group name must not be empty"). Errors per
 resource: an illegal topic name INVALID_TOPIC_EXCEPTION, an unknown topic
 UNKNOWN_TOPIC_OR_PARTITION, another broker id or a non-integer name INVALID_REQUEST, other
 resource types INVALID_REQUEST.
@@ -24,12 +28,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from minibroker.cluster.alter_configs import ConfigChangeError, ResourceType, is_java_int
+from minibroker.cluster.alter_configs import (
+    GROUP_NAME_EMPTY_MESSAGE,
+    ConfigChangeError,
+    ResourceType,
+    is_java_int,
+)
 from minibroker.cluster.describe_configs import (
     ConfigEntry,
     broker_config_entries,
     client_metrics_entries,
     cluster_default_entries,
+    group_config_entries,
     logger_entries,
     topic_config_entries,
 )
@@ -107,6 +117,12 @@ def _client_metrics_entries(ctx: RequestContext, name: str) -> list[ConfigEntry]
     return client_metrics_entries(ctx.broker.telemetry.configs.get(name, {}))
 
 
+def _group_entries(ctx: RequestContext, name: str) -> list[ConfigEntry]:
+    if not name:
+        raise ConfigChangeError(ErrorCode.INVALID_REQUEST, GROUP_NAME_EMPTY_MESSAGE)
+    return group_config_entries(ctx.broker.config, ctx.broker.group_configs.overrides(name))
+
+
 def _topic_entries(ctx: RequestContext, name: str) -> list[ConfigEntry] | None:
     try:
         check_topic_name(name)
@@ -139,6 +155,8 @@ def _result(ctx: RequestContext, request: Any, resource: Any) -> Any:
             entries = _logger_entries(ctx, resource.resource_name)
         elif resource.resource_type == ResourceType.CLIENT_METRICS:
             entries = _client_metrics_entries(ctx, resource.resource_name)
+        elif resource.resource_type == ResourceType.GROUP:
+            entries = _group_entries(ctx, resource.resource_name)
         else:
             raise ConfigChangeError(
                 ErrorCode.INVALID_REQUEST,

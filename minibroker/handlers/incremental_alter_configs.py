@@ -16,7 +16,13 @@ resource (16) the ops change a client telemetry subscription (`metrics`, `interv
 (unknown config or empty name INVALID_REQUEST, bad pattern or number INVALID_CONFIG);
 deleting every config removes the subscription. A BROKER_LOGGER resource (8, this node's
 id) sets or resets this process's log levels as Kafka's `RuntimeLoggerManager` does
-(`cluster/broker_loggers.py`); AlterConfigs refuses it ("Unknown resource type 8").
+(`cluster/broker_loggers.py`); AlterConfigs refuses it ("Unknown resource type 8"). A
+GROUP resource (32) changes a group's config overrides (`consumer.session.timeout.ms`,
+`consumer.heartbeat.interval.ms`, the share and streams ones; `groups/group_configs.py`),
+checked as Kafka's `GroupConfig.validate` on the resulting overrides merged over the
+broker's `group.*` settings (INVALID_CONFIG with Kafka's messages; APPEND/SUBTRACT
+INVALID_CONFIG, no group config being a LIST), kept in the data directory; a group needs
+not exist, and deleting a group keeps its configs, as in Kafka.
 
 Version notes: v1 is the flexible encoding of v0.
 """

@@ -2,7 +2,8 @@
 
 Behaviour (Kafka's `KafkaApis.handleListConfigResources`, KIP-1142): the config resources of
 the requested types, in Kafka's order of types — GROUP, CLIENT_METRICS, BROKER_LOGGER,
-BROKER, TOPIC — each type's names sorted: groups are this coordinator's groups, client
+BROKER, TOPIC — each type's names sorted: groups are this coordinator's groups and the
+groups with GROUP config overrides (a group id may have configs and no group), client
 metrics the telemetry subscriptions (KIP-714: each is a CLIENT_METRICS resource), brokers and
 broker loggers the live nodes' ids, topics every topic (internal ones included).
 
@@ -29,7 +30,8 @@ _Resource = struct_type(ApiKey.ListConfigResources, "response", "ConfigResource"
 
 
 def _groups(ctx: RequestContext) -> list[str]:
-    return sorted(group.group_id for group in ctx.broker.groups.listed_groups())
+    listed = {group.group_id for group in ctx.broker.groups.listed_groups()}
+    return sorted(listed | set(ctx.broker.group_configs.group_ids()))
 
 
 def _client_metrics(ctx: RequestContext) -> list[str]:

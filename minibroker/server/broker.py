@@ -27,6 +27,7 @@ from minibroker.cluster.fetch_sessions import FetchSessionCache
 from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig, Listener, new_cluster_id
 from minibroker.groups import GroupCoordinator
+from minibroker.groups.group_configs import GroupConfigs
 from minibroker.log.checkpoints import META_PROPERTIES, read_properties
 from minibroker.log.lazy import is_created
 from minibroker.log.manager import LogManager
@@ -102,6 +103,7 @@ class Broker:
         self.scram_credentials = ScramCredentials.open(config, self.data_dir)
         self.dynamic_configs = DynamicConfigs.open(self.data_dir)
         self.dynamic_configs.apply([self], self, self.cluster)
+        self.group_configs = GroupConfigs.open(self.data_dir)
         self.telemetry = ClientTelemetry.open(config.get_int("telemetry.max.bytes"), self.data_dir)
 
     def _share_state(self, owner: Broker) -> None:
@@ -117,6 +119,7 @@ class Broker:
         self.faults = owner.faults
         self.scram_credentials = owner.scram_credentials
         self.dynamic_configs = owner.dynamic_configs
+        self.group_configs = owner.group_configs
         self.telemetry = owner.telemetry
         self.config = self.dynamic_configs.effective(self.config, self.node_id)
         self.features = owner.features

@@ -230,8 +230,8 @@ def test_topic_resource_errors(client: WireClient) -> None:
     assert (unknown.error_code, unknown.configs) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])
     illegal = describe(client, TOPIC, "bad/name")
     assert illegal.error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
-    group = describe(client, ResourceType.GROUP, "my-group")
-    assert group.error_code == ErrorCode.INVALID_REQUEST
+    unsupported = describe(client, ResourceType.UNKNOWN, "my-group")
+    assert unsupported.error_code == ErrorCode.INVALID_REQUEST
 
 
 def test_broker_configs(client: WireClient) -> None:
