@@ -88,6 +88,7 @@ class Broker:
         )
         self.cluster = Cluster(config, self.logs, self.data_dir)
         self.producers = ProducerStateManager.from_config(config, self.data_dir)
+        self.group_configs = GroupConfigs.open(self.data_dir)
         self.groups = GroupCoordinator(config, self.cluster, self.producers)
         self.features = Features.open(config, self.data_dir, self.node_id)
         self.transactions = TransactionCoordinator(
@@ -103,7 +104,6 @@ class Broker:
         self.scram_credentials = ScramCredentials.open(config, self.data_dir)
         self.dynamic_configs = DynamicConfigs.open(self.data_dir)
         self.dynamic_configs.apply([self], self, self.cluster)
-        self.group_configs = GroupConfigs.open(self.data_dir)
         self.telemetry = ClientTelemetry.open(config.get_int("telemetry.max.bytes"), self.data_dir)
 
     def _share_state(self, owner: Broker) -> None:
