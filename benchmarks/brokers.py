@@ -29,6 +29,9 @@ class RunningBroker:
     def cpu_seconds(self) -> float:
         return procstat.cpu_seconds(self.pid)
 
+    def user_cpu_seconds(self) -> float:
+        return procstat.user_cpu_seconds(self.pid)
+
     def rss_bytes(self) -> int:
         return procstat.rss_bytes(self.pid)
 
@@ -52,10 +55,14 @@ def _ready_line(process: subprocess.Popen[str]) -> str:
     return line.strip()
 
 
-def start_minibroker(data_dir: Path, *overrides: str, wrapper: Sequence[str] = ()) -> RunningBroker:
-    """`minibroker serve` on `data_dir`; `wrapper` runs it under a tool (e.g. valgrind)."""
+def start_minibroker(
+    data_dir: Path, *overrides: str, wrapper: Sequence[str] = (), in_memory: bool = False
+) -> RunningBroker:
+    """`minibroker serve` on `data_dir` (or `--in-memory`); `wrapper` runs it under a tool
+    (e.g. valgrind)."""
     argv = [*wrapper, sys.executable, "-m", "minibroker", "serve", "--listen", "127.0.0.1:0"]
-    argv += ["--data-dir", str(data_dir), "--log-level", "WARNING"]
+    argv += ["--in-memory"] if in_memory else ["--data-dir", str(data_dir)]
+    argv += ["--log-level", "WARNING"]
     for override in overrides:
         argv += ["--override", override]
     process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

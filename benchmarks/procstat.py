@@ -16,6 +16,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def user_cpu_seconds(pid: int) -> float:
+    """User CPU time of `pid` alone: what the broker's own code costs, without the kernel's
+    copies and system calls."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[11]) / CLOCK_TICKS
+
+
 def rss_bytes(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):

@@ -35,13 +35,16 @@ CONFIGS = [
     for batch_size in (1 << 20, 64 << 10)
     for acks in ("1", "all")
     for compression in ("none", "lz4")
-]
+] + [ProduceConfig(batch_size, "1", "zstd") for batch_size in (1 << 20, 64 << 10)]
+# Beside the on-disk broker's rows: `minibroker serve --in-memory` at 1 MiB.
+IN_MEMORY_CONFIG = ProduceConfig(1 << 20, "1", "none")
 
 
 @dataclass(frozen=True)
 class ProduceResult:
     seconds: float
     broker_cpu_seconds: float
+    broker_user_cpu_seconds: float
     messages: int
 
     @property
@@ -108,7 +111,7 @@ def produce_messages(
     producer.list_topics(topic, timeout=30)
     values = json_values()
     chunk = [{"value": values[i % len(values)], "partition": 0} for i in range(CHUNK)]
-    cpu_before = broker.cpu_seconds()
+    cpu_before, user_before = broker.cpu_seconds(), broker.user_cpu_seconds()
     started = time.perf_counter()
     for _ in range(messages // CHUNK):
         producer.produce_batch(topic, chunk)
@@ -116,9 +119,10 @@ def produce_messages(
     remaining = producer.flush(120)
     seconds = time.perf_counter() - started
     cpu = broker.cpu_seconds() - cpu_before
+    user = broker.user_cpu_seconds() - user_before
     if remaining or failures:
         raise RuntimeError(f"{remaining} unacknowledged, errors: {failures[:3]}")
-    return ProduceResult(seconds, cpu, messages)
+    return ProduceResult(seconds, cpu, user, messages)
 
 
 def run_p1(broker: RunningBroker, config: ProduceConfig) -> ProduceResult:

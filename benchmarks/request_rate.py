@@ -7,6 +7,12 @@ again and again, so nearly all the CPU it measures is the broker's.
 
     python -m benchmarks.request_rate [--window 64] [--seconds 5] [--bootstrap HOST:PORT]
 
+`--sweep` paces the requests instead (open loop: each is due at its slot of the rate, sent
+when due, answered in order on the one connection) at rising rates, measures every request's
+send→answer latency, and reports the highest rate whose answer p99 stays within 5 ms:
+
+    python -m benchmarks.request_rate --sweep [--seconds 3]
+
 Without --bootstrap it starts `minibroker serve` on disk (a topic `r1` is created); with it,
 it drives a broker already running (e.g. under a profiler) and reports requests/s only.
 """
@@ -15,10 +21,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import select
 import socket
 import struct
 import tempfile
 import time
+from collections import deque
 from pathlib import Path
 
 from confluent_kafka import KafkaException
@@ -26,6 +34,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from benchmarks import procstat
 from benchmarks.brokers import RunningBroker, start_minibroker
+from benchmarks.stats import percentile
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import request_class
 from minibroker.records.records import build_batch
@@ -33,6 +42,11 @@ from minibroker.records.records import build_batch
 TOPIC = "r1"
 PRODUCE_VERSION = 9
 _SIZE = struct.Struct(">i")
+SWEEP_RATES = (2_000, 5_000, 10_000, 15_000, 20_000, 25_000, 30_000, 35_000, 40_000, 50_000)
+P99_LIMIT_MS = 5.0
+# A paced run stops sending when this many requests wait for answers: the broker has fallen
+# behind for good, and the latencies say so already.
+PACED_BACKLOG = 20_000
 
 
 def produce_frame(topic: str, value: bytes) -> bytes:
@@ -77,6 +91,71 @@ def drive(bootstrap: str, frame: bytes, window: int, seconds: float) -> int:
         return answered
 
 
+def paced(bootstrap: str, frame: bytes, rate: int, seconds: float) -> list[float]:
+    """Send `frame` at `rate` per second for `seconds`; each answer's latency in ms, measured
+    from the moment its request was due (a late send counts against the broker too)."""
+    host, _, port = bootstrap.rpartition(":")
+    due_times: deque[float] = deque()
+    latencies: list[float] = []
+    with socket.create_connection((host, int(port))) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setblocking(False)
+        pending = b""
+        unsent = bytearray()
+        started = time.perf_counter()
+        total = int(rate * seconds)
+        sent = 0
+        while len(latencies) < sent or sent < total:
+            now = time.perf_counter()
+            due = min(total, int((now - started) * rate) + 1)
+            if due > sent and len(due_times) < PACED_BACKLOG:
+                due_times.extend(started + i / rate for i in range(sent, due))
+                unsent += frame * (due - sent)
+                sent = due
+            elif now - started > seconds + 10:
+                break
+            if unsent:
+                with contextlib.suppress(BlockingIOError):
+                    del unsent[: sock.send(unsent)]
+            select.select([sock], [], [], 0.0002)
+            try:
+                pending += sock.recv(1 << 20)
+            except BlockingIOError:
+                continue
+            now = time.perf_counter()
+            while len(pending) >= 4 and len(pending) >= _SIZE.unpack_from(pending)[0] + 4:
+                pending = pending[_SIZE.unpack_from(pending)[0] + 4 :]
+                latencies.append((now - due_times.popleft()) * 1000)
+    return latencies
+
+
+def sweep(bootstrap: str, seconds: float) -> list[dict[str, float]]:
+    """p50/p99 at each rate of SWEEP_RATES, until p99 exceeds twice the limit."""
+    frame = produce_frame(TOPIC, b"v" * 100)
+    rows = []
+    for rate in SWEEP_RATES:
+        ordered = sorted(paced(bootstrap, frame, rate, seconds))
+        row = {
+            "rate": rate,
+            "answered_per_s": len(ordered) / seconds,
+            "p50_ms": percentile(ordered, 0.5),
+            "p99_ms": percentile(ordered, 0.99),
+        }
+        rows.append(row)
+        print(
+            f"R1 paced {rate:,}/s: p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms",
+            flush=True,
+        )
+        if row["p99_ms"] > 2 * P99_LIMIT_MS:
+            break
+    return rows
+
+
+def highest_sustained(rows: list[dict[str, float]]) -> float:
+    """The highest swept rate whose answers' p99 stayed within P99_LIMIT_MS (0 if none)."""
+    return max((row["rate"] for row in rows if row["p99_ms"] <= P99_LIMIT_MS), default=0.0)
+
+
 def create_topic(bootstrap: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     with contextlib.suppress(KafkaException):  # it exists already
@@ -104,7 +183,20 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=64)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--bootstrap", help="drive this broker instead of starting one")
+    parser.add_argument("--sweep", action="store_true", help="paced rates, answer latencies")
     args = parser.parse_args()
+    if args.sweep:
+        with tempfile.TemporaryDirectory() as tmp:
+            broker = start_minibroker(Path(tmp))
+            try:
+                create_topic(broker.bootstrap)
+                rows = sweep(broker.bootstrap, args.seconds)
+            finally:
+                broker.stop()
+        print(
+            f"highest rate with answer p99 <= {P99_LIMIT_MS} ms: {highest_sustained(rows):,.0f}/s"
+        )
+        return
     if args.bootstrap:
         create_topic(args.bootstrap)
         frame = produce_frame(TOPIC, b"v" * 100)

@@ -1,6 +1,6 @@
 """`scripts/bench`: every scenario against minibroker and librdkafka's mock cluster in one run.
 
-python -m benchmarks.run [--runs 3] [--only P1,F1,L1,P2,S1,M1,SPARK] [--json F] [--chart F]
+python -m benchmarks.run [--runs 3] [--only P1,PR,F1,L1,R1,P2,S1,FC,M1,SPARK] [--json F] [--chart F]
 """
 
 from __future__ import annotations
@@ -14,14 +14,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchmarks import fetch, latency, memory, oldclient, produce, startup
+from benchmarks import (
+    fetch,
+    fixture_cycle,
+    latency,
+    memory,
+    oldclient,
+    produce,
+    produce_cpu,
+    request_rate,
+    startup,
+)
 from benchmarks.brokers import RunningBroker, start_minibroker, start_mock
 from benchmarks.procstat import wait_until_idle
 from benchmarks.report import markdown_table, spread_text, write_chart, write_json
 from benchmarks.stats import Spread, ratio
 from minibroker.records.accel import active_path
 
-SCENARIOS = ("P1", "F1", "L1", "P2", "S1", "M1", "SPARK")
+SCENARIOS = ("P1", "PR", "F1", "L1", "R1", "P2", "S1", "FC", "M1", "SPARK")
 MB = 1e6
 T = TypeVar("T")
 
@@ -48,21 +58,30 @@ def repeat(runs: int, action: Callable[[], T]) -> list[T]:
     return [action() for _ in range(runs)]
 
 
+def p1_row(
+    label: str, config: produce.ProduceConfig, brokers: tuple[RunningBroker, ...], runs: int
+) -> dict[str, Any]:
+    row: dict[str, Any] = {"config": label, "idle": settle("P1 " + label)}
+    for broker in brokers:
+        measured = [produce.run_p1(broker, config) for _ in range(runs)]
+        row[broker.name] = {
+            "mb_per_s": Spread.of([m.mb_per_s for m in measured]).as_dict(),
+            "msg_per_s": Spread.of([m.msg_per_s for m in measured]).as_dict(),
+            "cpu_s_per_gb": Spread.of([m.cpu_s_per_gb for m in measured]).as_dict(),
+        }
+    row["ratio"] = ratio(row["minibroker"]["mb_per_s"]["median"], row["mock"]["mb_per_s"]["median"])
+    return row
+
+
 def p1(mini: RunningBroker, mock: RunningBroker, runs: int) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for config in produce.CONFIGS:
-        row: dict[str, Any] = {"config": config.label, "idle": settle("P1 " + config.label)}
-        for broker in (mini, mock):
-            measured = [produce.run_p1(broker, config) for _ in range(runs)]
-            row[broker.name] = {
-                "mb_per_s": Spread.of([m.mb_per_s for m in measured]).as_dict(),
-                "msg_per_s": Spread.of([m.msg_per_s for m in measured]).as_dict(),
-                "cpu_s_per_gb": Spread.of([m.cpu_s_per_gb for m in measured]).as_dict(),
-            }
-        row["ratio"] = ratio(
-            row["minibroker"]["mb_per_s"]["median"], row["mock"]["mb_per_s"]["median"]
-        )
-        rows.append(row)
+    rows = [p1_row(config.label, config, (mini, mock), runs) for config in produce.CONFIGS]
+    with tempfile.TemporaryDirectory() as tmp:
+        in_memory = start_minibroker(Path(tmp), in_memory=True)
+        try:
+            config = produce.IN_MEMORY_CONFIG
+            rows.append(p1_row(config.label + ", in memory", config, (in_memory, mock), runs))
+        finally:
+            in_memory.stop()
     print(
         markdown_table(
             [
@@ -88,6 +107,43 @@ def p1(mini: RunningBroker, mock: RunningBroker, runs: int) -> list[dict[str, An
         flush=True,
     )
     return rows
+
+
+def pr(mini: RunningBroker, runs: int) -> dict[str, Any]:
+    """Broker CPU per 64 KiB Produce request (requests counted in the log), total and user."""
+    settle("PR")
+    assert mini.data_dir is not None
+    measured = [produce_cpu.cpu_per_request(mini, mini.data_dir, 100_000) for _ in range(runs)]
+    result = {
+        "cpu_us": Spread.of([total for total, _ in measured]).as_dict(),
+        "user_cpu_us": Spread.of([user for _, user in measured]).as_dict(),
+    }
+    print(
+        f"PR 64 KiB Produce request: {spread_text(result['cpu_us'])} broker CPU-us, "
+        f"{spread_text(result['user_cpu_us'])} of them user",
+        flush=True,
+    )
+    return result
+
+
+def r1(mini: RunningBroker) -> dict[str, Any]:
+    settle("R1")
+    request_rate.create_topic(mini.bootstrap)
+    rows = request_rate.sweep(mini.bootstrap, 3.0)
+    highest = request_rate.highest_sustained(rows)
+    print(f"R1 highest paced rate with answer p99 <= 5 ms: {highest:,.0f} requests/s", flush=True)
+    return {"rows": rows, "highest_rate_p99_5ms": highest}
+
+
+def fc(runs: int) -> dict[str, Any]:
+    settle("FC")
+    result: dict[str, Any] = {}
+    for storage in ("memory", "disk"):
+        wall, cpu = fixture_cycle.measure(storage, runs)
+        result[storage] = {"wall_ms": wall, "cpu_ms": cpu}
+    result["disk_over_memory"] = ratio(result["disk"]["wall_ms"], result["memory"]["wall_ms"])
+    print(f"FC fixture cycle: {result}", flush=True)
+    return result
 
 
 def f1(mini: RunningBroker, runs: int) -> dict[str, Any]:
@@ -168,6 +224,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             idle_rss = memory.settle_rss(mini)
             if "P1" in chosen:
                 results["P1"] = p1(mini, mock, args.runs)
+            if "PR" in chosen:
+                results["PR"] = pr(mini, args.runs)
             if "F1" in chosen:
                 results["F1"] = f1(mini, args.runs)
             if "M1" in chosen:
@@ -179,6 +237,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 print(f"M1 RSS MB: {results['M1']}", flush=True)
             if "L1" in chosen:
                 results["L1"] = l1(mini, mock)
+            if "R1" in chosen:
+                results["R1"] = r1(mini)
             if "P2" in chosen:
                 results["P2"] = p2(mini)
         finally:
@@ -186,6 +246,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             mock.stop()
     if "S1" in chosen:
         results["S1"] = s1(max(5, args.runs))
+    if "FC" in chosen:
+        results["FC"] = fc(max(10, args.runs))
     if "SPARK" in chosen:
         results["SPARK"] = spark_rows()
     return results

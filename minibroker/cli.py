@@ -122,16 +122,18 @@ def defer_package_init(name: str) -> None:
 
 def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
     """uvloop when it is installed (a default dependency where it builds), asyncio's own loop
-    otherwise; one INFO line says which."""
+    otherwise; one INFO line says which, and which produce path runs (native or pure)."""
+    from minibroker.records.accel import active_path
+
     log = logging.getLogger(__name__)
     try:
         import uvloop
         from uvloop._version import __version__ as uvloop_version
     except ImportError:
-        log.info("event loop: asyncio (uvloop is not installed)")
+        log.info("event loop: asyncio (uvloop is not installed); produce path: %s", active_path())
         asyncio.run(main)
     else:
-        log.info("event loop: uvloop %s", uvloop_version)
+        log.info("event loop: uvloop %s; produce path: %s", uvloop_version, active_path())
         uvloop.run(main)
 
 
