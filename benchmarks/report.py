@@ -30,7 +30,7 @@ def write_chart(results: dict[str, Any], path: Path) -> None:
 
     produce = results.get("P1", [])
     latency = results.get("L1", [])
-    figure, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
+    figure, (left, right, rates) = plt.subplots(1, 3, figsize=(18, 4.8))
     labels = [row["config"] for row in produce]
     positions = range(len(labels))
     for offset, broker in ((-0.2, "minibroker"), (0.2, "mock")):
@@ -49,6 +49,15 @@ def write_chart(results: dict[str, Any], path: Path) -> None:
     right.set_ylabel("end-to-end latency, ms")
     right.set_title("L1 latency, linger 0, acks=1")
     right.legend()
+    paced = results.get("R1", {}).get("rows", [])
+    for key in ("p50_ms", "p99_ms"):
+        rates.plot([row["rate"] for row in paced], [row[key] for row in paced], "o-", label=key)
+    rates.axhline(5.0, color="grey", linestyle=":", label="5 ms")
+    rates.set_yscale("log")
+    rates.set_xlabel("single-message Produce requests/s (paced)")
+    rates.set_ylabel("answer latency, ms")
+    rates.set_title("R1 minibroker, one connection, acks=1")
+    rates.legend()
     figure.suptitle(
         f"minibroker vs librdkafka mock cluster — {results['date']}, {results['machine']}"
     )
