@@ -28,6 +28,13 @@ from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig
 from minibroker.groups.consumer.manager import ConsumerGroupError, ConsumerGroups
 from minibroker.groups.consumer.model import ConsumerGroup
+from minibroker.groups.consumer.persist import restore, tombstones
+from minibroker.groups.consumer_records import (
+    ConsumerGroupKey,
+    ConsumerGroupRecord,
+    ConsumerGroupValue,
+    encode_consumer_group_record,
+)
 from minibroker.groups.group import (
     CONSUMER_PROTOCOL_TYPE,
     Group,
@@ -46,7 +53,13 @@ from minibroker.groups.records import (
     encode_offset_key,
     encode_offset_value,
 )
-from minibroker.groups.store import LoadedOffset, LoadedTxnMarker, OffsetsTopic, StoredRecord
+from minibroker.groups.store import (
+    LoadedConsumerRecord,
+    LoadedOffset,
+    LoadedTxnMarker,
+    OffsetsTopic,
+    StoredRecord,
+)
 from minibroker.groups.timers import Deadline
 from minibroker.groups.txn_offsets import PendingTxnOffsets
 from minibroker.protocol.errors import ErrorCode
@@ -63,6 +76,17 @@ NO_GENERATION = -1
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _collect(
+    groups: dict[str, dict[ConsumerGroupKey, ConsumerGroupValue]], record: ConsumerGroupRecord
+) -> None:
+    """Keep the latest value of each consumer-group record key (a tombstone removes it)."""
+    records = groups.setdefault(record.key.group_id, {})
+    if record.value is None:
+        records.pop(record.key, None)
+    else:
+        records[record.key] = record.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,14 +146,22 @@ class GroupCoordinator:
         )
         self._retention_check = Deadline()
         self.txn_offsets = PendingTxnOffsets()
-        self.consumer = ConsumerGroups(config, cluster, self.consumer_group)
+        self.consumer = ConsumerGroups(
+            config,
+            cluster,
+            self.consumer_group,
+            lambda group_id, records: self.store.append(group_id, records, now_ms()),
+        )
 
     # ---- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
         """Reload groups and offsets from `__consumer_offsets` and start the expiry timer."""
-        for loaded in self.store.load():
-            if isinstance(loaded, LoadedTxnMarker):
+        consumer_records: dict[str, dict[ConsumerGroupKey, ConsumerGroupValue]] = {}
+        for loaded in self.store.load_with_consumer_records():
+            if isinstance(loaded, LoadedConsumerRecord):
+                _collect(consumer_records, loaded.record)
+            elif isinstance(loaded, LoadedTxnMarker):
                 self.complete_txn_offsets(loaded.partition, loaded.producer_id, loaded.commit)
             elif isinstance(loaded, LoadedOffset) and loaded.txn_producer_id >= 0:
                 if loaded.value is not None:
@@ -142,10 +174,28 @@ class GroupCoordinator:
                 self._load_offset(loaded.key, loaded.value)
             else:
                 self._load_group(loaded.key, loaded.value)
+        for group_id, records in consumer_records.items():
+            self._load_consumer_group(group_id, records)
         for group in self.groups.values():
             for member in group.members.values():
                 self._arm_session(group, member)
         self._schedule_retention_check()
+
+    def _load_consumer_group(
+        self, group_id: str, records: dict[ConsumerGroupKey, ConsumerGroupValue]
+    ) -> None:
+        consumer = restore(group_id, records)
+        if consumer is None:
+            return
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = Group(group_id)
+        group.consumer = consumer
+        consumer.written = dict(
+            encode_consumer_group_record(key, value) for key, value in records.items()
+        )
+        self.consumer.refresh_metadata(consumer)
+        self.consumer.arm_timers(consumer)
 
     def stop(self) -> None:
         """Answer every waiting member NOT_COORDINATOR (as Kafka on unload) and stop timers."""
@@ -257,7 +307,11 @@ class GroupCoordinator:
         if group is not None and group.consumer is not None:
             if group.consumer.members:
                 return error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-            group.consumer = None  # an empty consumer group becomes a classic one
+            # An empty consumer group becomes a classic one: its records are deleted.
+            stored = self.store.append(group.group_id, tombstones(group.consumer), now_ms())
+            if stored != ErrorCode.NO_ERROR:
+                return error(stored)
+            group.consumer = None
         checked = group or Group(request.group_id)
         if checked.is_in(GroupState.DEAD):
             return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -865,6 +919,8 @@ class GroupCoordinator:
     def _delete_group(self, group: Group) -> ErrorCode:
         records = self._offset_tombstones(group, list(group.offsets))
         records.append((encode_group_key(GroupKey(group.group_id)), None))
+        if group.consumer is not None:
+            records.extend(tombstones(group.consumer))
         error = self.store.append(group.group_id, records, now_ms())
         if error != ErrorCode.NO_ERROR:
             return error
@@ -959,6 +1015,8 @@ class GroupCoordinator:
         )
         if drop_group:
             records.append((encode_group_key(GroupKey(group.group_id)), None))
+            if group.consumer is not None:
+                records.extend(tombstones(group.consumer))
         if self.store.append(group.group_id, records, now) != ErrorCode.NO_ERROR:
             return
         for key in keys:

@@ -90,6 +90,9 @@ class Broker:
         self.producers = ProducerStateManager.from_config(config, self.data_dir)
         self.group_configs = GroupConfigs.open(self.data_dir)
         self.groups = GroupCoordinator(config, self.cluster, self.producers)
+        self.groups.consumer.use_group_configs(
+            lambda group_id: self.group_configs.effective(group_id, self.config)
+        )
         self.features = Features.open(config, self.data_dir, self.node_id)
         self.transactions = TransactionCoordinator(
             config,

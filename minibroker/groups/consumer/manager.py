@@ -20,6 +20,7 @@ import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from minibroker.cluster.state import INTERNAL_TOPICS, Cluster
 from minibroker.config import BrokerConfig, ConfigError
@@ -35,6 +36,7 @@ from minibroker.groups.consumer.model import (
     copy_assignment,
     same_assignment,
 )
+from minibroker.groups.consumer.persist import StoredRecord, changes, now_ms
 from minibroker.groups.consumer.reconcile import reconcile
 from minibroker.groups.consumer.regex import InvalidRegex, compile_re2
 from minibroker.protocol.errors import ErrorCode
@@ -45,6 +47,16 @@ log = logging.getLogger(__name__)
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 # Members of consumer groups commit with OffsetCommit v9+ (KIP-848).
 OFFSET_COMMIT_MIN_VERSION = 9
+
+
+class GroupConsumerConfig(Protocol):
+    """What the consumer protocol reads of a group's GROUP config (group_configs.py)."""
+
+    @property
+    def consumer_session_timeout_ms(self) -> int: ...
+
+    @property
+    def consumer_heartbeat_interval_ms(self) -> int: ...
 
 
 class ConsumerGroupError(Exception):
@@ -219,30 +231,59 @@ class ConsumerGroups:
         config: BrokerConfig,
         cluster: Cluster,
         lookup: Callable[[str, bool], ConsumerGroup],
+        append: Callable[[str, list[StoredRecord]], ErrorCode],
     ) -> None:
         self.settings = ConsumerSettings.from_config(config)
         self.cluster = cluster
         self._lookup = lookup
-        # Per-group overrides of the session timeout / heartbeat interval (GROUP configs).
-        self.group_settings: Callable[[str, str], int | None] = lambda group_id, name: None
+        self._append = append
+        # The group's GROUP config (consumer.session.timeout.ms, consumer.heartbeat.interval.ms)
+        # when the broker has one (`use_group_configs`); the broker's settings otherwise.
+        self._group_config: Callable[[str], GroupConsumerConfig] | None = None
+
+    def use_group_configs(self, group_config: Callable[[str], GroupConsumerConfig]) -> None:
+        self._group_config = group_config
 
     # ---- settings --------------------------------------------------------------------------
 
     def session_timeout_ms(self, group_id: str) -> int:
-        override = self.group_settings(group_id, "consumer.session.timeout.ms")
-        return self.settings.session_timeout_ms if override is None else override
+        if self._group_config is None:
+            return self.settings.session_timeout_ms
+        return self._group_config(group_id).consumer_session_timeout_ms
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
-        override = self.group_settings(group_id, "consumer.heartbeat.interval.ms")
-        return self.settings.heartbeat_interval_ms if override is None else override
+        if self._group_config is None:
+            return self.settings.heartbeat_interval_ms
+        return self._group_config(group_id).consumer_heartbeat_interval_ms
+
+    # ---- persistence -----------------------------------------------------------------------
+
+    def persist(self, group: ConsumerGroup) -> ErrorCode:
+        """Write what changed in the group to __consumer_offsets."""
+        records = changes(group)
+        if not records:
+            return ErrorCode.NO_ERROR
+        error = self._append(group.group_id, records)
+        if error != ErrorCode.NO_ERROR:
+            group.written = {}  # unknown: the next write rewrites every record
+            log.warning("group %s: records not written: %s", group.group_id, error.name)
+        return error
+
+    def _persist_or_raise(self, group: ConsumerGroup) -> None:
+        error = self.persist(group)
+        if error != ErrorCode.NO_ERROR:
+            raise ConsumerGroupError(error)
 
     # ---- ConsumerGroupHeartbeat ------------------------------------------------------------
 
     def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
         check_request(request, self.settings.assignors)
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-            return self._leave(request)
-        return self._heartbeat(request)
+            result = self._leave(request)
+        else:
+            result = self._heartbeat(request)
+        self._persist_or_raise(self._group(request.group_id, create=False))
+        return result
 
     def _group(self, group_id: str, create: bool) -> ConsumerGroup:
         return self._lookup(group_id, create)
@@ -408,11 +449,16 @@ class ConsumerGroups:
             if member.subscribed_topic_regex:
                 regexes.add(member.subscribed_topic_regex)
         group.patterns = {r: p for r, p in group.patterns.items() if r in regexes}
+        resolved = {}
         for regex in regexes:
             pattern = group.patterns.get(regex)
             if pattern is None:
                 pattern = group.patterns[regex] = compile_subscription_regex(regex)
-            names.update(self._matching_topics(pattern))
+            topics = tuple(sorted(self._matching_topics(pattern)))
+            names.update(topics)
+            previous = group.resolved_regexes.get(regex)
+            resolved[regex] = previous if previous and previous[0] == topics else (topics, now_ms())
+        group.resolved_regexes = resolved
         metadata = {}
         for name in sorted(names):
             topic = self.cluster.topics.get(name)
@@ -499,6 +545,19 @@ class ConsumerGroups:
             return
         log.info("group %s: member %s removed: %s", group.group_id, member.member_id, reason)
         self.remove_member(group, member)
+        self.persist(group)
+
+    def arm_timers(self, group: ConsumerGroup) -> None:
+        """After a load: every member's session timer, and revocation timers."""
+        for member in group.members.values():
+            self._arm_session(group, member)
+            if member.state == MemberState.UNREVOKED_PARTITIONS:
+                self._arm_revocation(group, member)
+
+    def refresh_metadata(self, group: ConsumerGroup) -> None:
+        """After a load: the subscribed topics as they are now (a change bumps the epoch at
+        the next heartbeat, as any topic change does)."""
+        group.subscription_metadata = self._subscription_metadata(group)
 
     def remove_member(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         group.remove(member.member_id)

@@ -99,6 +99,10 @@ class ConsumerGroup:
     # Compiled subscription regexes, by their text.
     patterns: dict[str, re.Pattern[str]] = field(default_factory=dict)
     assignor_name: str = "uniform"
+    # Each subscription regex with the topics it resolved to and when (ms).
+    resolved_regexes: dict[str, tuple[tuple[str, ...], int]] = field(default_factory=dict)
+    # The group's records as last written to __consumer_offsets (encoded key -> value).
+    written: dict[bytes, bytes | None] = field(default_factory=dict)
 
     @property
     def state(self) -> ConsumerGroupState:
