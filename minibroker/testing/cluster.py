@@ -6,8 +6,9 @@
 listener and node id (1..N unless `node.id` is set), all sharing one state. `start()`
 returns once every listener accepts connections: readiness is that, never a sleep.
 
-The helpers (topics, records, offsets, leaders, faults) are the same in both flavours; in
-the threaded one they run on the broker's thread and may be called from any thread.
+The helpers (topics, records, offsets, consumer groups, leaders, faults) are the same in both
+flavours; in the threaded one they run on the broker's thread and may be called from any
+thread.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import Any, Literal, Self, TypeVar
 
 from minibroker.cluster.state import Partition, TopicError
 from minibroker.config import BrokerConfig
+from minibroker.groups.consumer.model import Assignment as ConsumerAssignment
+from minibroker.groups.consumer.model import ConsumerGroup
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.batch import HEADER_SIZE, BatchHeader
 from minibroker.records.records import Header, build_batch, iter_records
@@ -51,6 +54,8 @@ THREAD_CALL_TIMEOUT_S = 60.0
 __all__ = [
     "AsyncKafkaBroker",
     "AsyncKafkaCluster",
+    "ConsumerGroupView",
+    "ConsumerMemberView",
     "KafkaBroker",
     "KafkaCluster",
     "NodeError",
@@ -68,6 +73,58 @@ class StoredRecord:
     key: bytes | None
     value: bytes | None
     headers: list[Header]
+
+
+@dataclass(frozen=True)
+class ConsumerMemberView:
+    member_id: str
+    instance_id: str | None
+    member_epoch: int
+    state: str  # stable, unrevoked_partitions, unreleased_partitions
+    assigned: dict[str, list[int]]
+    pending_revocation: dict[str, list[int]]
+    target: dict[str, list[int]]
+
+
+@dataclass(frozen=True)
+class ConsumerGroupView:
+    group_id: str
+    state: str  # Empty, Assigning, Reconciling, Stable
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: dict[str, ConsumerMemberView]
+
+
+def _by_topic_name(broker: Broker, assignment: ConsumerAssignment) -> dict[str, list[int]]:
+    names = broker.cluster.topics_by_id
+    return {
+        names[topic_id].name if topic_id in names else str(topic_id): sorted(partitions)
+        for topic_id, partitions in assignment.items()
+        if partitions
+    }
+
+
+def _consumer_group_view(broker: Broker, group: ConsumerGroup) -> ConsumerGroupView:
+    return ConsumerGroupView(
+        group_id=group.group_id,
+        state=group.state.value,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor=group.assignor_name,
+        members={
+            member.member_id: ConsumerMemberView(
+                member_id=member.member_id,
+                instance_id=member.instance_id,
+                member_epoch=member.member_epoch,
+                state=member.state.value,
+                assigned=_by_topic_name(broker, member.assigned),
+                pending_revocation=_by_topic_name(broker, member.pending_revocation),
+                target=_by_topic_name(broker, group.target.get(member.member_id, {})),
+            )
+            for member in group.members.values()
+        },
+    )
 
 
 def _setting(value: ConfigValue) -> str:
@@ -209,6 +266,34 @@ class _Helpers:
             return {(f.topic, f.partition): f.offset for f in fetched if f.offset >= 0}
 
         return self._run(read)
+
+    # ---- KIP-848 consumer groups ----------------------------------------------------------
+
+    def consumer_group(self, group: str) -> ConsumerGroupView | None:
+        """A consumer group's state, epochs, assignor and members (epochs, reconciliation
+        state, current / pending-revocation / target partitions by topic name); None when
+        `group` is not a KIP-848 consumer group."""
+
+        def read() -> ConsumerGroupView | None:
+            found = self._owner().groups.groups.get(group)
+            if found is None or found.consumer is None:
+                return None
+            return _consumer_group_view(self._owner(), found.consumer)
+
+        return self._run(read)
+
+    def force_rebalance(self, group: str) -> int:
+        """Bump a consumer group's epoch (KeyError if it is not one): its target assignment
+        is recomputed at the next heartbeat. Returns the new group epoch."""
+
+        def bump() -> int:
+            groups = self._owner().groups
+            found = groups.groups.get(group)
+            if found is None or found.consumer is None:
+                raise KeyError(f"{group} is not a consumer group")
+            return groups.consumer.force_rebalance(found.consumer)
+
+        return self._run(bump)
 
     # ---- leaders and coordinators --------------------------------------------------------
 

@@ -547,6 +547,14 @@ class ConsumerGroups:
         self.remove_member(group, member)
         self.persist(group)
 
+    def force_rebalance(self, group: ConsumerGroup) -> int:
+        """Bump the group epoch, as a subscription or metadata change does: the target
+        assignment is recomputed at the next heartbeat and every member reconciles towards
+        it. The new epoch."""
+        group.group_epoch += 1
+        self.persist(group)
+        return group.group_epoch
+
     def arm_timers(self, group: ConsumerGroup) -> None:
         """After a load: every member's session timer, and revocation timers."""
         for member in group.members.values():
