@@ -7,7 +7,9 @@ leader epoch) and the controller is the lowest live node id. Topic ids are stabl
 UUIDs kept in `partition.metadata`. Unknown topics are created with `num.partitions` when
 `auto.create.topics.enable` is true and the request allows it (v4+; always allowed before),
 otherwise UNKNOWN_TOPIC_OR_PARTITION; illegal names get INVALID_TOPIC_EXCEPTION. Topics
-requested by id only (v12+) that we don't know get UNKNOWN_TOPIC_ID. At v10-11, which carry
+requested by id (v12+) are looked up by id whatever their name (Java's consumer sends an
+empty one, as Kafka's MetadataRequest.Builder leaves it); ids we don't know get
+UNKNOWN_TOPIC_ID. At v10-11, which carry
 the id field but not yet its meaning, a topic with a null name or a non-zero id makes the
 whole request invalid, as Kafka's KafkaApis refuses it: every listed topic answers
 INVALID_REQUEST, with no brokers.
@@ -107,7 +109,7 @@ def _requested_topics(ctx: RequestContext, request: Any) -> list[Any]:
     entries = []
     for wanted in request.topics:
         topic_id = wanted.topic_id if ctx.api_version >= 10 else None
-        if wanted.name is None and topic_id not in (None, _NULL_TOPIC_ID):
+        if topic_id not in (None, _NULL_TOPIC_ID):  # by id: the name is ignored, as Kafka
             topic = cluster.topics_by_id.get(topic_id)
             entries.append(
                 _topic_entry(ctx, request, topic)

@@ -76,12 +76,17 @@ def test_metadata_v10_v11_refuse_topics_by_id_or_without_a_name(
         ]
 
 
-def test_metadata_v12_finds_a_topic_by_id(kafka_broker: KafkaCluster, client: WireClient) -> None:
+@pytest.mark.parametrize("name", [None, ""], ids=["null-name", "empty-name"])
+def test_metadata_v12_finds_a_topic_by_id(
+    kafka_broker: KafkaCluster, client: WireClient, name: str | None
+) -> None:
+    """By id whatever the name: Java's consumer (a KIP-848 regex subscription resolving its
+    assigned topic ids) sends an empty name with the id."""
     kafka_broker.create_topic("md-v12", partitions=3)
     response = client.call(
         ApiKey.Metadata,
         12,
-        topics=[{"name": None, "topic_id": topic_id(kafka_broker, "md-v12")}],
+        topics=[{"name": name, "topic_id": topic_id(kafka_broker, "md-v12")}],
         allow_auto_topic_creation=False,
         include_topic_authorized_operations=False,
     )
