@@ -11,13 +11,41 @@ Every other cell must pass against minibroker (tests/compat/test_matrix.py).
 
 from __future__ import annotations
 
+NO_CONSUMER_PROTOCOL = {
+    "kafka-python-3": "kafka-python 3.0.12",
+    "kafka-python-2": "kafka-python 2.3.3",
+    "aiokafka": "aiokafka 0.14.0",
+    "kcat": "kcat (Debian's librdkafka 2.0.2; librdkafka has it from 2.12)",
+    "kafkajs": "kafkajs 2.2.4",
+}
+
 NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("kcat", "transactions"): "kcat has no transactional producer",
     ("kcat", "delete-records"): "kcat has no admin API",
     ("kcat", "admin"): "kcat has no admin API",
+    # KIP-848's consumer group protocol (ConsumerGroupHeartbeat): Java 4.x and librdkafka
+    # 2.12+ have it; these clients speak only the classic JoinGroup/SyncGroup protocol.
+    **{
+        (client, "consumer-protocol"): f"{name} has no KIP-848 consumer group protocol"
+        for client, name in NO_CONSUMER_PROTOCOL.items()
+    },
+    **{
+        (client, "consumer-protocol-admin"): f"{name} has no KIP-848 consumer group protocol"
+        for client, name in NO_CONSUMER_PROTOCOL.items()
+        if client != "kafka-python-3"
+    },
+    ("kafka-python-3", "consumer-protocol-admin"): (
+        "kafka-python 3.0.12 describes groups with DescribeGroups only (no ConsumerGroupDescribe),"
+        " which Kafka answers GROUP_ID_NOT_FOUND for a consumer-protocol group"
+    ),
 }
 
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
+    ("java-3.9", "consumer-protocol"): (
+        "Java 3.9's early-access consumer protocol: the member that takes over a partition "
+        "gets STALE_MEMBER_EPOCH from OffsetFetch, logs 'the consumer is not part of the group "
+        "anymore' and reads the partition from auto.offset.reset (earliest), not the commit"
+    ),
     ("kafka-python-3", "restart"): (
         "kafka-python 3.0.12 (intermittent): a group consumer's poll() raises "
         "KafkaConnectionError (111 ECONNREFUSED) when its coordinator lookup refreshes "

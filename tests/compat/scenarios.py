@@ -277,17 +277,42 @@ def put_numbers(bootstrap: str, topic: str, numbers: range) -> None:
 def consumer_group(ctx: Context, client: str) -> None:
     """Join and commit alone; two members at once (a rebalance) resume from those commits and
     share what is new; a last member resumes where they committed."""
-    topic = tools.unique_topic("group", client)
+    join_rebalance_resume(ctx, client, "group", {})
+
+
+# KIP-848's consumer group protocol, for the clients that have it.
+CONSUMER_PROTOCOL_CONFIGS: dict[str, dict[str, Any]] = {
+    "java-4.3": {"group.protocol": "consumer"},
+    "java-3.9": {"group.protocol": "consumer"},
+    "confluent-kafka": {"group.protocol": "consumer"},
+}
+
+
+def consumer_protocol_config(client: str) -> dict[str, Any]:
+    if client not in CONSUMER_PROTOCOL_CONFIGS:
+        raise NotApplicable(f"{client} has no KIP-848 consumer group protocol")
+    return CONSUMER_PROTOCOL_CONFIGS[client]
+
+
+def consumer_protocol_group(ctx: Context, client: str) -> None:
+    """The `group` scenario with `group.protocol=consumer`: the broker assigns the partitions
+    (ConsumerGroupHeartbeat) and revokes one from the first member before the second gets it."""
+    join_rebalance_resume(ctx, client, "kip848", {"config": consumer_protocol_config(client)})
+
+
+def join_rebalance_resume(ctx: Context, client: str, name: str, job: dict[str, Any]) -> None:
+    """consumer_group's steps; `job` adds fields to every consume job (the group protocol)."""
+    topic = tools.unique_topic(name, client)
     group = f"{topic}-g"
     tools.create_topic(ctx.bootstrap, topic, partitions=GROUP_PARTITIONS)
     put_numbers(ctx.bootstrap, topic, range(20))
-    first = consume(client, ctx.bootstrap, topic, 20, group=group)["records"]
+    first = consume(client, ctx.bootstrap, topic, 20, group=group, **job)["records"]
     check(group_values(first) == list(range(20)), f"first member read {group_values(first)}")
 
     # Two members join; once the group is stable with one partition each, five new records
     # go to each partition: each member reads its five (then commits and leaves), and
     # together they read each new record once.
-    members = [Background(group_member, client, ctx, topic, group) for _ in range(2)]
+    members = [Background(group_member, client, ctx, topic, group, job) for _ in range(2)]
     try:
         wait_until(
             lambda: tools.stable_assignment(ctx.bootstrap, group, topic) in ONE_PARTITION_EACH,
@@ -307,11 +332,13 @@ def consumer_group(ctx: Context, client: str) -> None:
     check(together == list(range(20, 30)), f"two members read {together} after the commits")
 
     put_numbers(ctx.bootstrap, topic, range(30, 34))
-    last = consume(client, ctx.bootstrap, topic, 4, group=group)["records"]
+    last = consume(client, ctx.bootstrap, topic, 4, group=group, **job)["records"]
     check(group_values(last) == list(range(30, 34)), f"last member read {group_values(last)}")
 
 
-def group_member(client: str, ctx: Context, topic: str, group: str) -> dict[str, Any]:
+def group_member(
+    client: str, ctx: Context, topic: str, group: str, job: dict[str, Any]
+) -> dict[str, Any]:
     return consume(
         client,
         ctx.bootstrap,
@@ -319,7 +346,27 @@ def group_member(client: str, ctx: Context, topic: str, group: str) -> dict[str,
         10 // GROUP_PARTITIONS,
         group=group,
         timeout_ms=GROUP_MEMBER_MS,
+        **job,
     )
+
+
+def consumer_protocol_admin(ctx: Context, client: str) -> None:
+    """ListGroups and describe (ConsumerGroupDescribe) name a consumer-protocol group's type,
+    state, assignor and member with its partitions."""
+    topic = tools.unique_topic("kip848-admin", client)
+    group = f"{topic}-g"
+    tools.create_topic(ctx.bootstrap, topic, partitions=GROUP_PARTITIONS)
+    with tools.consumer_protocol_member(ctx.bootstrap, group, topic, "kip848-member"):
+        listed = run(client, "list_groups", ctx.bootstrap)["groups"]
+        found = [(g.get("type"), g["state"]) for g in listed if g["group"] == group]
+        check(found == [("consumer", "Stable")], f"list_groups: {group} listed as {found}")
+        (described,) = run(client, "describe_groups", ctx.bootstrap, groups=[group])["groups"]
+    check(described.get("error") is None, f"describe_groups: {described.get('error')}")
+    shape = (described.get("type"), described.get("state"), described.get("protocol"))
+    check(shape == ("consumer", "Stable", "uniform"), f"describe_groups: {shape}")
+    members = [(m["client_id"], sorted(map(tuple, m["partitions"]))) for m in described["members"]]
+    whole = sorted((topic, p) for p in range(GROUP_PARTITIONS))
+    check(members == [("kip848-member", whole)], f"describe_groups: members {members}")
 
 
 SEEK_BASE_MS = 1_600_000_000_000
@@ -611,6 +658,11 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "log-append-time": ("LogAppendTime topic", log_append_time),
     "idempotent": ("idempotent producer", idempotent_producer),
     "group": ("group join, rebalance, commit, resume", consumer_group),
+    "consumer-protocol": (
+        "KIP-848 consumer group: join, rebalance, commit, resume",
+        consumer_protocol_group,
+    ),
+    "consumer-protocol-admin": ("KIP-848 consumer group: list, describe", consumer_protocol_admin),
     "seek-timestamp": ("seek by timestamp", seek_by_timestamp),
     "admin": ("admin topics and configs", admin_topics_and_configs),
     "transactions": ("transactions commit/abort, read_committed", transactions),

@@ -5,12 +5,14 @@ so that a cell tests one client at a time."""
 from __future__ import annotations
 
 import base64
+import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import ConsumerGroupState, KafkaException, Producer
+from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from minibroker.protocol.api_keys import ApiKey
@@ -148,3 +150,30 @@ def stable_assignment(bootstrap: str, group: str, topic: str) -> list[list[int]]
         return None
     owned = [member.assignment.topic_partitions or [] for member in described.members]
     return [sorted(tp.partition for tp in tps if tp.topic == topic) for tps in owned]
+
+
+@contextmanager
+def consumer_protocol_member(
+    bootstrap: str, group: str, topic: str, client_id: str
+) -> Iterator[None]:
+    """A confluent-kafka consumer with group.protocol=consumer in `group`, subscribed to
+    `topic`, for the duration of the block, once it owns partitions."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "client.id": client_id,
+            "log_level": QUIET,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + SETUP_TIMEOUT_S
+        while not consumer.assignment():
+            if time.monotonic() > deadline:
+                raise SetupFailed(f"the consumer-protocol member of {group} got no partitions")
+            consumer.poll(0.05)
+        yield
+    finally:
+        consumer.close()

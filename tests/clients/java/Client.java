@@ -966,10 +966,15 @@ public final class Client {
       for (ConsumerGroupListing listing : admin.listConsumerGroups().all().get()) {
         ObjectNode item = items.addObject().put("group", listing.groupId());
         item.put("state", listing.state().map(Object::toString).orElse(null));
-        item.put("type", listing.type().map(GroupType::toString).orElse(null));
+        item.put("type", listing.type().map(Client::groupTypeName).orElse(null));
       }
       return itemsResult("groups", items);
     }
+  }
+
+  /** Kafka's wire name of a group type (ListGroups' GroupType): `classic`, `consumer`, ... */
+  private static String groupTypeName(GroupType type) {
+    return type.toString().toLowerCase(java.util.Locale.ROOT);
   }
 
   private static ObjectNode describeGroups(JsonNode job) throws Exception {
@@ -988,7 +993,7 @@ public final class Client {
         }
         item.put("state", description.state().toString());
         item.put("protocol", description.partitionAssignor());
-        item.put("type", description.type().toString());
+        item.put("type", groupTypeName(description.type()));
         putOptionalInt(item, "group_epoch", description, "groupEpoch");
         putOptionalInt(item, "target_assignment_epoch", description, "targetAssignmentEpoch");
         for (MemberDescription member : description.members()) {
