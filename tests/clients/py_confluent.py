@@ -354,7 +354,11 @@ def create_partitions(job: Job) -> Result:
     return {"ok": True, "topics": named_items([spec["name"] for spec in job["topics"]], futures)}
 
 
-RESOURCE_TYPES = {"topic": ResourceType.TOPIC, "broker": ResourceType.BROKER}
+RESOURCE_TYPES = {
+    "topic": ResourceType.TOPIC,
+    "broker": ResourceType.BROKER,
+    "group": ResourceType.GROUP,  # librdkafka sends Kafka's GROUP config resource (32)
+}
 
 
 def describe_configs(job: Job) -> Result:

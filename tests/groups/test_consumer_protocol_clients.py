@@ -222,10 +222,18 @@ def test_regex_subscription_picks_up_a_topic_created_later(
     first, later, unmatched = f"{prefix}-first", f"{prefix}-later", f"not-{prefix}"
     create_topic(bootstrap, first, 2)
     produce_values(bootstrap, first, [f"first-{i}" for i in range(6)], 2)
-    pattern = {**CONSUMER_PROTOCOL, "pattern": f"{PATTERN_PREFIX[client]}{prefix}-.*"}
-    group = Members(consumed, processes, bootstrap, unique("g", client), first, pattern)
+    regex = f"{PATTERN_PREFIX[client]}{prefix}-.*"
+    name = unique("g", client)
+    group = Members(
+        consumed, processes, bootstrap, name, first, {**CONSUMER_PROTOCOL, "pattern": regex}
+    )
     group.start("m", client)
     consumed.wait_for(lambda: len(consumed.topic_records) == 6, WAIT_S)
+    # The client sent the regex itself (SubscribedTopicRegex; librdkafka joins its regexes
+    # as "(a)|(b)"): the broker resolves it.
+    [member] = describe_group(bootstrap, name).members
+    sent = {"java-4.3": regex, "confluent-kafka": f"({regex})"}[client]
+    assert (member.subscribed_topic_regex, member.subscribed_topic_names) == (sent, [])
 
     create_topic(bootstrap, unmatched, 1)
     create_topic(bootstrap, later, 3)
@@ -402,3 +410,27 @@ def test_admin_lists_and_describes_consumer_groups(
     finally:
         for consumer in members:
             consumer.close()
+
+
+@pytest.mark.parametrize("client", KIP848_CLIENTS)
+def test_group_configs_altered_and_read_back(
+    long_session_broker: ThreadedBroker, client: str
+) -> None:
+    bootstrap = long_session_broker.bootstrap_servers
+    group = unique("configured", client)
+    resource = {"type": "group", "name": group}
+
+    def admin(op: str, **fields: Any) -> dict[str, Any]:
+        job = {"op": op, "bootstrap": bootstrap, "timeout_ms": 15_000, **fields}
+        return run_ok(client, job)
+
+    changes = {"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "300"}
+    altered = admin("alter_configs", resources=[{**resource, "set": changes}])["resources"]
+    assert [item["error_name"] for item in altered] == [None]
+    [described] = admin("describe_configs", resources=[resource])["resources"]
+    configs = described["configs"]
+    assert described["error_name"] is None
+    assert {name: configs[name]["value"] for name in changes} == changes
+    # Kafka's source 8 (DYNAMIC_GROUP_CONFIG), as each client names it.
+    source = {"java-4.3": "DYNAMIC_GROUP_CONFIG", "confluent-kafka": "GROUP_CONFIG"}[client]
+    assert {configs[name]["source"] for name in changes} == {source}

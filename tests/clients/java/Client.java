@@ -820,6 +820,8 @@ public final class Client {
         switch (spec.get("type").asText()) {
           case "broker" -> ConfigResource.Type.BROKER;
           case "client_metrics" -> ConfigResource.Type.CLIENT_METRICS;
+          // Kafka 4.0+ (KIP-848 group configs), by name: 3.9 has no GROUP and fails here.
+          case "group" -> ConfigResource.Type.valueOf("GROUP");
           default -> ConfigResource.Type.TOPIC;
         };
     return new ConfigResource(type, spec.get("name").asText());
