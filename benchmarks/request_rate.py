@@ -117,15 +117,21 @@ def paced(bootstrap: str, frame: bytes, rate: int, seconds: float) -> list[float
             if unsent:
                 with contextlib.suppress(BlockingIOError):
                     del unsent[: sock.send(unsent)]
-            select.select([sock], [], [], 0.0002)
+            next_due = started + sent / rate if sent < total else now + 0.01
+            select.select([sock], [sock] if unsent else [], [], max(0.0, next_due - now))
             try:
                 pending += sock.recv(1 << 20)
             except BlockingIOError:
                 continue
             now = time.perf_counter()
-            while len(pending) >= 4 and len(pending) >= _SIZE.unpack_from(pending)[0] + 4:
-                pending = pending[_SIZE.unpack_from(pending)[0] + 4 :]
+            position = 0
+            while len(pending) - position >= 4:
+                end = position + 4 + _SIZE.unpack_from(pending, position)[0]
+                if end > len(pending):
+                    break
+                position = end
                 latencies.append((now - due_times.popleft()) * 1000)
+            pending = pending[position:]
     return latencies
 
 
