@@ -4,10 +4,12 @@
 are missing and starts `dockerd --storage-driver=vfs --iptables=false --bridge=none` when no
 daemon answers (only host networking works here), stopping it again on exit. Registry
 images cannot be pulled, so `base_image()` builds a stand-in for `python:3.12-slim` with
-debootstrap (kept between runs under a fixed tag), and `build_image()` builds
-docker/Dockerfile on it from a wheelhouse made with this machine's own pip settings, passed
-to the build through pip's environment variables. Nothing about this machine's package index
-goes into the repository. Every failure raises `DockerUnavailable` with the reason.
+debootstrap (kept between runs under a fixed tag), `build_base_image()` the same with a C
+compiler and Python's headers (what python:3.12-slim's build stage gets from apt-get), and
+`build_image()` builds docker/Dockerfile on them from a wheelhouse made with this machine's
+own pip settings, passed to the build through pip's environment variables. Nothing about
+this machine's package index goes into the repository. Every failure raises
+`DockerUnavailable` with the reason.
 """
 
 from __future__ import annotations
@@ -173,10 +175,21 @@ def debian_mirror() -> str:
 
 def base_image() -> str:
     """A local stand-in for `python:3.12-slim`: this Debian release's python3 and venv."""
+    return _debootstrap_image("minibroker-python-base", ["python3", "python3-venv"])
+
+
+def build_base_image() -> str:
+    """The base image with gcc and Python's headers, for the Dockerfile's build stage."""
+    packages = ["python3", "python3-venv", "python3-dev", "gcc", "libc6-dev"]
+    return _debootstrap_image("minibroker-python-build", packages)
+
+
+def _debootstrap_image(name: str, packages: list[str]) -> str:
+    """A minimal image of this Debian release with `packages`, kept under a fixed tag."""
     codename = _os_release().get("VERSION_CODENAME")
     if not codename:
         raise DockerUnavailable("/etc/os-release has no VERSION_CODENAME")
-    tag = f"local/minibroker-python-base:{codename}"
+    tag = f"local/{name}:{codename}"
     if run([DOCKER, "image", "inspect", tag], check=False).returncode == 0:
         return tag
     with tempfile.TemporaryDirectory(prefix="minibroker-rootfs-") as scratch:
@@ -185,7 +198,7 @@ def base_image() -> str:
             [
                 "debootstrap",
                 "--variant=minbase",
-                "--include=python3,python3-venv",
+                "--include=" + ",".join(packages),
                 codename,
                 str(rootfs),
                 debian_mirror(),
@@ -222,7 +235,7 @@ def _context_entries() -> list[str]:
 def build_context(directory: Path) -> Path:
     """What `docker build .` at the repository root sends, plus `wheels/`: a wheelhouse of
     minibroker's dependencies and build requirements made with this machine's pip settings."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so")
     for entry in _context_entries():
         source = REPO / entry
         if source.is_dir():
@@ -242,8 +255,9 @@ def build_context(directory: Path) -> Path:
     return directory
 
 
-def build_image(base: str) -> str:
-    """docker/Dockerfile built on `base` without network; returns the image tag."""
+def build_image(base: str, build_base: str) -> str:
+    """docker/Dockerfile built without network, its build stage on `build_base` and the image
+    on `base`; returns the image tag."""
     with tempfile.TemporaryDirectory(prefix="minibroker-context-") as scratch:
         context = build_context(Path(scratch))
         build = [
@@ -254,6 +268,8 @@ def build_image(base: str) -> str:
             str(context / "docker" / "Dockerfile"),
             "--build-arg",
             f"BASE_IMAGE={base}",
+            "--build-arg",
+            f"BUILD_IMAGE={build_base}",
             "--build-arg",
             "PIP_NO_INDEX=1",
             "--build-arg",

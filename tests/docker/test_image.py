@@ -94,6 +94,15 @@ def test_image_metadata(image: str, report: list[str]) -> None:
     report.append(f"image {image}: {engine.image_size_bytes(image) / 1e6:.0f} MB")
 
 
+def test_image_runs_the_native_produce_path_without_a_compiler(image: str) -> None:
+    """The build stage compiled the accelerator; the image itself has no compiler."""
+    probe = "from minibroker.records.accel import active_path; print(active_path())"
+    run = ["run", "--rm", "--network", "none", "--entrypoint", "/opt/minibroker/bin/python"]
+    assert engine.docker(*run, image, "-c", probe).strip() == "native"
+    no_compiler = engine.docker(*run, image, "-c", "import shutil; print(shutil.which('cc'))")
+    assert no_compiler.strip() == "None"
+
+
 def test_produce_stop_and_restart_on_the_same_volume(
     containers: Containers, report: list[str]
 ) -> None:
