@@ -27,8 +27,18 @@ from dataclasses import dataclass
 from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig
 from minibroker.groups.consumer.manager import ConsumerGroupError, ConsumerGroups
-from minibroker.groups.consumer.model import ConsumerGroup
+from minibroker.groups.consumer.migration import (
+    ClassicJoin,
+    ClassicMembers,
+    ClassicMemberState,
+    MemberIdRequired,
+    assignment_bytes,
+    consumer_group_from_classic,
+    migration_policy,
+)
+from minibroker.groups.consumer.model import ConsumerGroup, ConsumerMember
 from minibroker.groups.consumer.persist import restore, tombstones
+from minibroker.groups.consumer.protocol import MalformedConsumerProtocol
 from minibroker.groups.consumer_records import (
     ConsumerGroupKey,
     ConsumerGroupRecord,
@@ -152,6 +162,11 @@ class GroupCoordinator:
             self.consumer_group,
             lambda group_id, records: self.store.append(group_id, records, now_ms()),
         )
+        self.consumer.after_removal = self._maybe_downgrade
+        self.classic_members = ClassicMembers(self.consumer, cluster)
+        self.upgrade_enabled, self.downgrade_enabled = migration_policy(
+            config.get_str("group.consumer.migration.policy")
+        )
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -262,7 +277,8 @@ class GroupCoordinator:
     def consumer_group(self, group_id: str, create: bool) -> ConsumerGroup:
         """Kafka's getOrMaybeCreateConsumerGroup: an Empty classic group (one that only has
         offsets) becomes a consumer group when a member joins; a classic group with members
-        is not a consumer group (online upgrade is not implemented)."""
+        is upgraded online when the migration policy allows it and it uses the consumer
+        protocol, else it is not a consumer group (GROUP_ID_NOT_FOUND)."""
         group = self.groups.get(group_id)
         if group is not None and group.consumer is not None:
             return group.consumer
@@ -272,12 +288,102 @@ class GroupCoordinator:
             )
         if group is None:
             group = self.groups[group_id] = Group(group_id)
+        elif create and group.members and self._can_upgrade(group):
+            return self._upgrade(group)
         elif not create or group.members or not group.is_in(GroupState.EMPTY):
             raise ConsumerGroupError(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group"
             )
         group.consumer = ConsumerGroup(group_id, assignor_name=self.consumer.settings.assignors[0])
         return group.consumer
+
+    def _can_upgrade(self, group: Group) -> bool:
+        """Kafka's validateOnlineUpgrade."""
+        return (
+            self.upgrade_enabled
+            and group.protocol_type == CONSUMER_PROTOCOL_TYPE
+            and not group.is_in(GroupState.DEAD)
+            and len(group.members) <= self.consumer.settings.max_size
+        )
+
+    def _upgrade(self, group: Group) -> ConsumerGroup:
+        """A classic group's members become members of a consumer group (at the classic
+        generation, with their subscriptions and assignments)."""
+        protocol = group.protocol_name
+        states = [
+            ClassicMemberState(
+                member_id=member.member_id,
+                instance_id=member.group_instance_id,
+                client_id=member.client_id,
+                client_host=member.client_host,
+                session_timeout_ms=member.session_timeout_ms,
+                rebalance_timeout_ms=member.rebalance_timeout_ms,
+                protocols=list(member.protocols),
+                subscription=member.metadata(protocol or member.protocols[0][0]),
+                assignment=member.assignment,
+            )
+            for member in group.members.values()
+        ]
+        try:
+            consumer = consumer_group_from_classic(
+                group.group_id, group.generation_id, states, self.cluster
+            )
+        except MalformedConsumerProtocol as exc:
+            raise ConsumerGroupError(
+                ErrorCode.GROUP_ID_NOT_FOUND,
+                f"Cannot upgrade the classic group {group.group_id} to consumer group because "
+                "the embedded consumer protocol is malformed.",
+            ) from exc
+        group.hand_over_to_consumer_group(now_ms())
+        self._store_group(group)
+        group.consumer = consumer
+        consumer.assignor_name = self.consumer.settings.assignors[0]
+        self.consumer.refresh_metadata(consumer)
+        self.consumer.arm_timers(consumer)
+        log.info("group %s: upgraded to a consumer group", group.group_id)
+        return consumer
+
+    def _maybe_downgrade(self, consumer: ConsumerGroup, removed: ConsumerMember) -> None:
+        """Kafka's online downgrade: the last member using the consumer protocol is gone and
+        only classic members remain: they become a classic group, which rebalances."""
+        group = self.groups.get(consumer.group_id)
+        if (
+            group is None
+            or group.consumer is not consumer
+            or not self.downgrade_enabled
+            or removed.classic is not None
+            or not consumer.members
+            or not consumer.all_classic_except("")
+        ):
+            return
+        members = [self._classic_member(consumer, taken) for taken in consumer.members.values()]
+        for taken in consumer.members.values():
+            taken.stop_timers()
+        if self.store.append(group.group_id, tombstones(consumer), now_ms()) != ErrorCode.NO_ERROR:
+            return
+        group.consumer = None
+        group.take_over_from_consumer_group(members, consumer.group_epoch, now_ms())
+        for classic in members:
+            self._arm_session(group, classic)
+        self._prepare_rebalance(group)
+        log.info("group %s: downgraded to a classic group", group.group_id)
+
+    def _classic_member(self, consumer: ConsumerGroup, member: ConsumerMember) -> Member:
+        classic = member.classic
+        assert classic is not None
+        return Member(
+            member_id=member.member_id,
+            group_instance_id=member.instance_id,
+            client_id=member.client_id,
+            client_host=member.client_host,
+            rebalance_timeout_ms=member.rebalance_timeout_ms,
+            session_timeout_ms=classic.session_timeout_ms,
+            protocol_type=CONSUMER_PROTOCOL_TYPE,
+            protocols=list(classic.protocols),
+            assignment=assignment_bytes(
+                self.cluster, consumer.target.get(member.member_id, member.assigned)
+            ),
+        )
 
     def consumer_groups(self) -> list[ConsumerGroup]:
         return [group.consumer for group in self.groups.values() if group.consumer is not None]
@@ -306,7 +412,7 @@ class GroupCoordinator:
             return error(ErrorCode.UNKNOWN_MEMBER_ID)
         if group is not None and group.consumer is not None:
             if group.consumer.members:
-                return error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+                return self._join_consumer_group(group.consumer, request)
             # An empty consumer group becomes a classic one: its records are deleted.
             stored = self.store.append(group.group_id, tombstones(group.consumer), now_ms())
             if stored != ErrorCode.NO_ERROR:
@@ -321,6 +427,32 @@ class GroupCoordinator:
         if known:
             return self._join_known_member(group, request)
         return self._join_new_member(group, request)
+
+    def _join_consumer_group(self, consumer: ConsumerGroup, request: JoinRequest) -> JoinResult:
+        """A classic member joining a consumer group (migration.py): answered at once."""
+        join = ClassicJoin(
+            member_id=request.member_id,
+            instance_id=request.group_instance_id,
+            client_id=request.client_id,
+            client_host=request.client_host,
+            session_timeout_ms=request.session_timeout_ms,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            protocol_type=request.protocol_type,
+            protocols=request.protocols,
+        )
+        try:
+            member = self.classic_members.join(consumer, join, request.require_known_member_id)
+        except MemberIdRequired as required:
+            return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, required.member_id)
+        except ConsumerGroupError as exc:
+            return JoinResult(exc.error, request.member_id)
+        return JoinResult(
+            ErrorCode.NO_ERROR,
+            member.member_id,
+            generation_id=member.member_epoch,
+            protocol_type=CONSUMER_PROTOCOL_TYPE,
+            protocol_name=self.classic_members.protocol_name(member),
+        )
 
     def _join_new_member(
         self, group: Group, request: JoinRequest
@@ -604,6 +736,14 @@ class GroupCoordinator:
         assignments: dict[str, bytes],
     ) -> SyncResult | asyncio.Future[SyncResult]:
         group = self.groups.get(group_id)
+        if group is not None and group.consumer is not None:
+            try:
+                assignment = self.classic_members.sync(
+                    group.consumer, member_id, instance_id, generation, protocol_type, protocol_name
+                )
+            except ConsumerGroupError as exc:
+                return SyncResult(exc.error)
+            return SyncResult(ErrorCode.NO_ERROR, CONSUMER_PROTOCOL_TYPE, protocol_name, assignment)
         error = self._member_error(group, member_id, instance_id, generation)
         if error is not None:
             return SyncResult(error)
@@ -652,6 +792,13 @@ class GroupCoordinator:
         self, group_id: str, member_id: str, instance_id: str | None, generation: int
     ) -> ErrorCode:
         group = self.groups.get(group_id)
+        if group is not None and group.consumer is not None:
+            try:
+                return self.classic_members.heartbeat(
+                    group.consumer, member_id, instance_id, generation
+                )
+            except ConsumerGroupError as exc:
+                return exc.error
         error = self._member_error(group, member_id, instance_id, generation)
         if error is not None:
             return error
@@ -672,6 +819,11 @@ class GroupCoordinator:
             return ErrorCode.NO_ERROR, [ErrorCode.UNKNOWN_MEMBER_ID for _ in leaving]
         if group.is_in(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        if group.consumer is not None:
+            consumer = group.consumer
+            return ErrorCode.NO_ERROR, [
+                self.classic_members.leave(consumer, m, i) for m, i in leaving
+            ]
         return ErrorCode.NO_ERROR, [self._leave(group, m, i) for m, i in leaving]
 
     def _leave(self, group: Group, member_id: str, instance_id: str | None) -> ErrorCode:

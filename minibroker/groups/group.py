@@ -157,6 +157,43 @@ class Group:
         self.state = target
         self.state_timestamp_ms = now_ms
 
+    def take_over_from_consumer_group(
+        self, members: list[Member], generation: int, now_ms: int
+    ) -> None:
+        """An online downgrade: the classic group made of a consumer group's classic
+        members, Stable at the consumer group's epoch (Kafka's ClassicGroup.fromConsumerGroup;
+        the coordinator then prepares a rebalance)."""
+        for member in members:
+            self.add(member)
+        self.generation_id = generation
+        self.protocol_type = CONSUMER_PROTOCOL_TYPE
+        self.protocol_name = self.select_protocol()
+        self.state = GroupState.STABLE
+        self.state_timestamp_ms = now_ms
+
+    def hand_over_to_consumer_group(self, now_ms: int) -> list[Member]:
+        """An online upgrade: the members leave this classic group, which is left Empty
+        with its offsets (a consumer group takes the members over). The members, whose
+        waiting JoinGroup/SyncGroup are answered REBALANCE_IN_PROGRESS."""
+        members = list(self.members.values())
+        for member in members:
+            member.session.cancel()
+            member.complete_join(JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
+            member.complete_sync(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        for pending in self.pending_members.values():
+            pending.cancel()
+        self.join_deadline.cancel()
+        self.sync_deadline.cancel()
+        self.members.clear()
+        self.static_members.clear()
+        self.pending_members.clear()
+        self.pending_sync.clear()
+        self.leader_id = None
+        self.protocol_name = None
+        self.state = GroupState.EMPTY
+        self.state_timestamp_ms = now_ms
+        return members
+
     def is_in(self, *states: GroupState) -> bool:
         return self.state in states
 

@@ -8,7 +8,8 @@ A group that does not exist answers GROUP_ID_NOT_FOUND ("Group <id> not found.")
 group GROUP_ID_NOT_FOUND ("Group <id> is not a consumer group."). Authorized operations
 (READ, DELETE, DESCRIBE: there are no ACLs) when asked, else INT32_MIN.
 
-Version notes: v1 adds each member's `MemberType` (1: a member using the consumer protocol).
+Version notes: v1 adds each member's `MemberType` (1: a member using the consumer protocol,
+0: a classic member inside the consumer group, after an online upgrade).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ _TopicPartitions = struct_type(
     "TopicPartitions",
 )
 INT32_MIN = -(2**31)
+CLASSIC_MEMBER_TYPE = 0
 CONSUMER_MEMBER_TYPE = 1
 _GROUP_OPERATIONS_BITFIELD = sum(1 << operation for operation in GROUP_OPERATIONS)
 
@@ -67,7 +69,7 @@ def _member(ctx: RequestContext, group: ConsumerGroup, member: ConsumerMember) -
         subscribed_topic_regex=member.subscribed_topic_regex,
         assignment=_assignment(ctx, member.assigned),
         target_assignment=_assignment(ctx, group.target.get(member.member_id, {})),
-        member_type=CONSUMER_MEMBER_TYPE,
+        member_type=CONSUMER_MEMBER_TYPE if member.classic is None else CLASSIC_MEMBER_TYPE,
     )
 
 

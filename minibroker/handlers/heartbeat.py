@@ -3,7 +3,9 @@
 Behaviour: keeps a member's session alive. NO_ERROR in Stable and CompletingRebalance,
 REBALANCE_IN_PROGRESS while the group prepares a rebalance (the member must rejoin), and
 UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID or COORDINATOR_NOT_AVAILABLE as
-Kafka answers them.
+Kafka answers them. A classic member of a KIP-848 consumer group gets REBALANCE_IN_PROGRESS
+when it must rejoin (a newer group epoch, partitions to revoke, or freed partitions it
+waits for), ILLEGAL_GENERATION for another generation than its member epoch.
 
 Version notes: v3+ carries `group_instance_id` (static membership); v4 is flexible.
 """

@@ -11,11 +11,14 @@ member is static (v5+ `group_instance_id`, KIP-345). v7+ carries the protocol ty
 answer. v9 (KIP-814): a static leader rejoining a stable group gets the members with
 `skip_assignment`; below v9 it gets an empty member list and keeps the current assignment.
 
-KIP-848 consumer groups: an Empty consumer group becomes a classic group when a classic
-member joins (as Kafka). One with members answers INCONSISTENT_GROUP_PROTOCOL: classic
-members inside a consumer group (Kafka's `group.consumer.migration.policy` upgrade and
-downgrade paths) are not implemented. SyncGroup, Heartbeat and LeaveGroup on a consumer
-group find no classic member and answer UNKNOWN_MEMBER_ID.
+KIP-848 consumer groups (Kafka's default `group.consumer.migration.policy`, bidirectional):
+an Empty consumer group becomes a classic group when a classic member joins. A classic
+member joining a consumer group with members becomes a member of it (answered at once, no
+leader: its generation is its member epoch, its subscription and owned partitions are
+reconciled as a heartbeat's; SyncGroup then gives its assignment); its protocol must be
+one every other classic member supports (INCONSISTENT_GROUP_PROTOCOL), the group below
+`group.consumer.max.size` (GROUP_MAX_SIZE_REACHED). A consumer-protocol member joining a
+classic group with members upgrades it to a consumer group (groups/consumer/migration.py).
 """
 
 from __future__ import annotations

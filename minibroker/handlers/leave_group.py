@@ -2,7 +2,10 @@
 
 Behaviour: the members leave at once and the group rebalances (or completes a pending
 join). Unknown members get UNKNOWN_MEMBER_ID; a static member named by its instance id with
-another member id gets FENCED_INSTANCE_ID; a dead group COORDINATOR_NOT_AVAILABLE.
+another member id gets FENCED_INSTANCE_ID; a dead group COORDINATOR_NOT_AVAILABLE. In a
+KIP-848 consumer group only classic members leave this way (others: UNKNOWN_MEMBER_ID); the
+group epoch is bumped, and when only classic members are left after the last member using
+the consumer protocol has gone, the group becomes a classic group again (online downgrade).
 
 Version notes: v0-2 name one member and answer its error at the top level; v3+ (KIP-345)
 take a batch of members (by member id and/or instance id) and answer one error per member;

@@ -6,6 +6,11 @@ for the leader's SyncGroup; in a stable group every member gets its current assi
 once. Errors as Kafka: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS,
 FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PROTOCOL, COORDINATOR_NOT_AVAILABLE.
 
+A classic member of a KIP-848 consumer group (groups/consumer/migration.py) gets its current
+assignment as the coordinator computed it (consumer-protocol bytes; the leader's
+assignments are ignored), or REBALANCE_IN_PROGRESS while it must revoke partitions or reach
+a newer epoch (it rejoins); a member using the consumer protocol gets UNKNOWN_MEMBER_ID.
+
 Version notes: v3+ carries `group_instance_id`; v5+ the protocol type and name, checked
 against the group's when given.
 """

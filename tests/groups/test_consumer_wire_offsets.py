@@ -1,6 +1,6 @@
 """KIP-848 consumer groups and the other group APIs over raw requests: OffsetCommit and
-OffsetFetch checked by member epoch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete,
-and a classic JoinGroup on a consumer group."""
+OffsetFetch checked by member epoch, ListGroups, DescribeGroups, DeleteGroups and
+OffsetDelete."""
 
 from __future__ import annotations
 
@@ -18,8 +18,7 @@ from tests.groups.test_consumer_wire_heartbeat import (
     heartbeat,
     join,
 )
-from tests.groups.wirehelp import commit, fetch_offsets, join_two_step
-from tests.groups.wirehelp import join as classic_join
+from tests.groups.wirehelp import commit, fetch_offsets
 from tests.wire import WireClient
 
 
@@ -139,15 +138,3 @@ def test_offset_delete_refuses_subscribed_topics(client: WireClient) -> None:
     )
     errors = {t.name: t.partitions[0].error_code for t in response.topics}
     assert errors == {"off": ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, "other": ErrorCode.NO_ERROR}
-
-
-def test_classic_join_on_a_consumer_group(client: WireClient) -> None:
-    member_group(client, "c-classic")
-    refused = classic_join(client, "c-classic", "", version=5)
-    assert refused.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-    assert heartbeat(client, "c-classic", "m", -1).error_code == ErrorCode.NO_ERROR
-    # An empty consumer group becomes a classic group.
-    joined = join_two_step(client, "c-classic")
-    assert (joined.error_code, joined.generation_id) == (ErrorCode.NO_ERROR, 1)
-    listed = client.call(ApiKey.ListGroups, 5, states_filter=[], types_filter=["classic"])
-    assert "c-classic" in {g.group_id for g in listed.groups}

@@ -237,6 +237,8 @@ class ConsumerGroups:
         self.cluster = cluster
         self._lookup = lookup
         self._append = append
+        # Called after a member left or was fenced (the coordinator's online downgrade).
+        self.after_removal: Callable[[ConsumerGroup, ConsumerMember], None] = lambda g, m: None
         # The group's GROUP config (consumer.session.timeout.ms, consumer.heartbeat.interval.ms)
         # when the broker has one (`use_group_configs`); the broker's settings otherwise.
         self._group_config: Callable[[str], GroupConsumerConfig] | None = None
@@ -278,11 +280,15 @@ class ConsumerGroups:
 
     def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
         check_request(request, self.settings.assignors)
+        left = None
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-            result = self._leave(request)
+            result, left = self._leave(request)
         else:
             result = self._heartbeat(request)
-        self._persist_or_raise(self._group(request.group_id, create=False))
+        group = self._group(request.group_id, create=False)
+        self._persist_or_raise(group)
+        if left is not None:
+            self.after_removal(group, left)
         return result
 
     def _group(self, group_id: str, create: bool) -> ConsumerGroup:
@@ -307,17 +313,8 @@ class ConsumerGroups:
         else:
             member = self._static_member(group, member_id, request)
         before = copy_assignment(member.assigned)
-        bump = self._update_member(group, member, request)
-        metadata = self._subscription_metadata(group)
-        if metadata != group.subscription_metadata:
-            group.subscription_metadata = metadata
-            bump = True
-        if bump:
-            group.group_epoch += 1
-            log.info("group %s: epoch bumped to %d", group.group_id, group.group_epoch)
-        if group.group_epoch > group.assignment_epoch:
-            self._update_target_assignment(group)
-        self._reconcile(group, member, request.owned)
+        member.classic = None
+        self.advance(group, member, self._update_member(group, member, request), request.owned)
         self._arm_session(group, member)
         full = joining or (
             request.rebalance_timeout_ms != -1
@@ -331,6 +328,27 @@ class ConsumerGroups:
             heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
             assignment=copy_assignment(member.assigned) if full or changed else None,
         )
+
+    def advance(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        subscription_changed: bool,
+        owned: Assignment | None,
+    ) -> None:
+        """After a member's request: bump the group epoch if its subscription or the
+        subscribed topics changed, recompute the target assignment if the epoch moved on,
+        and take the member one reconciliation step."""
+        metadata = self._subscription_metadata(group)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            subscription_changed = True
+        if subscription_changed:
+            group.group_epoch += 1
+            log.info("group %s: epoch bumped to %d", group.group_id, group.group_epoch)
+        if group.group_epoch > group.assignment_epoch:
+            self._update_target_assignment(group)
+        self._reconcile(group, member, owned)
 
     def _dynamic_member(
         self, group: ConsumerGroup, member_id: str, request: HeartbeatRequest
@@ -523,11 +541,17 @@ class ConsumerGroups:
         elif not was_revoking or step is not None:
             self._arm_revocation(group, member)
 
-    def _arm_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        member.session.start(
-            self.session_timeout_ms(group.group_id),
-            lambda: self._fence(group, member, "its session timed out"),
+    def arm_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        """The member's session timer: the group's consumer session timeout, or the session
+        timeout a classic member joined with."""
+        timeout = (
+            member.classic.session_timeout_ms
+            if member.classic is not None
+            else self.session_timeout_ms(group.group_id)
         )
+        member.session.start(timeout, lambda: self.fence(group, member, "its session timed out"))
+
+    _arm_session = arm_session
 
     def _arm_revocation(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         epoch = member.member_epoch
@@ -538,14 +562,16 @@ class ConsumerGroups:
 
     def _revocation_expired(self, group: ConsumerGroup, member: ConsumerMember, epoch: int) -> None:
         if member.state == MemberState.UNREVOKED_PARTITIONS and member.member_epoch == epoch:
-            self._fence(group, member, "it did not revoke partitions within the rebalance timeout")
+            self.fence(group, member, "it did not revoke partitions within the rebalance timeout")
 
-    def _fence(self, group: ConsumerGroup, member: ConsumerMember, reason: str) -> None:
+    def fence(self, group: ConsumerGroup, member: ConsumerMember, reason: str) -> None:
+        """Remove a member on a timer (session, revocation, classic sync timeout)."""
         if group.members.get(member.member_id) is not member:
             return
         log.info("group %s: member %s removed: %s", group.group_id, member.member_id, reason)
         self.remove_member(group, member)
         self.persist(group)
+        self.after_removal(group, member)
 
     def force_rebalance(self, group: ConsumerGroup) -> int:
         """Bump the group epoch, as a subscription or metadata change does: the target
@@ -574,7 +600,8 @@ class ConsumerGroups:
 
     # ---- leave -----------------------------------------------------------------------------
 
-    def _leave(self, request: HeartbeatRequest) -> HeartbeatResult:
+    def _leave(self, request: HeartbeatRequest) -> tuple[HeartbeatResult, ConsumerMember | None]:
+        """The answer, and the member if it was removed."""
         group = self._group(request.group_id, create=False)
         if request.instance_id is None:
             member = group.members.get(request.member_id)
@@ -585,7 +612,7 @@ class ConsumerGroups:
                 )
             self.remove_member(group, member)
             log.info("group %s: member %s left", group.group_id, member.member_id)
-            return HeartbeatResult(request.member_id, request.member_epoch)
+            return HeartbeatResult(request.member_id, request.member_epoch), member
         member = group.static_member(request.instance_id)
         if member is None:
             raise ConsumerGroupError(
@@ -597,9 +624,9 @@ class ConsumerGroups:
                 member, member.assigned, {}, LEAVE_GROUP_STATIC_MEMBER_EPOCH, member.state
             )
             member.revocation.cancel()
-            return HeartbeatResult(member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+            return HeartbeatResult(member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH), None
         self.remove_member(group, member)
-        return HeartbeatResult(request.member_id, request.member_epoch)
+        return HeartbeatResult(request.member_id, request.member_epoch), member
 
     # ---- offsets ---------------------------------------------------------------------------
 
@@ -621,6 +648,14 @@ class ConsumerGroups:
             return ConsumerGroupError(
                 ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {member_id} is not a member of group {group.group_id}.",
+            )
+        if member.classic is not None:
+            if member_epoch == member.member_epoch:
+                return None
+            return ConsumerGroupError(
+                ErrorCode.ILLEGAL_GENERATION,
+                f"The received generation id {member_epoch} does not match the expected "
+                f"member epoch {member.member_epoch}.",
             )
         if not transactional and api_version < OFFSET_COMMIT_MIN_VERSION:
             return ConsumerGroupError(

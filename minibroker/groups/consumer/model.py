@@ -47,6 +47,19 @@ def same_assignment(left: Assignment, right: Assignment) -> bool:
     return copy_assignment(left) == copy_assignment(right)
 
 
+@dataclass(frozen=True, slots=True)
+class ClassicInfo:
+    """A member that uses the classic protocol (JoinGroup/SyncGroup) inside a consumer
+    group: its session timeout and its protocols (name, subscription metadata)."""
+
+    session_timeout_ms: int
+    protocols: list[tuple[str, bytes]]
+
+    @property
+    def protocol_names(self) -> set[str]:
+        return {name for name, _ in self.protocols}
+
+
 @dataclass(eq=False)
 class ConsumerMember:
     member_id: str
@@ -63,8 +76,11 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicInfo | None = None
     session: Deadline = field(default_factory=Deadline)
     revocation: Deadline = field(default_factory=Deadline)
+    # A classic member must send SyncGroup within its rebalance timeout after joining.
+    sync: Deadline = field(default_factory=Deadline)
 
     def update_epoch(self, epoch: int) -> None:
         if epoch != self.member_epoch:
@@ -74,6 +90,7 @@ class ConsumerMember:
     def stop_timers(self) -> None:
         self.session.cancel()
         self.revocation.cancel()
+        self.sync.cancel()
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +184,21 @@ class ConsumerGroup:
             for topic_id, partitions in owned.items():
                 for partition in partitions:
                     self.partition_epochs.pop((topic_id, partition), None)
+
+    def classic_members(self) -> list[ConsumerMember]:
+        return [member for member in self.members.values() if member.classic is not None]
+
+    def all_classic_except(self, member_id: str) -> bool:
+        return all(m.classic is not None for m in self.members.values() if m.member_id != member_id)
+
+    def supports_classic_protocols(self, protocol_type: str, names: set[str]) -> bool:
+        """Kafka's ConsumerGroup.supportsClassicProtocols."""
+        if not self.members:
+            return bool(protocol_type) and bool(names)
+        classic = self.classic_members()
+        return protocol_type == "consumer" and any(
+            all(name in m.classic.protocol_names for m in classic if m.classic) for name in names
+        )
 
     def subscribed_topic_names(self) -> set[str]:
         """Topic names some member subscribes to, by name or by its regex."""

@@ -16,11 +16,14 @@ from collections.abc import Mapping
 
 from minibroker.groups.consumer.model import (
     Assignment,
+    ClassicInfo,
     ConsumerGroup,
     ConsumerMember,
     MemberState,
 )
 from minibroker.groups.consumer_records import (
+    ClassicMemberMetadata,
+    ClassicProtocol,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupKey,
@@ -78,6 +81,7 @@ def _member_records(
                 subscribed_topic_regex=member.subscribed_topic_regex,
                 rebalance_timeout_ms=member.rebalance_timeout_ms,
                 server_assignor=member.server_assignor,
+                classic_member_metadata=_classic_metadata(member.classic),
             ),
         ),
         (
@@ -97,6 +101,24 @@ def _member_records(
             ),
         ),
     ]
+
+
+def _classic_metadata(classic: ClassicInfo | None) -> ClassicMemberMetadata | None:
+    if classic is None:
+        return None
+    return ClassicMemberMetadata(
+        classic.session_timeout_ms,
+        [ClassicProtocol(name, metadata) for name, metadata in classic.protocols],
+    )
+
+
+def _classic_info(metadata: ClassicMemberMetadata | None) -> ClassicInfo | None:
+    if metadata is None:
+        return None
+    return ClassicInfo(
+        metadata.session_timeout_ms,
+        [(protocol.name, protocol.metadata) for protocol in metadata.supported_protocols],
+    )
 
 
 def snapshot(group: ConsumerGroup) -> dict[bytes, bytes | None]:
@@ -183,6 +205,7 @@ def _restored_member(
         server_assignor=metadata.server_assignor,
         subscribed_topic_names=list(metadata.subscribed_topic_names),
         subscribed_topic_regex=metadata.subscribed_topic_regex,
+        classic=_classic_info(metadata.classic_member_metadata),
     )
     current = records.get(ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id))
     if isinstance(current, ConsumerGroupCurrentMemberAssignmentValue):
