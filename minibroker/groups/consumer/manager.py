@@ -589,9 +589,12 @@ class ConsumerGroups:
                 self._arm_revocation(group, member)
 
     def refresh_metadata(self, group: ConsumerGroup) -> None:
-        """After a load: the subscribed topics as they are now (a change bumps the epoch at
-        the next heartbeat, as any topic change does)."""
+        """After a load: the subscribed topics as they are now. If they changed while the
+        broker was down (their hash differs from the one written), the next heartbeat sees
+        the change and bumps the group epoch, as any topic change does."""
         group.subscription_metadata = self._subscription_metadata(group)
+        if group.subscription_metadata_hash() != group.metadata_hash:
+            group.subscription_metadata = {}
 
     def remove_member(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         group.remove(member.member_id)

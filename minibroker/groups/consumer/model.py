@@ -10,6 +10,7 @@ reconciliation hold back a partition until its previous owner has revoked it.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -118,6 +119,9 @@ class ConsumerGroup:
     assignor_name: str = "uniform"
     # Each subscription regex with the topics it resolved to and when (ms).
     resolved_regexes: dict[str, tuple[tuple[str, ...], int]] = field(default_factory=dict)
+    # The hash of the subscribed topics' metadata when the group was written (a restart
+    # compares it with the topics as they are then).
+    metadata_hash: int = 0
     # The group's records as last written to __consumer_offsets (encoded key -> value).
     written: dict[bytes, bytes | None] = field(default_factory=dict)
 
@@ -199,6 +203,16 @@ class ConsumerGroup:
         return protocol_type == "consumer" and any(
             all(name in m.classic.protocol_names for m in classic if m.classic) for name in names
         )
+
+    def subscription_metadata_hash(self) -> int:
+        """A stable hash of the subscribed topics (name, id, partitions); 0 for none."""
+        if not self.subscription_metadata:
+            return 0
+        text = ";".join(
+            f"{info.name}:{info.topic_id}:{info.partitions}"
+            for _, info in sorted(self.subscription_metadata.items())
+        )
+        return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
 
     def subscribed_topic_names(self) -> set[str]:
         """Topic names some member subscribes to, by name or by its regex."""

@@ -124,7 +124,10 @@ def _classic_info(metadata: ClassicMemberMetadata | None) -> ClassicInfo | None:
 def snapshot(group: ConsumerGroup) -> dict[bytes, bytes | None]:
     """The group's records now, as encoded key -> encoded value."""
     records: list[tuple[ConsumerGroupKey, ConsumerGroupValue]] = [
-        (ConsumerGroupMetadataKey(group.group_id), ConsumerGroupMetadataValue(group.group_epoch)),
+        (
+            ConsumerGroupMetadataKey(group.group_id),
+            ConsumerGroupMetadataValue(group.group_epoch, group.subscription_metadata_hash()),
+        ),
         (
             ConsumerGroupTargetAssignmentMetadataKey(group.group_id),
             ConsumerGroupTargetAssignmentMetadataValue(group.assignment_epoch),
@@ -168,7 +171,9 @@ def restore(
     metadata = records.get(ConsumerGroupMetadataKey(group_id))
     if not isinstance(metadata, ConsumerGroupMetadataValue):
         return None
-    group = ConsumerGroup(group_id, group_epoch=metadata.epoch)
+    group = ConsumerGroup(
+        group_id, group_epoch=metadata.epoch, metadata_hash=metadata.metadata_hash
+    )
     target_metadata = records.get(ConsumerGroupTargetAssignmentMetadataKey(group_id))
     if isinstance(target_metadata, ConsumerGroupTargetAssignmentMetadataValue):
         group.assignment_epoch = target_metadata.assignment_epoch
