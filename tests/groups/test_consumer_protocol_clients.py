@@ -205,6 +205,41 @@ def test_group_splits_rebalances_and_consumes_exactly_once(
     assert after_crash <= {"c2", "c3"}
 
 
+@pytest.mark.parametrize("client", KIP848_CLIENTS)
+def test_members_keep_their_epochs_and_partitions_across_a_broker_restart(
+    short_session_broker: ThreadedBroker,
+    consumed: Consumed,
+    processes: list[ConsumerProcess],
+    client: str,
+) -> None:
+    """The group's records in __consumer_offsets bring back its epochs and assignments: the
+    members heartbeat on with their epochs, and nothing is read twice or lost."""
+    bootstrap = short_session_broker.bootstrap_servers
+    topic = unique("restart", client)
+    create_topic(bootstrap, topic, PARTITIONS)
+    name = unique("g", client)
+    group = Members(consumed, processes, bootstrap, name, topic, CONSUMER_PROTOCOL)
+    for member in ("a", "b"):
+        group.start(member, client)
+    produce_values(bootstrap, topic, numbers(0, BATCH), PARTITIONS)
+    consumed.wait_for(lambda: all_consumed(consumed, BATCH), WAIT_S)
+    consumed.wait_for(lambda: evenly_split(consumed, ["a", "b"]), WAIT_S)
+    before = describe_group(bootstrap, name)
+
+    short_session_broker.restart()
+    after = describe_group(bootstrap, name)
+    assert (after.group_epoch, after.assignment_epoch) == (
+        before.group_epoch,
+        before.assignment_epoch,
+    )
+    assert {(m.member_id, m.member_epoch) for m in after.members} == {
+        (m.member_id, m.member_epoch) for m in before.members
+    }
+    produce_values(bootstrap, topic, numbers(BATCH, 2 * BATCH), PARTITIONS)
+    consumed.wait_for(lambda: all_consumed(consumed, 2 * BATCH), WAIT_S)
+    assert_exactly_once(consumed, 2 * BATCH)
+
+
 # Java's SubscriptionPattern and the broker use RE2 full matches; librdkafka subscribes to a
 # name as a regular expression when it starts with "^".
 PATTERN_PREFIX = {"java-4.3": "", "confluent-kafka": "^"}
