@@ -23,9 +23,9 @@ from tests.groups.test_consumer_wire_heartbeat import (
     heartbeat,
     join,
 )
+from tests.groups.wirehelp import commit, sync
 from tests.groups.wirehelp import heartbeat as classic_heartbeat
 from tests.groups.wirehelp import join as classic_join
-from tests.groups.wirehelp import sync
 from tests.wire import WireClient
 
 SETTINGS = {**CONSUMER_SETTINGS, "group.consumer.session.timeout.ms": "30000"}
@@ -81,6 +81,11 @@ def test_classic_member_joins_a_consumer_group(client: WireClient) -> None:
     types = {m.member_id: m.member_type for m in describe(client, "g-mix").members}
     assert types == {"a": 1, classic_id: 0}
     assert classic_heartbeat(client, "g-mix", classic_id, 1) == ErrorCode.ILLEGAL_GENERATION
+    mine = sorted({0, 1} - set(kept))[0]
+    ok = commit(client, "g-mix", {("mix", mine): 3}, member_id=classic_id, generation=2)
+    assert ok == {("mix", mine): ErrorCode.NO_ERROR}  # v8: classic members may use it
+    old = commit(client, "g-mix", {("mix", mine): 4}, member_id=classic_id, generation=1)
+    assert old == {("mix", mine): ErrorCode.ILLEGAL_GENERATION}
     assert classic_heartbeat(client, "g-mix", "a", 2) == ErrorCode.UNKNOWN_MEMBER_ID
 
 

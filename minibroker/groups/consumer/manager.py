@@ -652,15 +652,7 @@ class ConsumerGroups:
                 ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {member_id} is not a member of group {group.group_id}.",
             )
-        if member.classic is not None:
-            if member_epoch == member.member_epoch:
-                return None
-            return ConsumerGroupError(
-                ErrorCode.ILLEGAL_GENERATION,
-                f"The received generation id {member_epoch} does not match the expected "
-                f"member epoch {member.member_epoch}.",
-            )
-        if not transactional and api_version < OFFSET_COMMIT_MIN_VERSION:
+        if member.classic is None and not transactional and api_version < OFFSET_COMMIT_MIN_VERSION:
             return ConsumerGroupError(
                 ErrorCode.UNSUPPORTED_VERSION,
                 "OffsetCommit version 9 or above must be used by members using the modern "
@@ -689,8 +681,16 @@ class ConsumerGroups:
 
 
 def _stale_epoch(member: ConsumerMember, received: int) -> ConsumerGroupError | None:
+    """Kafka's validateMemberEpoch: ILLEGAL_GENERATION for a classic member, else
+    STALE_MEMBER_EPOCH."""
     if received == member.member_epoch:
         return None
+    if member.classic is not None:
+        return ConsumerGroupError(
+            ErrorCode.ILLEGAL_GENERATION,
+            f"The received generation id {received} does not match the expected member "
+            f"epoch {member.member_epoch}.",
+        )
     return ConsumerGroupError(
         ErrorCode.STALE_MEMBER_EPOCH,
         f"The received member epoch {received} does not match the expected member epoch "
