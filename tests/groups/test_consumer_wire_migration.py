@@ -135,3 +135,19 @@ def test_classic_member_leaves_a_consumer_group(client: WireClient) -> None:
         ErrorCode.UNKNOWN_MEMBER_ID,
     ]
     assert [m.member_id for m in describe(client, "g-out").members] == ["a"]
+
+
+def test_consumer_member_takes_over_a_classic_static_member(client: WireClient) -> None:
+    topic = create_topic(client, "inst", 1)
+    join(client, "g-inst", "a", ["inst"])
+    protocols = [("range", subscription("inst"))]
+    old = classic_join(client, "g-inst", "", instance_id="i1", protocols=protocols)
+    assert old.error_code == ErrorCode.NO_ERROR
+    taken = join(client, "g-inst", "new", ["inst"], instance_id="i1")
+    assert taken.error_code == ErrorCode.NO_ERROR
+    members = {m.member_id: m.instance_id for m in describe(client, "g-inst").members}
+    assert members == {"a": None, "new": "i1"}
+    assert classic_heartbeat(client, "g-inst", old.member_id, 2, instance_id="i1") == (
+        ErrorCode.FENCED_INSTANCE_ID
+    )
+    assert heartbeat(client, "g-inst", "a", 1, owned={topic: [0]}).error_code == ErrorCode.NO_ERROR

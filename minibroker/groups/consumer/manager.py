@@ -377,7 +377,11 @@ class ConsumerGroups:
                 member = ConsumerMember(member_id, instance_id=instance_id)
                 group.add(member)
                 return member
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # A classic member's instance id is taken over at once (Kafka).
+            if (
+                existing.classic is None
+                and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            ):
                 raise ConsumerGroupError(
                     ErrorCode.UNRELEASED_INSTANCE_ID,
                     f"Static member {member_id} with instance id {instance_id} cannot join the "
