@@ -4,8 +4,10 @@ Bytes are received into buffers this decoder owns (`get_buffer` / `buffer_update
 shape of asyncio's `BufferedProtocol`), so a request crosses from the kernel to Python once:
 small frames are read in batches into a scratch buffer and copied out; a large frame (a
 Produce request) is read straight into a buffer of its own, which goes to the handler as a
-writable `memoryview` and comes back through `recycle` once nothing refers to it any more.
-Reusing those buffers avoids mapping fresh pages for every large request.
+writable `memoryview` and comes back through `recycle` once its request is answered; it is
+reused for a later large frame once nothing else refers to it any more (uvloop, for one,
+keeps the view it last read into until its next read). Reusing those buffers avoids
+allocating and zero-filling a fresh one for every large request.
 """
 
 from __future__ import annotations
@@ -18,17 +20,18 @@ _SCRATCH_BYTES = 16 * 1024
 # Frames above this are read into a buffer of their own rather than through the scratch.
 _DIRECT_FRAME_BYTES = 32 * 1024
 _MIN_FREE_SCRATCH = 4096
-# librdkafka keeps many requests in flight: up to 8 buffers (8 MiB) wait for reuse.
-_MAX_SPARE_BUFFERS = 8
+# librdkafka keeps many requests in flight, and a burst of them is read before the first is
+# answered: up to 32 buffers (8 MiB in all) wait for reuse.
+_MAX_SPARE_BUFFERS = 32
 # Buffers are allocated in steps, so that one fits the next frame of about the same size.
 _BUFFER_STEP = 8 * 1024
 # A frame's buffer starts no larger than this, whatever size the frame announces, and
 # doubles as its bytes arrive: a few bytes cannot make the broker allocate 100 MiB.
 _FIRST_ALLOCATION = 8 * 1024 * 1024
 _MAX_SPARE_BYTES = 8 * 1024 * 1024
-# `sys.getrefcount(buffer)` inside `recycle` when nothing else holds the buffer: the local
-# name and getrefcount's own argument.
-_UNSHARED_REFCOUNT = 2
+# `sys.getrefcount(spare)` inside `_take_buffer` when nothing else holds the spare buffer: the
+# spares list, the local name and getrefcount's own argument.
+_UNSHARED_REFCOUNT = 3
 
 
 class FramingError(Exception):
@@ -136,24 +139,22 @@ class FrameDecoder:
         return frame
 
     def _take_buffer(self, size: int) -> bytearray:
-        for position, spare in enumerate(self._spares):
-            if len(spare) >= size:
+        """A spare buffer of at least `size` that nothing else refers to (no view, slice or
+        object holds it any more), or a new one."""
+        for position in range(len(self._spares)):
+            spare = self._spares[position]
+            if len(spare) >= size and sys.getrefcount(spare) == _UNSHARED_REFCOUNT:
                 return self._spares.pop(position)
         return _allocate(min(size, _FIRST_ALLOCATION))
 
     def recycle(self, frame: memoryview) -> None:
-        """Offer a frame's buffer for reuse once its request is answered. The buffer is kept
-        only if nothing else refers to it (no view, slice or object holds it any more)."""
+        """Offer a frame's buffer for reuse once its request is answered."""
         buffer = frame.obj
         try:
             frame.release()
         except BufferError:  # something still reads through this very view
             return
-        if (
-            not isinstance(buffer, bytearray)
-            or len(buffer) <= _DIRECT_FRAME_BYTES
-            or sys.getrefcount(buffer) != _UNSHARED_REFCOUNT
-        ):
+        if not isinstance(buffer, bytearray) or len(buffer) <= _DIRECT_FRAME_BYTES:
             return
         if len(self._spares) == _MAX_SPARE_BUFFERS:
             smallest = min(range(len(self._spares)), key=lambda i: len(self._spares[i]))
