@@ -116,13 +116,13 @@ class FrameDecoder:
         if size <= _DIRECT_FRAME_BYTES:
             if available < size:
                 return None
-            frame = bytearray(self._scratch[body_start : body_start + size])
+            frame = self._scratch[body_start : body_start + size]  # a slice is a copy
             self._consume(body_start + size)
             return memoryview(frame)
         self._direct = self._take_buffer(max(min(size, _FIRST_ALLOCATION), available))
         self._direct_size = size
         self._direct_filled = available
-        self._direct[:available] = self._scratch[body_start : body_start + available]
+        self._direct[:available] = memoryview(self._scratch)[body_start : body_start + available]
         self._consume(body_start + available)
         return self._finish_direct()
 
