@@ -47,6 +47,7 @@ SHORT_SESSION_SETTINGS = {
 # A static member that closed keeps its partitions while it restarts (Kafka's 45 s default).
 LONG_SESSION_SETTINGS = {**BASE_SETTINGS, "group.consumer.session.timeout.ms": "45000"}
 WAIT_S = 60.0
+CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1  # ConsumerGroupDescribe v1 MemberType
 
 
 def module_broker(
@@ -121,7 +122,7 @@ class Members:
             self.bootstrap,
             self.group,
             self.topic,
-            assignor="cooperative-sticky",  # classic members only (an upgrade's old members)
+            assignor="range",  # classic members only (an upgrade's old members)
             instance_id=instance_id,
             protocol=self.protocol,
         )
@@ -154,10 +155,11 @@ def evenly_split(consumed: Consumed, names: list[str]) -> bool:
 
 
 def describe_group(bootstrap: str, group: str) -> Any:
-    """The group as ConsumerGroupDescribe v0 answers it (epochs, members, assignments)."""
+    """The group as ConsumerGroupDescribe v1 answers it (epochs, members, assignments, each
+    member's protocol: MemberType 0 classic, 1 consumer)."""
     with WireClient(bootstrap) as client:
         response = client.call(
-            ApiKey.ConsumerGroupDescribe, 0, group_ids=[group], include_authorized_operations=False
+            ApiKey.ConsumerGroupDescribe, 1, group_ids=[group], include_authorized_operations=False
         )
     (described,) = response.groups
     assert described.error_code == 0, described
@@ -445,6 +447,41 @@ def test_admin_lists_and_describes_consumer_groups(
     finally:
         for consumer in members:
             consumer.close()
+
+
+def test_online_upgrade_from_classic_java_3_9_to_consumer_java_4_3(
+    short_session_broker: ThreadedBroker, consumed: Consumed, processes: list[ConsumerProcess]
+) -> None:
+    """Three Java 3.9 classic members (eager range assignor) are replaced one at a time by
+    Java 4.3 consumer-protocol members (the broker converts the group when the first one
+    joins; the classic members rejoin through JoinGroup/SyncGroup as it reassigns): nothing is
+    read twice and nothing is lost."""
+    bootstrap = short_session_broker.bootstrap_servers
+    topic = unique("upgrade")
+    create_topic(bootstrap, topic, PARTITIONS)
+    name = unique("g")
+    classic = Members(consumed, processes, bootstrap, name, topic, {})
+    upgraded = Members(consumed, processes, bootstrap, name, topic, CONSUMER_PROTOCOL)
+    old = [classic.start(f"old{i}", "java-3.9") for i in range(3)]
+    produce_values(bootstrap, topic, numbers(0, BATCH), PARTITIONS)
+    consumed.wait_for(lambda: all_consumed(consumed, BATCH), WAIT_S)
+    consumed.wait_for(lambda: evenly_split(consumed, ["old0", "old1", "old2"]), WAIT_S)
+    produced = BATCH
+    for step in range(3):
+        upgraded.start(f"new{step}", "java-4.3")
+        live = [f"old{i}" for i in range(step, 3)] + [f"new{i}" for i in range(step + 1)]
+        consumed.wait_for(lambda live=live: evenly_split(consumed, live), WAIT_S)
+        types = sorted(m.member_type for m in describe_group(bootstrap, name).members)
+        assert types == [CLASSIC_MEMBER] * (3 - step) + [CONSUMER_MEMBER] * (step + 1)
+        stop(consumed, old[step])
+        produce_values(bootstrap, topic, numbers(produced, produced + BATCH), PARTITIONS)
+        produced += BATCH
+        consumed.wait_for(lambda total=produced: all_consumed(consumed, total), WAIT_S)
+    consumed.wait_for(lambda: evenly_split(consumed, ["new0", "new1", "new2"]), WAIT_S)
+    described = describe_group(bootstrap, name)
+    assert described.group_state == "Stable"
+    assert [m.member_type for m in described.members] == [CONSUMER_MEMBER] * 3
+    assert_exactly_once(consumed, produced)
 
 
 @pytest.mark.parametrize("client", KIP848_CLIENTS)
