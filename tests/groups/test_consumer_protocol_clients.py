@@ -242,6 +242,30 @@ def test_members_keep_their_epochs_and_partitions_across_a_broker_restart(
     assert_exactly_once(consumed, 2 * BATCH)
 
 
+@pytest.mark.parametrize("client", KIP848_CLIENTS)
+def test_client_chooses_the_servers_range_assignor(
+    long_session_broker: ThreadedBroker,
+    consumed: Consumed,
+    processes: list[ConsumerProcess],
+    client: str,
+) -> None:
+    """group.remote.assignor=range: the broker's range assignor gives each member a run of
+    consecutive partitions (uniform, the default, need not)."""
+    bootstrap = long_session_broker.bootstrap_servers
+    topic = unique("range", client)
+    create_topic(bootstrap, topic, PARTITIONS)
+    name = unique("g", client)
+    protocol = {**CONSUMER_PROTOCOL, "remote_assignor": "range"}
+    group = Members(consumed, processes, bootstrap, name, topic, protocol)
+    for member in ("a", "b"):
+        group.start(member, client)
+    consumed.wait_for(lambda: evenly_split(consumed, ["a", "b"]), WAIT_S)
+    with consumed.changed:
+        runs = sorted(consumed.assignments[member] for member in ("a", "b"))
+    assert runs == [[0, 1, 2], [3, 4, 5]]
+    assert describe_group(bootstrap, name).assignor_name == "range"
+
+
 # Java's SubscriptionPattern and the broker use RE2 full matches; librdkafka subscribes to a
 # name as a regular expression when it starts with "^".
 PATTERN_PREFIX = {"java-4.3": "", "confluent-kafka": "^"}
