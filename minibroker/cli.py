@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import logging
 import os
 import signal
@@ -16,6 +15,7 @@ from typing import Any
 
 from minibroker import healthcheck
 from minibroker.config import BrokerConfig, ConfigError, Listener, load_config, parse_overrides
+from minibroker.protocol.lazy_import import defer_package_init
 
 
 def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -94,30 +94,6 @@ async def _serve(config: BrokerConfig, in_memory: bool, nodes: int = 1) -> None:
     logging.getLogger(__name__).info("stopping")
     for node in reversed(brokers):
         await node.stop()
-
-
-def defer_package_init(name: str) -> None:
-    """Let the submodules of package `name` be imported without running the package's own
-    `__init__` until the package itself is asked for an attribute (then it runs, and the
-    package is whole). kafka-python's `__init__` imports its clients (admin, consumer,
-    producer: 20-60 ms of `serve`'s start) and crc32c's reads its version through
-    importlib.metadata (10-15 ms); the broker uses kafka.protocol and crc32c's C function.
-    """
-    if name in sys.modules:
-        return
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
-        return
-    loader = spec.loader
-    package = importlib.util.module_from_spec(spec)
-
-    def complete_package(attribute: str) -> Any:
-        del package.__dict__["__getattr__"]
-        loader.exec_module(package)
-        return getattr(package, attribute)
-
-    package.__dict__["__getattr__"] = complete_package
-    sys.modules[name] = package
 
 
 def run_event_loop(main: Coroutine[Any, Any, None]) -> None:

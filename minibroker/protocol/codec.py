@@ -15,7 +15,6 @@ librdkafka 2.16 sends an all-topics Metadata v12 request with three stray bytes 
 from __future__ import annotations
 
 import functools
-import importlib
 import struct
 from collections.abc import Callable, Sized
 from dataclasses import dataclass
@@ -62,27 +61,33 @@ class EncodedFrame:
     message: Callable[[], Any]
 
 
-# The packages defining the messages, imported here rather than through kafka-python's own
-# __init__ (which `minibroker serve` defers).
-_MESSAGE_PACKAGES = ("admin", "consumer", "metadata", "producer", "sasl")
-
-
-def _message_classes() -> dict[tuple[int, str], type[ApiMessage]]:
-    for package in _MESSAGE_PACKAGES:
-        importlib.import_module(f"kafka.protocol.{package}")
-    classes: dict[tuple[int, str], type[ApiMessage]] = {}
-    pending = list(ApiMessage.__subclasses__())
-    while pending:
-        cls = pending.pop()
-        pending.extend(cls.__subclasses__())
-        if cls._class_version is None and getattr(cls, "_json", None):
-            classes[(cls.API_KEY, cls.type)] = cls
-    return classes
-
-
+# The kafka-python 3 module defining each API's message classes, imported when the API is
+# first used (tests/protocol/test_codec_modules.py checks the table against kafka-python).
+KAFKA_PYTHON_MODULES = {
+    0: "producer.produce",
+    1: "consumer.fetch",
+    2: "consumer.offsets",
+    3: "metadata.metadata",
+    **dict.fromkeys((8, 9, 11, 12, 13, 14, 47), "consumer.group"),
+    10: "metadata.find_coordinator",
+    **dict.fromkeys((15, 16, 42), "admin.groups"),
+    **dict.fromkeys((17, 36), "sasl"),
+    18: "metadata.api_versions",
+    **dict.fromkeys((19, 20, 21, 37, 43, 45, 46, 75), "admin.topics"),
+    **dict.fromkeys((22, 24, 25, 26, 27, 28), "producer.transaction"),
+    23: "consumer.offsets",
+    **dict.fromkeys((29, 30, 31), "admin.acl"),
+    **dict.fromkeys((32, 33, 44, 74), "admin.configs"),
+    **dict.fromkeys((34, 35, 55, 57, 60), "admin.cluster"),
+    **dict.fromkeys((48, 49), "admin.client_quotas"),
+    **dict.fromkeys((50, 51), "admin.users"),
+    **dict.fromkeys((61, 65, 66), "admin.transactions"),
+}
 # kafka-python's classes, and for the APIs it has none for, classes built from our own
-# message definitions (when first looked up).
-_CLASSES = definitions.MessageClasses(_message_classes())
+# message definitions (each when first looked up).
+_CLASSES = definitions.MessageClasses(
+    {}, {key: f"kafka.protocol.{module}" for key, module in KAFKA_PYTHON_MODULES.items()}
+)
 
 
 def request_class(api_key: int) -> type[ApiMessage] | None:

@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
-from kafka.protocol.producer import ProduceRequest
+from kafka.protocol.producer.produce import ProduceRequest
 
 from minibroker.records.accel import pure_python_forced
 

@@ -45,9 +45,10 @@ would add some 20 ms to every start.
 
 from __future__ import annotations
 
+import importlib
 import importlib.resources
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -231,31 +232,49 @@ def _resolve(fields: list[dict[str, Any]], common: dict[str, _Node]) -> None:
 
 
 class MessageClasses(dict[tuple[int, str], type[ApiMessage]]):
-    """Message classes by (API key, "request"/"response"): those given, and for the other
-    keys our definitions declare, classes built from them when first looked up (keeping
-    `minibroker serve` from building them all at start)."""
+    """Message classes by (API key, "request"/"response"): those given; those of the
+    kafka-python module named for an API key, imported when the key is first looked up; and
+    for the other keys our definitions declare, classes built from them when first looked up.
+    Nothing is built before it is used, which keeps `minibroker serve`'s start short."""
 
-    def __init__(self, classes: dict[tuple[int, str], type[ApiMessage]]) -> None:
+    def __init__(
+        self,
+        classes: Mapping[tuple[int, str], type[ApiMessage]],
+        kafka_python_modules: Mapping[int, str] | None = None,
+    ) -> None:
         super().__init__(classes)
+        self._modules = dict(kafka_python_modules or {})
         self._files = {
             key: name
             for name, text in definition_files()
             for key in _message_keys(text, name)
-            if key not in classes
+            if key not in classes and key[0] not in self._modules
         }
         self._lock = threading.Lock()
 
     def __missing__(self, key: tuple[int, str]) -> type[ApiMessage]:
-        name = self._files.get(key)
-        if name is None:
+        module, name = self._modules.get(key[0]), self._files.get(key)
+        if module is None and name is None:
             raise KeyError(key)
         with self._lock:
             if key not in self:
-                text = importlib.resources.files(__package__).joinpath(name).read_text("utf-8")
-                for schema in parse(text, name):
-                    if (defined := (schema["apiKey"], schema["type"])) in self._files:
-                        self[defined] = message_class(schema)
+                if module is not None:
+                    self._import(module)
+                elif name is not None:
+                    self._build(name)
         return dict.__getitem__(self, key)
+
+    def _import(self, module_name: str) -> None:
+        """The message classes a kafka-python module defines, under their keys."""
+        for value in vars(importlib.import_module(module_name)).values():
+            if (key := _message_key(value)) is not None:
+                self.setdefault(key, value)
+
+    def _build(self, name: str) -> None:
+        text = importlib.resources.files(__package__).joinpath(name).read_text("utf-8")
+        for schema in parse(text, name):
+            if (defined := (schema["apiKey"], schema["type"])) in self._files:
+                self[defined] = message_class(schema)
 
     def get(  # type: ignore[override]
         self, key: tuple[int, str], default: None = None
@@ -264,6 +283,19 @@ class MessageClasses(dict[tuple[int, str], type[ApiMessage]]):
             return self[key]
         except KeyError:
             return default
+
+
+def _message_key(value: object) -> tuple[int, str] | None:
+    """(API key, kind) of a kafka-python message class (not one of its per-version
+    subclasses, nor a base class), None for anything else."""
+    if (
+        isinstance(value, type)
+        and issubclass(value, ApiMessage)
+        and getattr(value, "_class_version", 0) is None
+        and getattr(value, "_json", None)
+    ):
+        return getattr(value, "API_KEY"), getattr(value, "type")  # noqa: B009
+    return None
 
 
 def _message_keys(text: str, source: str) -> Iterator[tuple[int, str]]:
