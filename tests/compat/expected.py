@@ -35,16 +35,18 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
         if client != "kafka-python-3"
     },
     ("kafka-python-3", "consumer-protocol-admin"): (
-        "kafka-python 3.0.12 describes groups with DescribeGroups only (no ConsumerGroupDescribe),"
-        " which Kafka answers GROUP_ID_NOT_FOUND for a consumer-protocol group"
+        "kafka-python 3.0.12 has no KIP-848 admin: it describes groups with DescribeGroups only "
+        "(no ConsumerGroupDescribe), which Kafka answers GROUP_ID_NOT_FOUND ('Group g is not a "
+        "classic group.') for a consumer-protocol group, and lists no group types"
     ),
 }
 
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("java-3.9", "consumer-protocol"): (
-        "Java 3.9's early-access consumer protocol: the member that takes over a partition "
-        "gets STALE_MEMBER_EPOCH from OffsetFetch, logs 'the consumer is not part of the group "
-        "anymore' and reads the partition from auto.offset.reset (earliest), not the commit"
+        "Java 3.9's early-access consumer protocol: a member sends OffsetFetch with the epoch "
+        "it had before its last heartbeat's answer (STALE_MEMBER_EPOCH, as Kafka answers it), "
+        "treats that as final ('the consumer is not part of the group anymore') and reads the "
+        "partition from auto.offset.reset (earliest), not the commit: records read twice"
     ),
     ("kafka-python-3", "restart"): (
         "kafka-python 3.0.12 (intermittent): a group consumer's poll() raises "
