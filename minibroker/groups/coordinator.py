@@ -13,6 +13,12 @@ their waiter future, which another member's request (or a deadline) completes. C
 offsets and group metadata are written to `__consumer_offsets` before they are answered and
 reloaded by `load()`; expired offsets and empty groups are cleaned up every
 `offsets.retention.check.interval.ms`.
+
+KIP-848 consumer groups live in the same map (a `Group` whose `consumer` is set keeps its
+offsets here and its members, epochs and assignments in `groups/consumer/`): `consumer`
+answers ConsumerGroupHeartbeat, `classic_members` the classic requests of classic members
+inside a consumer group, and this class converts groups between the two protocols
+(online upgrade and downgrade) and reloads consumer-group records at `start()`.
 """
 
 from __future__ import annotations
@@ -384,9 +390,6 @@ class GroupCoordinator:
                 self.cluster, consumer.target.get(member.member_id, member.assigned)
             ),
         )
-
-    def consumer_groups(self) -> list[ConsumerGroup]:
-        return [group.consumer for group in self.groups.values() if group.consumer is not None]
 
     # ---- JoinGroup -------------------------------------------------------------------------
 

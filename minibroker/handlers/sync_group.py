@@ -8,8 +8,9 @@ FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PROTOCOL, COORDINATOR_NOT_AVAILABLE.
 
 A classic member of a KIP-848 consumer group (groups/consumer/migration.py) gets its current
 assignment as the coordinator computed it (consumer-protocol bytes; the leader's
-assignments are ignored), or REBALANCE_IN_PROGRESS while it must revoke partitions or reach
-a newer epoch (it rejoins); a member using the consumer protocol gets UNKNOWN_MEMBER_ID.
+assignments are ignored; while it revokes partitions, the ones it keeps), or
+REBALANCE_IN_PROGRESS when the group epoch moved past its epoch and it is not revoking (it
+rejoins); a member using the consumer protocol gets UNKNOWN_MEMBER_ID.
 
 Version notes: v3+ carries `group_instance_id`; v5+ the protocol type and name, checked
 against the group's when given.

@@ -39,6 +39,14 @@ def subscription(*topics: str) -> bytes:
     return body + struct.pack(">i", -1)
 
 
+def subscription_owning(topic: str, owned: list[int]) -> bytes:
+    """A ConsumerProtocolSubscription v1 reporting owned partitions (cooperative clients)."""
+    name = struct.pack(">h", len(topic)) + topic.encode()
+    body = struct.pack(">hi", 1, 1) + name + struct.pack(">i", -1)
+    body += struct.pack(">i", 1) + name + struct.pack(">i", len(owned))
+    return body + b"".join(struct.pack(">i", partition) for partition in owned)
+
+
 @pytest.fixture(scope="module")
 def client() -> Iterator[WireClient]:
     with ThreadedBroker(settings=SETTINGS) as broker, WireClient(broker.bootstrap_servers) as wire:
@@ -105,13 +113,20 @@ def test_upgrade_then_downgrade(client: WireClient) -> None:
     assert {m.member_id: m.member_epoch for m in group.members} == {classic_id: 1, "new": 2}
     # The classic member must give a partition up: it rejoins and is assigned the other.
     assert classic_heartbeat(client, "g-roll", classic_id, 1) == ErrorCode.REBALANCE_IN_PROGRESS
-    rejoined = join_classic(client, "g-roll", "roll", classic_id)
-    synced = sync(client, "g-roll", classic_id, rejoined.generation_id)
-    if synced.error_code == ErrorCode.REBALANCE_IN_PROGRESS:  # revoked partitions first
-        rejoined = join_classic(client, "g-roll", "roll", classic_id)
-        synced = sync(client, "g-roll", classic_id, rejoined.generation_id)
-    assert synced.error_code == ErrorCode.NO_ERROR
-    assert len(parse_assignment(synced.assignment)["roll"]) == 1
+    # A cooperative member rejoins still owning both: it revokes one first.
+    owning_both = [("range", subscription_owning("roll", [0, 1]))]
+    rejoined = classic_join(client, "g-roll", classic_id, protocols=owning_both)
+    assert rejoined.generation_id == 1  # revoking: it keeps its epoch
+    keeping = sync(client, "g-roll", classic_id, 1)
+    assert keeping.error_code == ErrorCode.NO_ERROR
+    kept = parse_assignment(keeping.assignment)["roll"]
+    assert len(kept) == 1
+    assert classic_heartbeat(client, "g-roll", classic_id, 1) == ErrorCode.REBALANCE_IN_PROGRESS
+    owned = [("range", subscription_owning("roll", kept))]
+    done = classic_join(client, "g-roll", classic_id, protocols=owned)
+    assert done.generation_id == 2
+    assert parse_assignment(sync(client, "g-roll", classic_id, 2).assignment) == {"roll": kept}
+    assert classic_heartbeat(client, "g-roll", classic_id, 2) == ErrorCode.NO_ERROR
     after = heartbeat(client, "g-roll", "new", 2, owned={})
     assert len(assigned(after)[topic]) == 1
 

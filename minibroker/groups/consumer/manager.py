@@ -315,7 +315,7 @@ class ConsumerGroups:
         before = copy_assignment(member.assigned)
         member.classic = None
         self.advance(group, member, self._update_member(group, member, request), request.owned)
-        self._arm_session(group, member)
+        self.arm_session(group, member)
         full = joining or (
             request.rebalance_timeout_ms != -1
             and request.subscribed_topic_names is not None
@@ -555,8 +555,6 @@ class ConsumerGroups:
         )
         member.session.start(timeout, lambda: self.fence(group, member, "its session timed out"))
 
-    _arm_session = arm_session
-
     def _arm_revocation(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         epoch = member.member_epoch
         member.revocation.start(
@@ -588,7 +586,7 @@ class ConsumerGroups:
     def arm_timers(self, group: ConsumerGroup) -> None:
         """After a load: every member's session timer, and revocation timers."""
         for member in group.members.values():
-            self._arm_session(group, member)
+            self.arm_session(group, member)
             if member.state == MemberState.UNREVOKED_PARTITIONS:
                 self._arm_revocation(group, member)
 

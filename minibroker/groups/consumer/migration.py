@@ -8,8 +8,9 @@ the classic generation, with the subscription and assignment of its JoinGroup/Sy
 and goes on with JoinGroup, SyncGroup, Heartbeat and LeaveGroup:
 - JoinGroup answers at once: the member's epoch as generation, no leader (it is a follower);
   its subscription (and owned partitions) are applied as a heartbeat's would be;
-- SyncGroup answers its current assignment (consumer-protocol bytes), or
-  REBALANCE_IN_PROGRESS while it has partitions to revoke or a newer epoch to reach;
+- SyncGroup answers its current assignment (consumer-protocol bytes: while it revokes, the
+  partitions it keeps), or REBALANCE_IN_PROGRESS when the group epoch moved past its
+  epoch and it is not revoking;
 - Heartbeat answers REBALANCE_IN_PROGRESS when it must rejoin for that reason.
 Downgrade (the coordinator's part): when the last member using the consumer protocol
 leaves and only classic members remain, the group becomes a classic group again.
@@ -253,8 +254,17 @@ class ClassicMembers:
             protocol_name is not None and protocol_name != self.protocol_name(member)
         ):
             raise ConsumerGroupError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-        if self.must_rejoin(group, member):
-            raise ConsumerGroupError(ErrorCode.REBALANCE_IN_PROGRESS)
+        # A newer epoch to catch up with: rejoin first, unless the member is revoking (this
+        # answer tells it what it keeps; its next heartbeat asks it to rejoin).
+        if (
+            group.group_epoch > member.member_epoch
+            and member.state != MemberState.UNREVOKED_PARTITIONS
+        ):
+            raise ConsumerGroupError(
+                ErrorCode.REBALANCE_IN_PROGRESS,
+                f"A new rebalance is triggered in group {group.group_id} and member "
+                f"{member.member_id} should rejoin to catch up.",
+            )
         member.sync.cancel()
         self.consumer.arm_session(group, member)
         return assignment_bytes(self.cluster, member.assigned)
