@@ -8,17 +8,16 @@ state names; names that are not states come back in `unknown_state_filters`),
 Version notes: v1 adds `duration_filter` (KIP-994): if >= 0, only transactions started more
 than that many milliseconds ago. v2 adds `transactional_id_pattern` (KIP-1152): null or empty
 matches every id, otherwise the whole id must match the pattern (Java `matches()`, not
-`find()`). Kafka compiles it with RE2/J; here it becomes a Python `re` pattern, refusing what
-RE2 does not have (lookaround, backreferences, atomic groups, possessive quantifiers,
-conditionals) and translating Java spellings Python lacks (`(?<name>`, `\\z`, `\\Q...\\E`).
+`find()`). Kafka compiles it with RE2/J; here it is translated as KIP-848 subscription
+regexes are (`groups/consumer/regex.py`).
 A pattern that does not compile answers INVALID_REGULAR_EXPRESSION with nothing listed.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from minibroker.groups.consumer.regex import InvalidRegex, compile_re2
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -27,30 +26,6 @@ from minibroker.server.context import RequestContext
 from minibroker.txn.state import TxnState
 
 _State = struct_type(ApiKey.ListTransactions, "response", "TransactionState")
-
-# Constructs java.util.regex and Python have but RE2 (Kafka's RE2/J) does not.
-_NOT_IN_RE2 = re.compile(
-    r"\(\?(?:[=!>(]|<[=!])"  # lookahead/lookbehind, atomic group, conditional
-    r"|\\[1-9]|\\k<"  # backreferences
-    r"|(?<!\\)[*+?}]\+"  # possessive quantifiers
-)
-_QUOTED = re.compile(r"\\Q(.*?)(?:\\E|$)", re.DOTALL)
-
-
-class InvalidPattern(Exception):
-    """The transactional id pattern is not a regular expression Kafka accepts."""
-
-
-def compile_java_pattern(pattern: str) -> re.Pattern[str]:
-    """A Python pattern for a Java/RE2 regular expression, or InvalidPattern."""
-    if _NOT_IN_RE2.search(pattern):
-        raise InvalidPattern(pattern)
-    translated = _QUOTED.sub(lambda quoted: re.escape(quoted.group(1)), pattern)
-    translated = translated.replace("(?<", "(?P<").replace(r"\z", r"\Z")
-    try:
-        return re.compile(translated)
-    except re.error as exc:
-        raise InvalidPattern(pattern) from exc
 
 
 def _empty(ctx: RequestContext, error: ErrorCode) -> Any:
@@ -68,8 +43,8 @@ def _empty(ctx: RequestContext, error: ErrorCode) -> Any:
 async def handle_list_transactions(ctx: RequestContext, request: Any) -> Any:
     id_pattern = request.transactional_id_pattern if ctx.api_version >= 2 else None
     try:
-        matcher = compile_java_pattern(id_pattern) if id_pattern else None
-    except InvalidPattern:
+        matcher = compile_re2(id_pattern) if id_pattern else None
+    except InvalidRegex:
         return _empty(ctx, ErrorCode.INVALID_REGULAR_EXPRESSION)
     names = request.state_filters or []
     states = {state for name in names if (state := TxnState.from_name(name)) is not None}
