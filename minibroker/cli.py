@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -89,6 +90,8 @@ async def _serve(config: BrokerConfig, in_memory: bool, nodes: int = 1) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     addresses = ",".join(node.bootstrap_servers for node in brokers)
+    # What start-up built lives as long as the process: full collections need not walk it.
+    gc.freeze()
     print(f"minibroker ready on {addresses}", flush=True)
     await stop.wait()
     logging.getLogger(__name__).info("stopping")
