@@ -508,6 +508,39 @@ def test_online_upgrade_from_classic_java_3_9_to_consumer_java_4_3(
     assert_exactly_once(consumed, produced)
 
 
+def test_online_downgrade_from_consumer_java_4_3_to_classic_java_3_9(
+    short_session_broker: ThreadedBroker, consumed: Consumed, processes: list[ConsumerProcess]
+) -> None:
+    """The reverse roll: Java 4.3 consumer-protocol members replaced one at a time by Java 3.9
+    classic members; when the last consumer-protocol member leaves, the group becomes a
+    classic group again (bidirectional migration): nothing is read twice or lost."""
+    bootstrap = short_session_broker.bootstrap_servers
+    topic = unique("downgrade")
+    create_topic(bootstrap, topic, PARTITIONS)
+    name = unique("g")
+    upgraded = Members(consumed, processes, bootstrap, name, topic, CONSUMER_PROTOCOL)
+    classic = Members(consumed, processes, bootstrap, name, topic, {})
+    new = [upgraded.start(f"new{i}", "java-4.3") for i in range(3)]
+    produce_values(bootstrap, topic, numbers(0, BATCH), PARTITIONS)
+    consumed.wait_for(lambda: all_consumed(consumed, BATCH), WAIT_S)
+    consumed.wait_for(lambda: evenly_split(consumed, ["new0", "new1", "new2"]), WAIT_S)
+    produced = BATCH
+    for step in range(3):
+        classic.start(f"old{step}", "java-3.9")
+        live = [f"new{i}" for i in range(step, 3)] + [f"old{i}" for i in range(step + 1)]
+        consumed.wait_for(lambda live=live: evenly_split(consumed, live), WAIT_S)
+        stop(consumed, new[step])
+        produce_values(bootstrap, topic, numbers(produced, produced + BATCH), PARTITIONS)
+        produced += BATCH
+        consumed.wait_for(lambda total=produced: all_consumed(consumed, total), WAIT_S)
+    consumed.wait_for(lambda: evenly_split(consumed, ["old0", "old1", "old2"]), WAIT_S)
+    assert_exactly_once(consumed, produced)
+    listed = run_ok("java-4.3", {"op": "list_groups", "bootstrap": bootstrap})["groups"]
+    assert [(g["type"], g["state"]) for g in listed if g["group"] == name] == [
+        ("classic", "Stable")
+    ]
+
+
 @pytest.mark.parametrize("client", KIP848_CLIENTS)
 def test_group_configs_altered_and_read_back(
     long_session_broker: ThreadedBroker, client: str
