@@ -260,19 +260,21 @@ class ConsumerGroups:
 
     # ---- persistence -----------------------------------------------------------------------
 
-    def persist(self, group: ConsumerGroup) -> ErrorCode:
-        """Write what changed in the group to __consumer_offsets."""
-        records = changes(group)
+    def persist(self, group: ConsumerGroup, member: ConsumerMember | None = None) -> ErrorCode:
+        """Write what changed in the group to __consumer_offsets (`member`: the one whose
+        request this was, when no other member was added or removed)."""
+        records = changes(group, member)
         if not records:
             return ErrorCode.NO_ERROR
         error = self._append(group.group_id, records)
         if error != ErrorCode.NO_ERROR:
             group.written = {}  # unknown: the next write rewrites every record
+            group.written_members = set()
             log.warning("group %s: records not written: %s", group.group_id, error.name)
         return error
 
-    def _persist_or_raise(self, group: ConsumerGroup) -> None:
-        error = self.persist(group)
+    def _persist_or_raise(self, group: ConsumerGroup, member: ConsumerMember | None) -> None:
+        error = self.persist(group, member)
         if error != ErrorCode.NO_ERROR:
             raise ConsumerGroupError(error)
 
@@ -286,7 +288,7 @@ class ConsumerGroups:
         else:
             result = self._heartbeat(request)
         group = self._group(request.group_id, create=False)
-        self._persist_or_raise(group)
+        self._persist_or_raise(group, group.members.get(result.member_id))
         if left is not None:
             self.after_removal(group, left)
         return result

@@ -167,7 +167,7 @@ class ClassicMembers:
             max(request.rebalance_timeout_ms, 0),
             lambda: self.consumer.fence(group, member, "it did not send SyncGroup in time"),
         )
-        self.consumer.persist(group)
+        self.consumer.persist(group, member)
         return member
 
     @staticmethod

@@ -124,6 +124,7 @@ class ConsumerGroup:
     metadata_hash: int = 0
     # The group's records as last written to __consumer_offsets (encoded key -> value).
     written: dict[bytes, bytes | None] = field(default_factory=dict)
+    written_members: set[str] = field(default_factory=set)
 
     @property
     def state(self) -> ConsumerGroupState:

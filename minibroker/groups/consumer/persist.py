@@ -121,8 +121,8 @@ def _classic_info(metadata: ClassicMemberMetadata | None) -> ClassicInfo | None:
     )
 
 
-def snapshot(group: ConsumerGroup) -> dict[bytes, bytes | None]:
-    """The group's records now, as encoded key -> encoded value."""
+def _group_records(group: ConsumerGroup) -> list[tuple[ConsumerGroupKey, ConsumerGroupValue]]:
+    """The records of the group as a whole: its epoch, target assignment epoch, regexes."""
     records: list[tuple[ConsumerGroupKey, ConsumerGroupValue]] = [
         (
             ConsumerGroupMetadataKey(group.group_id),
@@ -133,8 +133,6 @@ def snapshot(group: ConsumerGroup) -> dict[bytes, bytes | None]:
             ConsumerGroupTargetAssignmentMetadataValue(group.assignment_epoch),
         ),
     ]
-    for member in group.members.values():
-        records.extend(_member_records(group, member))
     for regex, (topics, timestamp) in group.resolved_regexes.items():
         records.append(
             (
@@ -142,17 +140,41 @@ def snapshot(group: ConsumerGroup) -> dict[bytes, bytes | None]:
                 ConsumerGroupRegularExpressionValue(sorted(topics), 0, timestamp),
             )
         )
+    return records
+
+
+def _encoded(
+    records: list[tuple[ConsumerGroupKey, ConsumerGroupValue]],
+) -> dict[bytes, bytes | None]:
     return dict(encode_consumer_group_record(key, value) for key, value in records)
 
 
-def changes(group: ConsumerGroup) -> list[StoredRecord]:
+def snapshot(group: ConsumerGroup) -> dict[bytes, bytes | None]:
+    """The group's records now, as encoded key -> encoded value."""
+    records = _group_records(group)
+    for member in group.members.values():
+        records.extend(_member_records(group, member))
+    return _encoded(records)
+
+
+def changes(group: ConsumerGroup, member: ConsumerMember | None = None) -> list[StoredRecord]:
     """Records to append so that the log describes the group as it is now; the group
-    remembers them as written (call `forget` if the append fails)."""
+    remembers them as written. With `member` (the one whose request changed the group),
+    only its records are compared when the group's own records and its members are as
+    written (a heartbeat that moved no epoch changes nobody else's records)."""
+    if member is not None and set(group.members) == group.written_members:
+        part = _encoded(_group_records(group))
+        if all(group.written.get(key) == value for key, value in part.items()):
+            part.update(_encoded(_member_records(group, member)))
+            changed = [(k, v) for k, v in part.items() if group.written.get(k) != v]
+            group.written.update(part)
+            return changed
     now = snapshot(group)
     written = group.written
     gone: list[StoredRecord] = [(key, None) for key in written if key not in now]
-    changed: list[StoredRecord] = [(k, v) for k, v in now.items() if written.get(k) != v]
+    changed = [(k, v) for k, v in now.items() if written.get(k) != v]
     group.written = now
+    group.written_members = set(group.members)
     # Tombstones first: a member's records go before the group's new epoch is recorded.
     return gone + changed
 
@@ -161,6 +183,7 @@ def tombstones(group: ConsumerGroup) -> list[StoredRecord]:
     """Deletes every record of the group (DeleteGroups, or a group that became classic)."""
     records: list[StoredRecord] = [(key, None) for key in group.written]
     group.written = {}
+    group.written_members = set()
     return records
 
 
