@@ -22,6 +22,7 @@ from tests.groups.test_consumer_wire_heartbeat import (
     describe,
     heartbeat,
     join,
+    wait_for,
 )
 from tests.groups.wirehelp import commit, sync
 from tests.groups.wirehelp import heartbeat as classic_heartbeat
@@ -166,3 +167,21 @@ def test_consumer_member_takes_over_a_classic_static_member(client: WireClient) 
         ErrorCode.FENCED_INSTANCE_ID
     )
     assert heartbeat(client, "g-inst", "a", 1, owned={topic: [0]}).error_code == ErrorCode.NO_ERROR
+
+
+def test_classic_member_that_does_not_rejoin_is_removed(client: WireClient) -> None:
+    create_topic(client, "slow", 2)
+    join(client, "g-slow", "a", ["slow"])
+    protocols = [("range", subscription("slow"))]
+    first = classic_join(client, "g-slow", "", protocols=protocols, session_ms=30_000)
+    joined = classic_join(
+        client, "g-slow", first.member_id, protocols=protocols, session_ms=30_000, rebalance_ms=300
+    )
+    sync(client, "g-slow", joined.member_id, joined.generation_id)
+    join(client, "g-slow", "b", ["slow"])
+    told = classic_heartbeat(client, "g-slow", joined.member_id, joined.generation_id)
+    assert told == ErrorCode.REBALANCE_IN_PROGRESS
+    # Its session (30 s) would keep it; not rejoining within 300 ms removes it.
+    wait_for(
+        lambda: joined.member_id not in {m.member_id for m in describe(client, "g-slow").members}
+    )

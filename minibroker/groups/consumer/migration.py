@@ -11,7 +11,8 @@ and goes on with JoinGroup, SyncGroup, Heartbeat and LeaveGroup:
 - SyncGroup answers its current assignment (consumer-protocol bytes: while it revokes, the
   partitions it keeps), or REBALANCE_IN_PROGRESS when the group epoch moved past its
   epoch and it is not revoking;
-- Heartbeat answers REBALANCE_IN_PROGRESS when it must rejoin for that reason.
+- Heartbeat answers REBALANCE_IN_PROGRESS when it must rejoin for that reason; a member
+  that has not rejoined within its rebalance timeout after that is removed.
 Downgrade (the coordinator's part): when the last member using the consumer protocol
 leaves and only classic members remain, the group becomes a classic group again.
 """
@@ -161,6 +162,7 @@ class ClassicMembers:
         changed = sorted(subscription.topics) != sorted(member.subscribed_topic_names)
         member.subscribed_topic_names = list(subscription.topics)
         member.server_assignor = None
+        member.rejoin.cancel()
         self.consumer.advance(group, member, changed, _ids(self.cluster, subscription.owned))
         self.consumer.arm_session(group, member)
         member.sync.start(
@@ -260,6 +262,7 @@ class ClassicMembers:
             group.group_epoch > member.member_epoch
             and member.state != MemberState.UNREVOKED_PARTITIONS
         ):
+            self._expect_rejoin(group, member)
             raise ConsumerGroupError(
                 ErrorCode.REBALANCE_IN_PROGRESS,
                 f"A new rebalance is triggered in group {group.group_id} and member "
@@ -275,9 +278,18 @@ class ClassicMembers:
         member = self._classic_member(group, member_id, instance_id)
         self._check_generation(member, generation)
         self.consumer.arm_session(group, member)
-        if self.must_rejoin(group, member):
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return ErrorCode.NO_ERROR
+        if not self.must_rejoin(group, member):
+            return ErrorCode.NO_ERROR
+        self._expect_rejoin(group, member)
+        return ErrorCode.REBALANCE_IN_PROGRESS
+
+    def _expect_rejoin(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        """Told to rejoin: removed if it has not within its rebalance timeout."""
+        if not member.rejoin.active:
+            member.rejoin.start(
+                max(member.rebalance_timeout_ms, 0),
+                lambda: self.consumer.fence(group, member, "it did not rejoin in time"),
+            )
 
     def leave(self, group: ConsumerGroup, member_id: str, instance_id: str | None) -> ErrorCode:
         try:

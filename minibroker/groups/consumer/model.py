@@ -80,8 +80,10 @@ class ConsumerMember:
     classic: ClassicInfo | None = None
     session: Deadline = field(default_factory=Deadline)
     revocation: Deadline = field(default_factory=Deadline)
-    # A classic member must send SyncGroup within its rebalance timeout after joining.
+    # A classic member must send SyncGroup within its rebalance timeout after joining, and
+    # rejoin within it once told to (REBALANCE_IN_PROGRESS).
     sync: Deadline = field(default_factory=Deadline)
+    rejoin: Deadline = field(default_factory=Deadline)
 
     def update_epoch(self, epoch: int) -> None:
         if epoch != self.member_epoch:
@@ -92,6 +94,7 @@ class ConsumerMember:
         self.session.cancel()
         self.revocation.cancel()
         self.sync.cancel()
+        self.rejoin.cancel()
 
 
 @dataclass(frozen=True, slots=True)
