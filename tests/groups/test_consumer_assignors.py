@@ -1,6 +1,6 @@
 """The server-side assignors (`uniform`, `range`) and reconciliation steps, unit-tested:
 every subscribed partition assigned once, balance, stickiness, and the revocation-first
-order of `reconcile`; plus the broker's `group.consumer.*` bounds."""
+order of `reconcile`; plus the broker's `group.consumer.*` bounds and migration policy."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from minibroker.config import BrokerConfig, ConfigError
 from minibroker.groups.consumer.assignors import MemberSpec, range_assign, uniform_assign
 from minibroker.groups.consumer.manager import ConsumerSettings
+from minibroker.groups.consumer.migration import migration_policy
 from minibroker.groups.consumer.model import Assignment, ConsumerMember, MemberState
 from minibroker.groups.consumer.reconcile import reconcile
 
@@ -96,6 +97,14 @@ def test_reconcile_waits_for_partitions_owned_elsewhere() -> None:
 def test_out_of_range_settings_are_refused(settings: dict[str, str]) -> None:
     with pytest.raises(ConfigError):
         ConsumerSettings.from_config(BrokerConfig(settings))
+
+
+def test_migration_policy() -> None:
+    assert migration_policy("BIDIRECTIONAL") == (True, True)
+    assert migration_policy("upgrade") == (True, False)
+    assert migration_policy("disabled") == (False, False)
+    with pytest.raises(ConfigError):
+        migration_policy("sideways")
 
 
 def test_kafka_assignor_class_names_are_accepted() -> None:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from minibroker.cluster.state import Cluster
+from minibroker.config import ConfigError
 from minibroker.groups.consumer.manager import ConsumerGroupError, ConsumerGroups
 from minibroker.groups.consumer.model import (
     Assignment,
@@ -73,8 +74,14 @@ class ClassicMemberState:
 
 
 def migration_policy(value: str) -> tuple[bool, bool]:
-    """(upgrade enabled, downgrade enabled) for `group.consumer.migration.policy`."""
+    """(upgrade enabled, downgrade enabled) for `group.consumer.migration.policy`
+    (case-insensitive, as Kafka; ConfigError for another value)."""
     policy = value.strip().lower()
+    if policy not in POLICIES:
+        raise ConfigError(
+            f"Invalid value {value} for configuration group.consumer.migration.policy: "
+            f"String must be one of (case insensitive): {', '.join(p.upper() for p in POLICIES)}"
+        )
     return policy in ("upgrade", "bidirectional"), policy in ("downgrade", "bidirectional")
 
 
