@@ -170,25 +170,34 @@ def member_partitions(member: Any) -> list[int]:
     return sorted(p for topic in member.assignment.topic_partitions for p in topic.partitions)
 
 
-@pytest.mark.parametrize("client", KIP848_CLIENTS)
+@pytest.mark.parametrize(
+    "clients",
+    [
+        ["java-4.3"] * 4,
+        ["confluent-kafka"] * 4,
+        ["confluent-kafka", "java-4.3", "confluent-kafka", "java-4.3"],
+    ],
+    ids=["java-4.3", "confluent-kafka", "mixed"],
+)
 def test_group_splits_rebalances_and_consumes_exactly_once(
     short_session_broker: ThreadedBroker,
     consumed: Consumed,
     processes: list[ConsumerProcess],
-    client: str,
+    clients: list[str],
 ) -> None:
+    """Members c0..c3 run clients[0..3] (mixed: Java and librdkafka in one group)."""
     bootstrap = short_session_broker.bootstrap_servers
-    topic = unique("events", client)
+    topic = unique("events")
     create_topic(bootstrap, topic, PARTITIONS)
-    group = Members(consumed, processes, bootstrap, unique("g", client), topic, CONSUMER_PROTOCOL)
-    members = [group.start(f"c{i}", client) for i in range(3)]
+    group = Members(consumed, processes, bootstrap, unique("g"), topic, CONSUMER_PROTOCOL)
+    members = [group.start(f"c{i}", clients[i]) for i in range(3)]
     produce_values(bootstrap, topic, numbers(0, BATCH), PARTITIONS)
     consumed.wait_for(lambda: all_consumed(consumed, BATCH), WAIT_S)
     consumed.wait_for(lambda: evenly_split(consumed, ["c0", "c1", "c2"]), WAIT_S)
 
     # A fourth member joins: the broker revokes partitions from their owners before it
     # hands them to the newcomer.
-    group.start("c3", client)
+    group.start("c3", clients[3])
     consumed.wait_for(lambda: evenly_split(consumed, ["c0", "c1", "c2", "c3"]), WAIT_S)
     produce_values(bootstrap, topic, numbers(BATCH, 2 * BATCH), PARTITIONS)
     consumed.wait_for(lambda: all_consumed(consumed, 2 * BATCH), WAIT_S)
