@@ -44,8 +44,8 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("java-3.9", "consumer-protocol"): (
         "Java 3.9's early-access consumer protocol (intermittent): a member sends OffsetFetch "
-        "with the epoch "
-        "it had before its last heartbeat's answer (STALE_MEMBER_EPOCH, as Kafka answers it), "
+        "with the epoch it had before its last heartbeat's answer (STALE_MEMBER_EPOCH, as "
+        "Kafka answers it), "
         "treats that as final ('the consumer is not part of the group anymore') and reads the "
         "partition from auto.offset.reset (earliest), not the commit: records read twice"
     ),
