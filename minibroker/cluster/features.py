@@ -10,7 +10,7 @@ so UpdateFeatures cannot finalize a level whose behaviour is not served:
 | metadata.version | 7-30 (3.3-IV3 .. 4.3-IV0) | 30 | as a new 4.3 cluster (clients only read it) |
 | transaction.version | 0-2 | `minibroker.transaction.version` (2) | KIP-890: 1 = TV1, 2 = TV2 |
 | kraft.version | 0-0 | 0 | no KRaft quorum (Kafka: 0-1) |
-| group.version | 0-0 | 0 | KIP-848 groups not served (Kafka: 0-1) |
+| group.version | 0-1 | 1 | KIP-848 consumer groups (at 0 their APIs answer UNSUPPORTED_VERSION) |
 | eligible.leader.replicas.version | 0-0 | 0 | no replication (Kafka: 0-1) |
 | share.version, streams.version | 0-0 | 0 | share / streams groups not served (Kafka: 0-1) |
 
@@ -48,6 +48,7 @@ FEATURES_FILE = "minibroker-features.json"
 _FILE_VERSION = 1
 TRANSACTION_VERSION = "transaction.version"
 METADATA_VERSION = "metadata.version"
+GROUP_VERSION = "group.version"
 TRANSACTION_VERSION_SETTING = "minibroker.transaction.version"
 METADATA_VERSION_4_3_IV0 = 30
 METADATA_VERSION_MINIMUM = 7  # 3.3-IV3, the lowest a Kafka 4.x cluster accepts
@@ -57,7 +58,7 @@ SUPPORTED: dict[str, tuple[int, int]] = {
     METADATA_VERSION: (METADATA_VERSION_MINIMUM, METADATA_VERSION_4_3_IV0),
     TRANSACTION_VERSION: (0, 2),
     "kraft.version": (0, 0),
-    "group.version": (0, 0),
+    GROUP_VERSION: (0, 1),
     "eligible.leader.replicas.version": (0, 0),
     "share.version": (0, 0),
     "streams.version": (0, 0),
@@ -106,7 +107,11 @@ class Features:
                 f"{TRANSACTION_VERSION_SETTING}={level}: {TRANSACTION_VERSION} supports "
                 f"levels {low}-{high}"
             )
-        finalized = {METADATA_VERSION: METADATA_VERSION_4_3_IV0, TRANSACTION_VERSION: level}
+        finalized = {
+            METADATA_VERSION: METADATA_VERSION_4_3_IV0,
+            TRANSACTION_VERSION: level,
+            GROUP_VERSION: 1,
+        }
         return cls(finalized, 1, path, node_id)
 
     def level(self, feature: str) -> int:
@@ -115,6 +120,11 @@ class Features:
     @property
     def transaction_version(self) -> int:
         return self.level(TRANSACTION_VERSION)
+
+    @property
+    def consumer_groups_enabled(self) -> bool:
+        """group.version 1+: the KIP-848 consumer group protocol (Kafka's GroupVersion GV_1)."""
+        return self.level(GROUP_VERSION) >= 1
 
     def supported_list(self, api_version: int) -> list[tuple[str, int, int]]:
         """(name, min, max); below ApiVersions v4 a range starting at 0 is left out."""

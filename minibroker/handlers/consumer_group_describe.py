@@ -6,7 +6,8 @@ epoch, the selected server-side assignor and every member with its epoch, client
 (names and regex), current assignment and target assignment (topic id, name, partitions).
 A group that does not exist answers GROUP_ID_NOT_FOUND ("Group <id> not found."), a classic
 group GROUP_ID_NOT_FOUND ("Group <id> is not a consumer group."). Authorized operations
-(READ, DELETE, DESCRIBE: there are no ACLs) when asked, else INT32_MIN.
+(READ, DELETE, DESCRIBE: there are no ACLs) when asked, else INT32_MIN. While the
+`group.version` feature is finalized below 1 every group answers UNSUPPORTED_VERSION, as Kafka.
 
 Version notes: v1 adds each member's `MemberType` (1: a member using the consumer protocol,
 0: a classic member inside the consumer group, after an online upgrade).
@@ -73,9 +74,9 @@ def _member(ctx: RequestContext, group: ConsumerGroup, member: ConsumerMember) -
     )
 
 
-def _not_found(group_id: str, message: str) -> Any:
+def _failed(group_id: str, error: ErrorCode, message: str | None) -> Any:
     return _Group(
-        error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+        error_code=error,
         error_message=message,
         group_id=group_id,
         group_state="",
@@ -88,12 +89,16 @@ def _not_found(group_id: str, message: str) -> Any:
 
 
 def _described(ctx: RequestContext, group_id: str, operations: int) -> Any:
+    if not ctx.broker.features.consumer_groups_enabled:
+        return _failed(group_id, ErrorCode.UNSUPPORTED_VERSION, None)
     container = ctx.broker.groups.groups.get(group_id)
     if container is None:
-        return _not_found(group_id, f"Group {group_id} not found.")
+        return _failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
     group = container.consumer
     if group is None:
-        return _not_found(group_id, f"Group {group_id} is not a consumer group.")
+        return _failed(
+            group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
+        )
     return _Group(
         error_code=ErrorCode.NO_ERROR,
         error_message=None,

@@ -8,6 +8,9 @@ consume now. Partitions move between members by incremental reconciliation: the 
 revokes (reports them no longer owned) before another member gets them. Epoch -1 leaves,
 -2 is a static member leaving for now (its assignment kept until its session times out).
 
+UNSUPPORTED_VERSION (no message) while the `group.version` feature is finalized below 1, as
+Kafka answers when the consumer rebalance protocol is not enabled.
+
 Errors, each with Kafka's message: INVALID_REQUEST (empty group/member/instance/rack id,
 a first request without rebalance timeout, subscription, or empty owned partitions, an
 epoch below -2), UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, GROUP_ID_NOT_FOUND (no
@@ -74,22 +77,28 @@ def _heartbeat_request(ctx: RequestContext, request: Any) -> HeartbeatRequest:
     )
 
 
+def _error_response(ctx: RequestContext, error: ErrorCode, message: str | None) -> Any:
+    return new_response(
+        ApiKey.ConsumerGroupHeartbeat,
+        ctx.api_version,
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=message,
+        member_id=None,
+        member_epoch=-1,
+        heartbeat_interval_ms=0,
+        assignment=None,
+    )
+
+
 @handles(ApiKey.ConsumerGroupHeartbeat, 0, 1)
 async def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.broker.features.consumer_groups_enabled:
+        return _error_response(ctx, ErrorCode.UNSUPPORTED_VERSION, None)
     try:
         result = ctx.broker.groups.consumer.heartbeat(_heartbeat_request(ctx, request))
     except ConsumerGroupError as exc:
-        return new_response(
-            ApiKey.ConsumerGroupHeartbeat,
-            ctx.api_version,
-            throttle_time_ms=0,
-            error_code=exc.error,
-            error_message=exc.message,
-            member_id=None,
-            member_epoch=-1,
-            heartbeat_interval_ms=0,
-            assignment=None,
-        )
+        return _error_response(ctx, exc.error, exc.message)
     return new_response(
         ApiKey.ConsumerGroupHeartbeat,
         ctx.api_version,

@@ -86,16 +86,25 @@ def test_api_versions_v4_lists_kafka_4_3_features_and_finalizes_tv2(broker: Kafk
     assert set(supported(response)) == KAFKA_4_3_FEATURES
     assert supported(response)["transaction.version"] == (0, 2)
     assert supported(response)["metadata.version"] == (7, 30)
-    # Only what minibroker serves can be finalized: no KIP-848, share or streams groups.
-    assert supported(response)["group.version"] == (0, 0)
-    assert finalized(response) == {"metadata.version": 30, "transaction.version": 2}
+    # Only what minibroker serves can be finalized: KIP-848 groups, no share or streams groups.
+    assert supported(response)["group.version"] == (0, 1)
+    assert supported(response)["share.version"] == (0, 0)
+    assert finalized(response) == {
+        "metadata.version": 30,
+        "transaction.version": 2,
+        "group.version": 1,
+    }
     assert response.finalized_features_epoch == 1
 
 
 def test_below_v4_a_supported_range_from_0_is_left_out(broker: KafkaBroker) -> None:
     response = api_versions(broker.bootstrap_servers, version=3)
     assert supported(response) == {"metadata.version": (7, 30)}
-    assert finalized(response) == {"metadata.version": 30, "transaction.version": 2}
+    assert finalized(response) == {
+        "metadata.version": 30,
+        "transaction.version": 2,
+        "group.version": 1,
+    }
 
 
 @pytest.mark.parametrize("level", [0, 1])
@@ -103,7 +112,8 @@ def test_the_setting_chooses_tv1(tmp_path: Path, level: int) -> None:
     config = {"minibroker.transaction.version": level}
     with KafkaBroker(data_dir=tmp_path / "data", config=config) as running:
         response = api_versions(running.bootstrap_servers)
-    expected = {"metadata.version": 30} | ({"transaction.version": 1} if level else {})
+    expected = {"metadata.version": 30, "group.version": 1}
+    expected |= {"transaction.version": 1} if level else {}
     assert finalized(response) == expected
 
 
@@ -134,9 +144,16 @@ def test_a_setting_outside_the_supported_levels_is_refused_at_start() -> None:
         ),
         (
             "group.version",
+            2,
+            UPGRADE,
+            "Invalid update version 2 for feature group.version. Local controller 1 only "
+            "supports versions 0-1",
+        ),
+        (
+            "share.version",
             1,
             UPGRADE,
-            "Invalid update version 1 for feature group.version. Local controller 1 does not "
+            "Invalid update version 1 for feature share.version. Local controller 1 does not "
             "support this feature.",
         ),
         (
@@ -235,7 +252,11 @@ def test_a_downgrade_and_an_upgrade_are_kept_across_restarts(broker: KafkaBroker
     ]
     broker.restart()
     after = api_versions(broker.bootstrap_servers)
-    assert finalized(after) == {"metadata.version": 30, "transaction.version": 1}
+    assert finalized(after) == {
+        "metadata.version": 30,
+        "transaction.version": 1,
+        "group.version": 1,
+    }
     assert after.finalized_features_epoch == 2
     # level 0 removes the feature from the finalized list; then back to TV2
     assert update(bootstrap, ("transaction.version", 0, UNSAFE_DOWNGRADE)).error_code == 0
@@ -245,6 +266,36 @@ def test_a_downgrade_and_an_upgrade_are_kept_across_restarts(broker: KafkaBroker
     after = api_versions(broker.bootstrap_servers)
     assert finalized(after)["transaction.version"] == 2
     assert after.finalized_features_epoch == 4
+
+
+def test_group_version_0_turns_the_consumer_group_protocol_off(broker: KafkaBroker) -> None:
+    """As Kafka: at group.version 0 ConsumerGroupHeartbeat and ConsumerGroupDescribe answer
+    UNSUPPORTED_VERSION; upgraded to 1 again, a member joins."""
+    bootstrap = broker.bootstrap_servers
+    join = {
+        "group_id": "g",
+        "member_id": "m-1",
+        "member_epoch": 0,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout_ms": 30_000,
+        "subscribed_topic_names": ["t"],
+        "subscribed_topic_regex": None,
+        "server_assignor": None,
+        "topic_partitions": [],
+    }
+    assert update(bootstrap, ("group.version", 0, SAFE_DOWNGRADE)).error_code == E.NO_ERROR
+    with WireClient(bootstrap) as client:
+        refused = client.call(ApiKey.ConsumerGroupHeartbeat, 1, **join)
+        assert (refused.error_code, refused.error_message) == (E.UNSUPPORTED_VERSION, None)
+        described = client.call(
+            ApiKey.ConsumerGroupDescribe, 1, group_ids=["g"], include_authorized_operations=False
+        )
+        assert [g.error_code for g in described.groups] == [E.UNSUPPORTED_VERSION]
+    assert update(bootstrap, ("group.version", 1, UPGRADE)).error_code == E.NO_ERROR
+    with WireClient(bootstrap) as client:
+        joined = client.call(ApiKey.ConsumerGroupHeartbeat, 1, **join)
+        assert (joined.error_code, joined.member_epoch) == (E.NO_ERROR, 1)
 
 
 # ---- client software name and version (ApiVersions v3+) -------------------------------------
@@ -338,7 +389,11 @@ def test_kafka_python_3_describes_and_updates_features(broker: KafkaBroker) -> N
             "finalized": (2, 2),
             "finalized_epoch": 1,
         }
-        assert described["group.version"] == {"supported": (0, 0)}
+        assert described["group.version"] == {
+            "supported": (0, 1),
+            "finalized": (1, 1),
+            "finalized_epoch": 1,
+        }
         downgrade = {"transaction.version": ("SAFE_DOWNGRADE", 1)}
         assert admin.update_features(downgrade) == {"transaction.version": "OK"}
         assert admin.describe_features()["transaction.version"]["finalized"] == (1, 1)
