@@ -73,7 +73,8 @@ class LogManager:
         if data_dir is not None:
             try:
                 data_dir.mkdir(parents=True, exist_ok=True)
-                _check_writable(data_dir)
+                if (data_dir / META_PROPERTIES).exists():
+                    _check_writable(data_dir)  # a new directory is checked by writing this file
                 self._check_or_write_meta_properties(data_dir)
                 self._clean_shutdown = self._take_clean_shutdown_marker(data_dir)
             except OSError as exc:
