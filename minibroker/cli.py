@@ -121,11 +121,16 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
     healthcheck.add_parser(sub)
+    from minibroker import tools  # standard library only: the clients load in tools.run
+
+    tools.add_stubs(sub)
     dump = sub.add_parser(
         "dump-log", help="print .log/.index/.timeindex/.txnindex files", add_help=False
     )
     dump.add_argument("rest", nargs=argparse.REMAINDER)
     arguments = sys.argv[1:] if argv is None else argv
+    if arguments[:1] and arguments[0] in tools.COMMANDS:
+        return tools.run(arguments)
     if arguments[:1] == ["dump-log"]:
         # Its options come first, as in kafka-dump-log.sh; REMAINDER would refuse them there.
         from minibroker.log.dump import dump_log_main

@@ -1,0 +1,172 @@
+"""What the everyday CLI's commands share: exit codes, the `--bootstrap` option, a reachability
+check that fails fast with one line naming the address, kafka-python client options, topic
+checks, KEY=VALUE and timestamp parsing, and plain aligned tables on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from kafka import KafkaAdminClient
+
+EXIT_OK = 0
+EXIT_KAFKA = 1
+EXIT_USAGE = 2
+EXIT_CONNECT = 3
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+BOOTSTRAP_ENV = "MINIBROKER_BOOTSTRAP"
+CLIENT_ID = "minibroker-cli"
+CONNECT_TIMEOUT_S = 5.0
+BOOTSTRAP_TIMEOUT_MS = 10_000
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
+EXIT_CODES = """\
+exit codes: 0 ok, 1 Kafka error (unknown topic, rejected request...), 2 usage,
+            3 cannot connect to the bootstrap address
+environment: MINIBROKER_BOOTSTRAP is the default for --bootstrap"""
+
+
+class ToolError(Exception):
+    """A failure the CLI reports as one line (`minibroker: <message>`) and an exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_KAFKA) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def bootstrap_parent() -> argparse.ArgumentParser:
+    """A parent parser holding `--bootstrap`, for every leaf command."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--bootstrap",
+        "-b",
+        default=os.environ.get(BOOTSTRAP_ENV, DEFAULT_BOOTSTRAP),
+        metavar="HOST:PORT[,...]",
+        help=f"broker(s) to connect to (default: ${BOOTSTRAP_ENV} or {DEFAULT_BOOTSTRAP})",
+    )
+    return parent
+
+
+def leaf_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    summary: str,
+    examples: str,
+) -> argparse.ArgumentParser:
+    """A command's parser: `--bootstrap`, a description, and examples plus exit codes below."""
+    return sub.add_parser(
+        name,
+        help=summary,
+        description=summary,
+        parents=[bootstrap_parent()],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"examples:\n{examples}\n\n{EXIT_CODES}",
+    )
+
+
+def addresses(bootstrap: str) -> list[tuple[str, int]]:
+    """`host:port,host:port` as pairs; a missing port means 9092, as for Kafka's clients."""
+    pairs = []
+    for item in bootstrap.split(","):
+        host, _, port = item.strip().rpartition(":")
+        if not host:
+            host, port = port, "9092"
+        if not port.isdigit():
+            raise ToolError(f"bad bootstrap address {item.strip()!r}", EXIT_USAGE)
+        pairs.append((host.strip("[]"), int(port)))
+    return pairs
+
+
+def check_reachable(bootstrap: str) -> None:
+    """Raise ToolError(EXIT_CONNECT) unless some bootstrap address accepts a TCP connection
+    (kafka-python itself would retry for its whole bootstrap timeout)."""
+    failures = []
+    for host, port in addresses(bootstrap):
+        try:
+            socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+        except OSError as exc:
+            failures.append(f"{host}:{port} ({exc.strerror or exc})")
+        else:
+            return
+    raise ToolError(f"cannot connect to {', '.join(failures)}", EXIT_CONNECT)
+
+
+def client_options(bootstrap: str) -> dict[str, Any]:
+    """kafka-python options every client of the CLI uses."""
+    check_reachable(bootstrap)
+    return {
+        "bootstrap_servers": [f"{host}:{port}" for host, port in addresses(bootstrap)],
+        "client_id": CLIENT_ID,
+        "bootstrap_timeout_ms": BOOTSTRAP_TIMEOUT_MS,
+    }
+
+
+@contextmanager
+def admin_client(bootstrap: str) -> Iterator[KafkaAdminClient]:
+    admin = KafkaAdminClient(**client_options(bootstrap))
+    try:
+        yield admin
+    finally:
+        admin.close()
+
+
+def missing_topic(topic: str) -> ToolError:
+    return ToolError(f"topic '{topic}' does not exist")
+
+
+def describe_existing_topics(admin: KafkaAdminClient, topics: list[str]) -> list[dict[str, Any]]:
+    """Metadata of `topics` (never creating them); ToolError for the first unknown one."""
+    described: list[dict[str, Any]] = admin.describe_topics(topics)
+    for topic in described:
+        if topic["error_code"] == UNKNOWN_TOPIC_OR_PARTITION:
+            raise missing_topic(topic["name"])
+    return described
+
+
+def key_values(items: Sequence[str], what: str) -> list[tuple[str, str]]:
+    """`KEY=VALUE` strings as pairs, in order; ToolError(EXIT_USAGE) for one without `=`."""
+    pairs = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ToolError(f"{what} must be KEY=VALUE, got {item!r}", EXIT_USAGE)
+        pairs.append((key, value))
+    return pairs
+
+
+def timestamp_ms(text: str) -> int:
+    """Milliseconds since the epoch, or an ISO 8601 date-time (UTC unless it names a zone)."""
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ToolError(
+            f"bad timestamp {text!r}: milliseconds or ISO 8601 (2024-05-01T12:00:00Z)",
+            EXIT_USAGE,
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def print_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """Left-aligned columns on stdout, as Kafka's tools print them."""
+    cells = [[str(cell) for cell in row] for row in [header, *rows]]
+    widths = [max(len(row[column]) for row in cells) for column in range(len(header))]
+    for row in cells:
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
+
+
+def note(message: str) -> None:
+    """Progress and diagnostics: stderr, so stdout carries only data."""
+    print(message, file=sys.stderr, flush=True)
