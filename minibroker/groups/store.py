@@ -43,8 +43,8 @@ from minibroker.records.batch import (
     BatchHeader,
     split_batches,
 )
+from minibroker.records.control import read_end_txn_marker
 from minibroker.records.records import CorruptRecordsError, build_batch, iter_records
-from minibroker.txn.markers import read_end_txn_marker
 from minibroker.txn.producers import CoordinatorBatch, ProducerStateManager
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from minibroker.records.batch import BatchHeader, Buffer
-from minibroker.txn.markers import read_end_txn_marker
+from minibroker.records.control import read_end_txn_marker
 
 from .blob import Blob
 from .index import CorruptIndexError

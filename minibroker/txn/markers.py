@@ -1,8 +1,4 @@
-"""Transaction markers: the single record of a control batch, written and read.
-
-Key = {version int16 = 0, type int16: ABORT = 0, COMMIT = 1} (`ControlRecordType.java`),
-value = {version int16 = 0, coordinator_epoch int32} (`EndTransactionMarker.java`). Control
-batches are never compressed, so the record follows the 61-byte batch header directly.
+"""Transaction markers written to partition logs (their record format: records/control.py).
 
 `write_end_txn_marker` is what Kafka's WriteTxnMarkers does inside the partition leader
 (`ReplicaManager.appendRecords` with origin COORDINATOR): check the marker against the
@@ -15,49 +11,16 @@ transaction, `__consumer_offsets` partitions included.
 from __future__ import annotations
 
 import logging
-import struct
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from minibroker.protocol.errors import ErrorCode
-from minibroker.records.batch import HEADER_SIZE, BatchHeader, Buffer
-from minibroker.records.records import (
-    CONTROL_KEY,
-    CONTROL_TYPE_ABORT,
-    CONTROL_TYPE_COMMIT,
-    END_TXN_MARKER_VALUE,
-    CorruptRecordsError,
-    build_control_batch,
-    decode_records,
-)
+from minibroker.records.records import build_control_batch
 
 if TYPE_CHECKING:
     from minibroker.server.broker import Broker
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class EndTxnMarker:
-    commit: bool
-    coordinator_epoch: int
-
-
-def read_end_txn_marker(header: BatchHeader, batch: Buffer) -> EndTxnMarker | None:
-    """The marker in a stored control batch, or None if it holds no transaction marker (an empty
-    control batch is what the cleaner leaves of a whole transaction)."""
-    try:
-        record = next(decode_records(batch, HEADER_SIZE, header), None)
-        if record is None or record.key is None or record.value is None:
-            return None
-        _, control_type = CONTROL_KEY.unpack_from(record.key)
-        _, coordinator_epoch = END_TXN_MARKER_VALUE.unpack_from(record.value)
-    except (IndexError, struct.error, CorruptRecordsError):
-        return None
-    if control_type not in (CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT):
-        return None
-    return EndTxnMarker(control_type == CONTROL_TYPE_COMMIT, coordinator_epoch)
 
 
 def write_end_txn_marker(

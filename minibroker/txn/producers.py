@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.batch import BatchHeader, Buffer, split_batches
-from minibroker.txn.markers import read_end_txn_marker
+from minibroker.records.control import read_end_txn_marker
 from minibroker.txn.ongoing import OngoingTxns
 from minibroker.txn.producer_ids import ProducerIdGenerator
 from minibroker.txn.snapshot import (

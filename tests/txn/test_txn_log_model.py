@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.batch import BatchHeader, split_batches
+from minibroker.records.control import read_end_txn_marker
 from minibroker.testing.threaded import ThreadedBroker
-from minibroker.txn.markers import read_end_txn_marker
 from tests.txn.txn_wire import (
     FETCH_VERSION,
     READ_COMMITTED,
