@@ -37,7 +37,8 @@ _mb_venv_works() {
     [ -x "$VENV/bin/python" ] && [ -x "$VENV/bin/minibroker" ]
 }
 
-# Make (or, when broken, remake) the venv and install into it; all output goes to stdout.
+# Make (or, when broken, remake) the venv, install into it and byte-compile the checkout's
+# package; all output goes to stdout.
 _mb_install() {
     local spec=$1 upgrade_pip=$2
     if ! "$VENV/bin/python" -c '' 2>/dev/null; then
@@ -46,7 +47,9 @@ _mb_install() {
     if [ -n "$upgrade_pip" ]; then
         "$VENV/bin/python" -m pip install --upgrade pip || return
     fi
-    "$VENV/bin/python" -m pip install -e "$spec"
+    "$VENV/bin/python" -m pip install -e "$spec" || return
+    # What pip does for the packages it installs: the next start need not compile them.
+    "$VENV/bin/python" -m compileall -q -j 0 minibroker
 }
 
 ensure_venv() {
