@@ -1,11 +1,12 @@
 # shellcheck shell=bash
 # Sourced by scripts/serve, scripts/test, scripts/bench and scripts/compat, from the checkout's
 # root. `ensure_venv [EXTRAS] [--upgrade-pip]` makes the virtualenv ($MINIBROKER_VENV, default
-# .venv; made with $PYTHON, default python3) and installs this checkout into it editable, with
-# the given extras (e.g. "test,spark"), only when something the install depends on changed
-# since the last successful install with those extras: pyproject.toml, setup.py, the C
-# sources under minibroker/, the checkout's path, or a missing or broken venv. A hash of those
-# inputs is kept in a stamp file in the venv, one per set of extras.
+# .venv, relative to the checkout's root; made with $PYTHON, default python3) and installs this
+# checkout into it editable, with the given extras (e.g. "test,spark"), only when something the
+# install depends on changed since the last successful install with those extras:
+# pyproject.toml, setup.py, the C sources under minibroker/, the checkout's path, or a missing
+# or broken venv. A hash of those inputs is kept in a stamp file in the venv, one per set of
+# extras.
 #
 # Quiet: pip's output goes to $VENV/minibroker-install.log and is printed only if the install
 # fails. Sets VENV to the venv's path.
@@ -42,7 +43,8 @@ _mb_venv_works() {
 _mb_install() {
     local spec=$1 upgrade_pip=$2
     if ! "$VENV/bin/python" -c '' 2>/dev/null; then
-        "${PYTHON:-python3}" -m venv --clear "$VENV" || return
+        # --clear only on a broken venv, never on some other directory that happens to be there.
+        "${PYTHON:-python3}" -m venv $([ -e "$VENV/pyvenv.cfg" ] && echo --clear) "$VENV" || return
     fi
     if [ -n "$upgrade_pip" ]; then
         "$VENV/bin/python" -m pip install --upgrade pip || return
