@@ -7,6 +7,7 @@ overrides are kept in `<data dir>/minibroker-topic-configs.json` so they survive
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -340,3 +341,22 @@ class Cluster:
         temporary = path.with_suffix(".tmp")
         temporary.write_text(json.dumps(content, indent=1, sort_keys=True))
         os.replace(temporary, path)
+
+
+async def wait_for_append(partitions: list[Partition], timeout_s: float) -> None:
+    """Until one of `partitions` is appended to, or `timeout_s` passed."""
+    woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def on_append(_: Partition) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    for partition in partitions:
+        partition.append_listeners.add(on_append)
+    try:
+        await asyncio.wait_for(woken, timeout_s)
+    except TimeoutError:
+        pass
+    finally:
+        for partition in partitions:
+            partition.append_listeners.discard(on_append)

@@ -314,6 +314,23 @@ def _check_auto_offset_reset(name: str, value: str) -> None:
     )
 
 
+def by_duration_ms(reset: str) -> int | None:
+    """The duration of a `share.auto.offset.reset` of `by_duration:<ISO 8601>`, in ms."""
+    if not reset.lower().startswith(_BY_DURATION):
+        return None
+    match = _ISO_DURATION.fullmatch(reset[len(_BY_DURATION) :].strip())
+    if match is None:
+        return None
+    parts = {name: float(value) for name, value in match.groupdict().items() if value}
+    seconds = (
+        parts.get("days", 0) * 86400
+        + parts.get("hours", 0) * 3600
+        + parts.get("minutes", 0) * 60
+        + parts.get("seconds", 0)
+    )
+    return int(seconds * 1000)
+
+
 def _parse(definition: GroupConfigDef, value: str) -> int | str | bool:
     name = definition.name
     if definition.type == ConfigType.INT:

@@ -53,7 +53,7 @@ from minibroker.cluster.fetch_sessions import (
     Requested,
     Wanted,
 )
-from minibroker.cluster.state import Cluster, Partition
+from minibroker.cluster.state import Cluster, Partition, wait_for_append
 from minibroker.handlers.registry import handles
 from minibroker.log import OffsetOutOfRange
 from minibroker.log.blob import FileRegion
@@ -215,24 +215,6 @@ def _collect(
     return reads, total
 
 
-async def _wait_for_append(partitions: list[Partition], timeout_s: float) -> None:
-    woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def on_append(_: Partition) -> None:
-        if not woken.done():
-            woken.set_result(None)
-
-    for partition in partitions:
-        partition.append_listeners.add(on_append)
-    try:
-        await asyncio.wait_for(woken, timeout_s)
-    except TimeoutError:
-        pass
-    finally:
-        for partition in partitions:
-            partition.append_listeners.discard(on_append)
-
-
 async def _long_poll(
     ctx: RequestContext, request: Any, items: list[Requested]
 ) -> list[PartitionRead]:
@@ -249,7 +231,7 @@ async def _long_poll(
             return reads
         for read in reads:
             read.drop_records()
-        await _wait_for_append(partitions, remaining)
+        await wait_for_append(partitions, remaining)
 
 
 # ---- the request's partitions ------------------------------------------------------------

@@ -28,6 +28,8 @@ from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig, Listener, new_cluster_id
 from minibroker.groups import GroupCoordinator
 from minibroker.groups.group_configs import GroupConfigs
+from minibroker.groups.share.delivery import ShareDeliveries
+from minibroker.groups.share.sessions import ShareSessionCache
 from minibroker.log.checkpoints import META_PROPERTIES, read_properties
 from minibroker.log.lazy import is_created
 from minibroker.log.manager import LogManager
@@ -74,6 +76,7 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots")
         )
+        self.share_sessions = ShareSessionCache(config.get_int("group.share.max.share.sessions"))
         if shared_with is not None:
             self._share_state(shared_with)
             return
@@ -91,6 +94,9 @@ class Broker:
         self.group_configs = GroupConfigs.open(self.data_dir)
         self.groups = GroupCoordinator(config, self.cluster, self.producers)
         self.groups.consumer.use_group_configs(
+            lambda group_id: self.group_configs.effective(group_id, self.config)
+        )
+        self.share_deliveries = ShareDeliveries(
             lambda group_id: self.group_configs.effective(group_id, self.config)
         )
         self.features = Features.open(config, self.data_dir, self.node_id)
@@ -123,6 +129,7 @@ class Broker:
         self.scram_credentials = owner.scram_credentials
         self.dynamic_configs = owner.dynamic_configs
         self.group_configs = owner.group_configs
+        self.share_deliveries = owner.share_deliveries
         self.telemetry = owner.telemetry
         self.config = self.dynamic_configs.effective(self.config, self.node_id)
         self.features = owner.features

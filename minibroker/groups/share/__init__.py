@@ -1,0 +1,1 @@
+"""Share groups (KIP-932): membership and assignment, share-partition state and sessions."""

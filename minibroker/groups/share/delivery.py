@@ -1,0 +1,302 @@
+"""Delivering records to share-group members (KIP-932): the share partitions of every share
+group on this broker, what ShareFetch acquires and ShareAcknowledge settles.
+
+A share partition starts, the first time its group fetches it, at the offset
+`share.auto.offset.reset` gives (`latest`, the default: the high watermark; `earliest`: the
+log start; `by_duration:<ISO 8601>`: the first batch at or after now minus that duration).
+A fetch first hands out records that became AVAILABLE again (released, or their lock
+expired), else reads new batches from the log after the last acquired one, whole batches up
+to `max_records` (a batch is never split, so a fetch may exceed it, as in Kafka) and the
+share partition's in-flight limit. The response carries the stored batches holding the
+acquired records, as they are on disk. Control batches are archived as they enter, never
+delivered; under `share.isolation.level=read_committed` fetches stop at the last stable offset
+and the batches of aborted transactions are archived the same way.
+
+State is kept in memory: a broker restart starts every share partition afresh.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from minibroker.cluster.state import Partition
+from minibroker.groups.group_configs import EffectiveGroupConfig, by_duration_ms
+from minibroker.groups.share.partition import (
+    AcknowledgeError,
+    AcknowledgementBatch,
+    AcknowledgeType,
+    AcquiredRange,
+    ShareLimits,
+    SharePartition,
+)
+from minibroker.groups.share.sessions import SharePartitionKey, ShareSession
+from minibroker.log.batch import offset_and_size, parse_header
+from minibroker.log.txnindex import AbortedTxn
+from minibroker.protocol.errors import ErrorCode
+from minibroker.records.batch import BatchHeader
+
+SharePartitionId = tuple[str, uuid.UUID, int]  # group id, topic id, partition
+READ_COMMITTED = "read_committed"
+
+
+@dataclass(frozen=True, slots=True)
+class Delivered:
+    records: bytes
+    acquired: list[AcquiredRange]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def acknowledgements_of(
+    topics: Iterable[Any],
+) -> dict[SharePartitionKey, list[AcknowledgementBatch]]:
+    """The acknowledgement batches of a ShareFetch or ShareAcknowledge request's topics, per
+    partition (partitions without any left out)."""
+    found: dict[SharePartitionKey, list[AcknowledgementBatch]] = {}
+    for topic in topics:
+        for partition in topic.partitions:
+            batches = [
+                AcknowledgementBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types))
+                for b in partition.acknowledgement_batches
+            ]
+            if batches:
+                found[(topic.topic_id, partition.partition_index)] = batches
+    return found
+
+
+class ShareDeliveries:
+    def __init__(self, settings: Callable[[str], EffectiveGroupConfig]) -> None:
+        self._settings = settings
+        self._partitions: dict[SharePartitionId, SharePartition] = {}
+
+    # ---- ShareFetch ------------------------------------------------------------------------
+
+    def acquire(
+        self,
+        group_id: str,
+        member_id: str,
+        partition: Partition,
+        topic_id: uuid.UUID,
+        max_records: int,
+        max_bytes: int,
+        now: int,
+    ) -> Delivered:
+        settings = self._settings(group_id)
+        share = self._share_partition(group_id, topic_id, partition, settings, now)
+        share.expire_locks(now)
+        if share.start_offset < partition.log.log_start_offset:
+            share.move_start_to(partition.log.log_start_offset)
+        read_committed = settings.share_isolation_level == READ_COMMITTED
+        upper = partition.last_stable_offset if read_committed else partition.high_watermark
+        available = share.available_offsets(max_records)
+        if available:
+            return _redeliver(share, member_id, partition, available, max_bytes, now)
+        if not share.can_acquire_new() or share.end_offset >= upper:
+            return Delivered(b"", [])
+        aborted = (
+            partition.log.collect_aborted_txns(share.end_offset, upper) if read_committed else []
+        )
+        return _deliver_new(
+            share, member_id, partition, upper, aborted, max_records, max_bytes, now
+        )
+
+    # ---- ShareAcknowledge ------------------------------------------------------------------
+
+    def acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        topic_id: uuid.UUID,
+        index: int,
+        batches: list[AcknowledgementBatch],
+        now: int,
+    ) -> None:
+        """Apply one partition's acknowledgements (AcknowledgeError if refused)."""
+        share = self._partitions.get((group_id, topic_id, index))
+        if share is None:
+            share = SharePartition(0, _limits(self._settings(group_id)))
+        share.expire_locks(now)
+        share.acknowledge(member_id, batches, now)
+
+    def acknowledge_all(
+        self,
+        group_id: str,
+        member_id: str,
+        acknowledgements: dict[SharePartitionKey, list[AcknowledgementBatch]],
+        renew_allowed: bool,
+        now: int,
+    ) -> dict[SharePartitionKey, tuple[ErrorCode, str | None]]:
+        """Each partition's acknowledgements applied, with its error (NO_ERROR) and message.
+        RENEW is INVALID_REQUEST unless the request says it renews (v2 IsRenewAck) and the
+        group allows it (`share.renew.acknowledge.enable`)."""
+        results: dict[SharePartitionKey, tuple[ErrorCode, str | None]] = {}
+        renew_enabled = renew_allowed and self._settings(group_id).share_renew_acknowledge_enable
+        for (topic_id, index), batches in acknowledgements.items():
+            try:
+                if not renew_enabled and _renews(batches):
+                    raise AcknowledgeError(
+                        ErrorCode.INVALID_REQUEST, "Renew acknowledgements are not enabled."
+                    )
+                self.acknowledge(group_id, member_id, topic_id, index, batches, now)
+            except AcknowledgeError as exc:
+                results[(topic_id, index)] = (exc.error, exc.message)
+            else:
+                results[(topic_id, index)] = (ErrorCode.NO_ERROR, None)
+        return results
+
+    # ---- releasing -------------------------------------------------------------------------
+
+    def release(self, session: ShareSession) -> None:
+        """The member's share session ended: what it holds on the session's partitions is
+        released."""
+        for topic_id, index in session.partitions:
+            share = self._partitions.get((session.group_id, topic_id, index))
+            if share is not None:
+                share.release_member(session.member_id)
+
+    def release_member(self, group_id: str, member_id: str) -> None:
+        """The member left its share group or was fenced: its records are released on every
+        partition of the group."""
+        for (group, _, _), share in self._partitions.items():
+            if group == group_id:
+                share.release_member(member_id)
+
+    def forget_group(self, group_id: str) -> None:
+        """The group was deleted: its share partitions go."""
+        for key in [key for key in self._partitions if key[0] == group_id]:
+            del self._partitions[key]
+
+    # ---- inspection (the testing API) ------------------------------------------------------
+
+    def share_partition(
+        self, group_id: str, topic_id: uuid.UUID, index: int
+    ) -> SharePartition | None:
+        return self._partitions.get((group_id, topic_id, index))
+
+    def expire_locks(self, group_id: str, now: int) -> int:
+        """Release every lock of the group's share partitions that expires by `now`."""
+        return sum(
+            share.expire_locks(now)
+            for (group, _, _), share in self._partitions.items()
+            if group == group_id
+        )
+
+    def next_lock_expiry_ms(self, group_id: str) -> int | None:
+        deadlines = [
+            deadline
+            for (group, _, _), share in self._partitions.items()
+            if group == group_id and (deadline := share.next_lock_expiry_ms()) is not None
+        ]
+        return min(deadlines) if deadlines else None
+
+    def _share_partition(
+        self,
+        group_id: str,
+        topic_id: uuid.UUID,
+        partition: Partition,
+        settings: EffectiveGroupConfig,
+        now: int,
+    ) -> SharePartition:
+        key = (group_id, topic_id, partition.index)
+        share = self._partitions.get(key)
+        if share is None:
+            start = _initial_offset(partition, settings.share_auto_offset_reset, now)
+            share = self._partitions[key] = SharePartition(start, _limits(settings))
+        else:
+            share.limits = _limits(settings)
+        return share
+
+
+def _renews(batches: list[AcknowledgementBatch]) -> bool:
+    return any(kind == AcknowledgeType.RENEW for batch in batches for kind in batch.types)
+
+
+def _limits(settings: EffectiveGroupConfig) -> ShareLimits:
+    return ShareLimits(
+        delivery_count_limit=settings.share_delivery_count_limit,
+        max_in_flight=settings.share_partition_max_record_locks,
+        lock_duration_ms=settings.share_record_lock_duration_ms,
+        renew_enabled=settings.share_renew_acknowledge_enable,
+    )
+
+
+def _initial_offset(partition: Partition, reset: str, now: int) -> int:
+    if reset == "earliest":
+        return partition.log.log_start_offset
+    duration = by_duration_ms(reset)
+    if duration is None:
+        return partition.high_watermark
+    found = partition.log.batch_for_timestamp(now - duration)
+    return partition.high_watermark if found is None else parse_header(found).base_offset
+
+
+def _batches(data: bytes) -> Iterator[tuple[BatchHeader, int, int]]:
+    """(header, start, end) of each whole batch in `data`."""
+    position = 0
+    while position < len(data):
+        _, size = offset_and_size(data, position)
+        yield parse_header(data, position), position, position + size
+        position += size
+
+
+def _redeliver(
+    share: SharePartition,
+    member_id: str,
+    partition: Partition,
+    available: list[int],
+    max_bytes: int,
+    now: int,
+) -> Delivered:
+    data = partition.log.read(available[0], max_bytes, available[-1] + 1)
+    wanted = set(available)
+    chosen: list[int] = []
+    kept: list[bytes] = []
+    for header, start, end in _batches(data):
+        inside = [o for o in range(header.base_offset, header.last_offset + 1) if o in wanted]
+        if inside:
+            chosen.extend(inside)
+            kept.append(data[start:end])
+    share.acquire(member_id, chosen, now)
+    return Delivered(b"".join(kept), share.acquired_ranges(chosen))
+
+
+def _deliver_new(
+    share: SharePartition,
+    member_id: str,
+    partition: Partition,
+    upper: int,
+    aborted: list[AbortedTxn],
+    max_records: int,
+    max_bytes: int,
+    now: int,
+) -> Delivered:
+    data = partition.log.read(share.end_offset, max_bytes, upper)
+    acquired: list[int] = []
+    kept: list[bytes] = []
+    for header, start, end in _batches(data):
+        if acquired and (len(acquired) >= max_records or not share.can_acquire_new()):
+            break
+        first = max(header.base_offset, share.end_offset)
+        if header.last_offset < first:
+            continue
+        if header.is_control or _is_aborted(header, aborted):
+            share.archive_new(first, header.last_offset)
+            continue
+        share.acquire_new(member_id, first, header.last_offset, now)
+        acquired.extend(range(first, header.last_offset + 1))
+        kept.append(data[start:end])
+    return Delivered(b"".join(kept), share.acquired_ranges(acquired))
+
+
+def _is_aborted(header: BatchHeader, aborted: list[AbortedTxn]) -> bool:
+    return header.is_transactional and any(
+        txn.producer_id == header.producer_id
+        and txn.first_offset <= header.base_offset <= txn.last_offset
+        for txn in aborted
+    )
