@@ -12,7 +12,8 @@ so UpdateFeatures cannot finalize a level whose behaviour is not served:
 | kraft.version | 0-0 | 0 | no KRaft quorum (Kafka: 0-1) |
 | group.version | 0-1 | 1 | KIP-848 consumer groups (at 0 their APIs answer UNSUPPORTED_VERSION) |
 | eligible.leader.replicas.version | 0-0 | 0 | no replication (Kafka: 0-1) |
-| share.version, streams.version | 0-0 | 0 | share / streams groups not served (Kafka: 0-1) |
+| share.version | 0-1 | 1 | KIP-932 share groups (at 0 their APIs answer UNSUPPORTED_VERSION) |
+| streams.version | 0-0 | 0 | streams groups not served (Kafka: 0-1) |
 
 `transaction.version` defaults to 2 because a cluster newly formatted with Kafka 4.3 finalizes
 TV2 (its latest production level), and Java 4.x clients then use transactions V2 (EndTxn v5,
@@ -49,6 +50,7 @@ _FILE_VERSION = 1
 TRANSACTION_VERSION = "transaction.version"
 METADATA_VERSION = "metadata.version"
 GROUP_VERSION = "group.version"
+SHARE_VERSION = "share.version"
 TRANSACTION_VERSION_SETTING = "minibroker.transaction.version"
 METADATA_VERSION_4_3_IV0 = 30
 METADATA_VERSION_MINIMUM = 7  # 3.3-IV3, the lowest a Kafka 4.x cluster accepts
@@ -60,7 +62,7 @@ SUPPORTED: dict[str, tuple[int, int]] = {
     "kraft.version": (0, 0),
     GROUP_VERSION: (0, 1),
     "eligible.leader.replicas.version": (0, 0),
-    "share.version": (0, 0),
+    SHARE_VERSION: (0, 1),
     "streams.version": (0, 0),
 }
 
@@ -111,6 +113,7 @@ class Features:
             METADATA_VERSION: METADATA_VERSION_4_3_IV0,
             TRANSACTION_VERSION: level,
             GROUP_VERSION: 1,
+            SHARE_VERSION: 1,
         }
         return cls(finalized, 1, path, node_id)
 
@@ -125,6 +128,11 @@ class Features:
     def consumer_groups_enabled(self) -> bool:
         """group.version 1+: the KIP-848 consumer group protocol (Kafka's GroupVersion GV_1)."""
         return self.level(GROUP_VERSION) >= 1
+
+    @property
+    def share_groups_enabled(self) -> bool:
+        """share.version 1+: KIP-932 share groups (Kafka's ShareVersion SV_1)."""
+        return self.level(SHARE_VERSION) >= 1
 
     def supported_list(self, api_version: int) -> list[tuple[str, int, int]]:
         """(name, min, max); below ApiVersions v4 a range starting at 0 is left out."""

@@ -19,6 +19,10 @@ offsets here and its members, epochs and assignments in `groups/consumer/`): `co
 answers ConsumerGroupHeartbeat, `classic_members` the classic requests of classic members
 inside a consumer group, and this class converts groups between the two protocols
 (online upgrade and downgrade) and reloads consumer-group records at `start()`.
+
+Share groups (KIP-932) live there too (a `Group` whose `share` is set; `share` answers
+ShareGroupHeartbeat, in memory only). A group id belongs to one kind of group: the others'
+requests get GROUP_ID_NOT_FOUND, a classic JoinGroup INCONSISTENT_GROUP_PROTOCOL, as Kafka.
 """
 
 from __future__ import annotations
@@ -69,6 +73,8 @@ from minibroker.groups.records import (
     encode_offset_key,
     encode_offset_value,
 )
+from minibroker.groups.share.manager import ShareGroupError, ShareGroups
+from minibroker.groups.share.model import ShareGroup
 from minibroker.groups.store import (
     LoadedConsumerRecord,
     LoadedOffset,
@@ -103,6 +109,14 @@ def _collect(
         records.pop(record.key, None)
     else:
         records[record.key] = record.value
+
+
+def _has_modern_members(group: Group) -> bool:
+    """A consumer or share group with members (the classic state stays Empty)."""
+    return bool(
+        (group.consumer is not None and group.consumer.members)
+        or (group.share is not None and group.share.members)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +184,7 @@ class GroupCoordinator:
         )
         self.consumer.after_removal = self._maybe_downgrade
         self.classic_members = ClassicMembers(self.consumer, cluster)
+        self.share = ShareGroups(config, cluster, self.share_group)
         self.upgrade_enabled, self.downgrade_enabled = migration_policy(
             config.get_str("group.consumer.migration.policy")
         )
@@ -224,6 +239,8 @@ class GroupCoordinator:
         for group in self.groups.values():
             if group.consumer is not None:
                 self.consumer.stop(group.consumer)
+            if group.share is not None:
+                group.share.stop_timers()
             group.join_deadline.cancel()
             group.sync_deadline.cancel()
             for pending in group.pending_members.values():
@@ -288,6 +305,10 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is not None and group.consumer is not None:
             return group.consumer
+        if group is not None and group.share is not None:
+            raise ConsumerGroupError(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
+            )
         if group is None and not create:
             raise ConsumerGroupError(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found."
@@ -393,6 +414,23 @@ class GroupCoordinator:
 
     # ---- JoinGroup -------------------------------------------------------------------------
 
+    # ---- share groups ----------------------------------------------------------------------
+
+    def share_group(self, group_id: str, create: bool) -> ShareGroup | None:
+        """Kafka's getOrMaybeCreateShareGroup: the share group, a new one when `create`, None
+        when there is none; GROUP_ID_NOT_FOUND when the id is another kind of group (even an
+        Empty classic group that only has offsets: groups are not converted to share groups)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            if not create:
+                return None
+            group = self.groups[group_id] = Group(group_id, share=ShareGroup(group_id))
+        if group.share is None:
+            raise ShareGroupError(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+            )
+        return group.share
+
     async def join_group(self, request: JoinRequest) -> JoinResult:
         result = self._join(request)
         if isinstance(result, JoinResult):
@@ -413,6 +451,8 @@ class GroupCoordinator:
         group = self.groups.get(request.group_id)
         if group is None and known:
             return error(ErrorCode.UNKNOWN_MEMBER_ID)
+        if group is not None and group.share is not None:
+            return error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if group is not None and group.consumer is not None:
             if group.consumer.members:
                 return self._join_consumer_group(group.consumer, request)
@@ -868,6 +908,8 @@ class GroupCoordinator:
             if generation >= 0:
                 return ErrorCode.ILLEGAL_GENERATION
             group = self.groups[group_id] = Group(group_id)
+        if group.share is not None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
         if group.consumer is not None:
             failed = self.consumer.commit_error(
                 group.consumer, member_id, generation, False, api_version
@@ -1062,9 +1104,7 @@ class GroupCoordinator:
                 error = ErrorCode.INVALID_GROUP_ID
             elif group is None or group.is_in(GroupState.DEAD):
                 error = ErrorCode.GROUP_ID_NOT_FOUND
-            elif not group.is_in(GroupState.EMPTY) or (
-                group.consumer is not None and group.consumer.members
-            ):
+            elif not group.is_in(GroupState.EMPTY) or _has_modern_members(group):
                 error = ErrorCode.NON_EMPTY_GROUP
             else:
                 error = self._delete_group(group)
@@ -1165,7 +1205,7 @@ class GroupCoordinator:
         records = self._offset_tombstones(group, keys)
         drop_group = (
             group.is_in(GroupState.EMPTY)
-            and not (group.consumer is not None and group.consumer.members)
+            and not _has_modern_members(group)
             and len(keys) == len(group.offsets)
         )
         if drop_group:

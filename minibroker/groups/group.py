@@ -1,5 +1,6 @@
 """A group: its committed offsets and, for a classic group, its state, members and
-generation; a KIP-848 consumer group keeps its own model in `consumer`.
+generation; a KIP-848 consumer group keeps its own model in `consumer`, a KIP-932 share group
+in `share`.
 
 The states and their legal transitions are Kafka's `GroupState` (one table below). The group
 itself only keeps its data consistent (leader, static members, pending members, counts); the
@@ -16,6 +17,7 @@ from enum import StrEnum
 
 from minibroker.groups.consumer.model import ConsumerGroup
 from minibroker.groups.records import MemberValue, OffsetValue
+from minibroker.groups.share.model import ShareGroup
 from minibroker.groups.timers import Deadline
 from minibroker.protocol.errors import ErrorCode
 
@@ -148,6 +150,8 @@ class Group:
     # Set when this is a KIP-848 consumer group; the classic fields above are then unused
     # (the group stays Empty as a classic group) and only `offsets` is shared.
     consumer: ConsumerGroup | None = None
+    # Set when this is a share group (KIP-932), likewise: the classic fields are unused.
+    share: ShareGroup | None = None
 
     def transition(self, target: GroupState, now_ms: int) -> None:
         if self.state not in VALID_PREVIOUS_STATES[target]:

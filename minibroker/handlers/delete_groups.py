@@ -1,8 +1,8 @@
 """DeleteGroups (key 42), versions 0-2.
 
 Behaviour: deletes empty groups with their committed offsets (tombstones in
-`__consumer_offsets`). Groups with members get NON_EMPTY_GROUP, unknown ones
-GROUP_ID_NOT_FOUND, an empty id INVALID_GROUP_ID.
+`__consumer_offsets`): classic, consumer and share groups. Groups with members get
+NON_EMPTY_GROUP, unknown ones GROUP_ID_NOT_FOUND, an empty id INVALID_GROUP_ID.
 
 Version notes: v2 is flexible; the versions do not differ otherwise.
 """

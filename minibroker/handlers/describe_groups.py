@@ -10,9 +10,10 @@ Version notes: v3+ answer authorized operations (READ, DELETE, DESCRIBE: there a
 when asked, else INT32_MIN; v4+ carry members' `group_instance_id`; v5 is flexible; v6 adds
 each group's error message and GROUP_ID_NOT_FOUND for unknown groups.
 
-A KIP-848 consumer group is not a classic group: as Kafka 4.3, it is described "Dead" with no
-protocol type and no members, with NO_ERROR before v6 and from v6 GROUP_ID_NOT_FOUND with
-"Group <id> is not a classic group." (ConsumerGroupDescribe describes it).
+A KIP-848 consumer group or a KIP-932 share group is not a classic group: as Kafka 4.3, it is
+described "Dead" with no protocol type and no members, with NO_ERROR before v6 and from v6
+GROUP_ID_NOT_FOUND with "Group <id> is not a classic group." (ConsumerGroupDescribe and
+ShareGroupDescribe describe them).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
         group = groups.get(group_id)
         if group is None:
             described.append(_unknown(group_id, ctx.api_version, operations))
-        elif group.consumer is not None:
+        elif group.consumer is not None or group.share is not None:
             described.append(
                 _unknown(group_id, ctx.api_version, operations, "is not a classic group")
             )

@@ -3,10 +3,12 @@
 Behaviour: every group this coordinator knows, except dead ones, with its protocol type
 ("consumer", or "" for groups that only commit offsets). Classic groups have type "classic"
 and Kafka's classic states; KIP-848 consumer groups type "consumer", protocol type
-"consumer" and their states (Empty, Assigning, Reconciling, Stable).
+"consumer" and their states (Empty, Assigning, Reconciling, Stable); share groups (KIP-932)
+type "share", protocol type "share" and their states (Empty, Stable).
 
 Version notes: v4+ carry the group state and filter by `states_filter` (case-insensitive,
-empty = all); v5+ carry the group type ("classic") and filter by `types_filter` likewise.
+empty = all); v5+ carry the group type ("classic", "consumer", "share") and filter by
+`types_filter` likewise.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from minibroker.groups.group import CONSUMER_PROTOCOL_TYPE, Group
+from minibroker.groups.share.model import SHARE_PROTOCOL_TYPE
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -23,6 +26,7 @@ from minibroker.server.context import RequestContext
 _Group = struct_type(ApiKey.ListGroups, "response", "ListedGroup")
 CLASSIC_GROUP_TYPE = "classic"
 CONSUMER_GROUP_TYPE = "consumer"
+SHARE_GROUP_TYPE = "share"
 
 
 def _passes(value: str, wanted: list[str] | None) -> bool:
@@ -32,14 +36,24 @@ def _passes(value: str, wanted: list[str] | None) -> bool:
 def _type_and_state(group: Group) -> tuple[str, str]:
     if group.consumer is not None:
         return CONSUMER_GROUP_TYPE, group.consumer.state.value
+    if group.share is not None:
+        return SHARE_GROUP_TYPE, group.share.state.value
     return CLASSIC_GROUP_TYPE, group.state.value
+
+
+def _protocol_type(group: Group) -> str:
+    if group.consumer is not None:
+        return CONSUMER_PROTOCOL_TYPE
+    if group.share is not None:
+        return SHARE_PROTOCOL_TYPE
+    return group.protocol_type or ""
 
 
 def _listed(group: Group) -> Any:
     group_type, state = _type_and_state(group)
     return _Group(
         group_id=group.group_id,
-        protocol_type=CONSUMER_PROTOCOL_TYPE if group.consumer else group.protocol_type or "",
+        protocol_type=_protocol_type(group),
         group_state=state,
         group_type=group_type,
     )

@@ -44,6 +44,7 @@ from minibroker.server.faults import (
 from minibroker.server.nodes import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, NodeError
 from minibroker.telemetry.manager import PushedMetric
 from minibroker.telemetry.subscriptions import DEFAULT_INTERVAL_MS, Subscription
+from minibroker.testing.share_groups import ShareGroupView, share_group_view
 
 T = TypeVar("T")
 Storage = Literal["disk", "memory"]
@@ -294,6 +295,20 @@ class _Helpers:
             return groups.consumer.force_rebalance(found.consumer)
 
         return self._run(bump)
+
+    # ---- share groups (KIP-932) -----------------------------------------------------------
+
+    def share_group(self, group: str) -> ShareGroupView | None:
+        """A share group's state, epochs and members (epoch, subscribed topics, current and
+        target partitions by topic name); None when `group` is not a share group."""
+
+        def read() -> ShareGroupView | None:
+            found = self._owner().groups.groups.get(group)
+            if found is None or found.share is None:
+                return None
+            return share_group_view(self._owner(), found.share)
+
+        return self._run(read)
 
     # ---- leaders and coordinators --------------------------------------------------------
 

@@ -147,6 +147,8 @@ SERVED: frozenset[ApiKey] = frozenset(
         ApiKey.PushTelemetry,
         ApiKey.ListConfigResources,
         ApiKey.DescribeTopicPartitions,
+        ApiKey.ShareGroupHeartbeat,
+        ApiKey.ShareGroupDescribe,
     }
 )
 

@@ -86,13 +86,15 @@ def test_api_versions_v4_lists_kafka_4_3_features_and_finalizes_tv2(broker: Kafk
     assert set(supported(response)) == KAFKA_4_3_FEATURES
     assert supported(response)["transaction.version"] == (0, 2)
     assert supported(response)["metadata.version"] == (7, 30)
-    # Only what minibroker serves can be finalized: KIP-848 groups, no share or streams groups.
+    # Only what minibroker serves can be finalized: KIP-848 and share groups, no streams groups.
     assert supported(response)["group.version"] == (0, 1)
-    assert supported(response)["share.version"] == (0, 0)
+    assert supported(response)["share.version"] == (0, 1)
+    assert supported(response)["streams.version"] == (0, 0)
     assert finalized(response) == {
         "metadata.version": 30,
         "transaction.version": 2,
         "group.version": 1,
+        "share.version": 1,
     }
     assert response.finalized_features_epoch == 1
 
@@ -104,6 +106,7 @@ def test_below_v4_a_supported_range_from_0_is_left_out(broker: KafkaBroker) -> N
         "metadata.version": 30,
         "transaction.version": 2,
         "group.version": 1,
+        "share.version": 1,
     }
 
 
@@ -112,7 +115,7 @@ def test_the_setting_chooses_tv1(tmp_path: Path, level: int) -> None:
     config = {"minibroker.transaction.version": level}
     with KafkaBroker(data_dir=tmp_path / "data", config=config) as running:
         response = api_versions(running.bootstrap_servers)
-    expected = {"metadata.version": 30, "group.version": 1}
+    expected = {"metadata.version": 30, "group.version": 1, "share.version": 1}
     expected |= {"transaction.version": 1} if level else {}
     assert finalized(response) == expected
 
@@ -151,9 +154,16 @@ def test_a_setting_outside_the_supported_levels_is_refused_at_start() -> None:
         ),
         (
             "share.version",
+            2,
+            UPGRADE,
+            "Invalid update version 2 for feature share.version. Local controller 1 only "
+            "supports versions 0-1",
+        ),
+        (
+            "streams.version",
             1,
             UPGRADE,
-            "Invalid update version 1 for feature share.version. Local controller 1 does not "
+            "Invalid update version 1 for feature streams.version. Local controller 1 does not "
             "support this feature.",
         ),
         (
@@ -219,12 +229,12 @@ def test_one_failing_update_fails_the_whole_request(broker: KafkaBroker) -> None
     response = update(
         broker.bootstrap_servers,
         ("transaction.version", 1, SAFE_DOWNGRADE),
-        ("share.version", 1, UPGRADE),
+        ("streams.version", 1, UPGRADE),
         version=1,
         validate_only=False,
     )
     assert response.error_code == E.INVALID_UPDATE_VERSION
-    assert "share.version" in response.error_message
+    assert "streams.version" in response.error_message
     assert response.results == []
     assert finalized(api_versions(broker.bootstrap_servers))["transaction.version"] == 2
 
@@ -256,6 +266,7 @@ def test_a_downgrade_and_an_upgrade_are_kept_across_restarts(broker: KafkaBroker
         "metadata.version": 30,
         "transaction.version": 1,
         "group.version": 1,
+        "share.version": 1,
     }
     assert after.finalized_features_epoch == 2
     # level 0 removes the feature from the finalized list; then back to TV2
@@ -295,6 +306,31 @@ def test_group_version_0_turns_the_consumer_group_protocol_off(broker: KafkaBrok
     assert update(bootstrap, ("group.version", 1, UPGRADE)).error_code == E.NO_ERROR
     with WireClient(bootstrap) as client:
         joined = client.call(ApiKey.ConsumerGroupHeartbeat, 1, **join)
+        assert (joined.error_code, joined.member_epoch) == (E.NO_ERROR, 1)
+
+
+def test_share_version_0_turns_share_groups_off(broker: KafkaBroker) -> None:
+    """As Kafka: at share.version 0 ShareGroupHeartbeat and ShareGroupDescribe answer
+    UNSUPPORTED_VERSION; upgraded to 1 again, a member joins."""
+    bootstrap = broker.bootstrap_servers
+    join = {
+        "group_id": "s",
+        "member_id": "m-1",
+        "member_epoch": 0,
+        "rack_id": None,
+        "subscribed_topic_names": ["t"],
+    }
+    assert update(bootstrap, ("share.version", 0, SAFE_DOWNGRADE)).error_code == E.NO_ERROR
+    with WireClient(bootstrap) as client:
+        refused = client.call(ApiKey.ShareGroupHeartbeat, 1, **join)
+        assert (refused.error_code, refused.error_message) == (E.UNSUPPORTED_VERSION, None)
+        described = client.call(
+            ApiKey.ShareGroupDescribe, 1, group_ids=["s"], include_authorized_operations=False
+        )
+        assert [g.error_code for g in described.groups] == [E.UNSUPPORTED_VERSION]
+    assert update(bootstrap, ("share.version", 1, UPGRADE)).error_code == E.NO_ERROR
+    with WireClient(bootstrap) as client:
+        joined = client.call(ApiKey.ShareGroupHeartbeat, 1, **join)
         assert (joined.error_code, joined.member_epoch) == (E.NO_ERROR, 1)
 
 

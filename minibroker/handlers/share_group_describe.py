@@ -1,0 +1,121 @@
+"""ShareGroupDescribe (key 77), version 1 (KIP-932).
+
+Behaviour, as Kafka 4.3's `GroupMetadataManager.shareGroupDescribe`: for each requested share
+group its state (Empty, Stable), group epoch, assignment epoch, assignor ("simple") and every
+member with its rack, epoch, client, subscribed topic names and current assignment (topic id,
+name, partitions). A group that does not exist answers GROUP_ID_NOT_FOUND ("Group <id> not
+found."), another kind of group GROUP_ID_NOT_FOUND ("Group <id> is not a share group.").
+Authorized operations (READ, DELETE, DESCRIBE: there are no ACLs) when asked, else INT32_MIN.
+While the `share.version` feature is finalized below 1 every group answers
+UNSUPPORTED_VERSION, as Kafka.
+
+Version notes: v0 (Kafka 4.0's early access) is not served, as Kafka 4.1+.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.cluster.acl import GROUP_OPERATIONS
+from minibroker.groups.consumer.model import Assignment
+from minibroker.groups.share.assignor import ASSIGNOR_NAME
+from minibroker.groups.share.model import ShareGroup, ShareMember
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+
+_Group = struct_type(ApiKey.ShareGroupDescribe, "response", "DescribedGroup")
+_Member = struct_type(ApiKey.ShareGroupDescribe, "response", "DescribedGroup", "Member")
+_Assignment = struct_type(
+    ApiKey.ShareGroupDescribe, "response", "DescribedGroup", "Member", "Assignment"
+)
+_TopicPartitions = struct_type(
+    ApiKey.ShareGroupDescribe,
+    "response",
+    "DescribedGroup",
+    "Member",
+    "Assignment",
+    "TopicPartitions",
+)
+INT32_MIN = -(2**31)
+_GROUP_OPERATIONS_BITFIELD = sum(1 << operation for operation in GROUP_OPERATIONS)
+
+
+def _assignment(ctx: RequestContext, assignment: Assignment) -> Any:
+    topics = []
+    for topic_id, partitions in assignment.items():
+        topic = ctx.broker.cluster.topics_by_id.get(topic_id)
+        if topic is not None and partitions:
+            topics.append(
+                _TopicPartitions(
+                    topic_id=topic_id, topic_name=topic.name, partitions=sorted(partitions)
+                )
+            )
+    topics.sort(key=lambda item: item.topic_name)
+    return _Assignment(topic_partitions=topics)
+
+
+def _member(ctx: RequestContext, member: ShareMember) -> Any:
+    return _Member(
+        member_id=member.member_id,
+        rack_id=member.rack_id,
+        member_epoch=member.member_epoch,
+        client_id=member.client_id,
+        client_host=member.client_host,
+        subscribed_topic_names=sorted(member.subscribed_topic_names),
+        assignment=_assignment(ctx, member.assigned),
+    )
+
+
+def _failed(group_id: str, error: ErrorCode, message: str | None) -> Any:
+    return _Group(
+        error_code=error,
+        error_message=message,
+        group_id=group_id,
+        group_state="",
+        group_epoch=0,
+        assignment_epoch=0,
+        assignor_name="",
+        members=[],
+        authorized_operations=INT32_MIN,
+    )
+
+
+def _group(ctx: RequestContext, group: ShareGroup, operations: int) -> Any:
+    return _Group(
+        error_code=ErrorCode.NO_ERROR,
+        error_message=None,
+        group_id=group.group_id,
+        group_state=group.state.value,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=ASSIGNOR_NAME,
+        members=[_member(ctx, member) for member in group.members.values()],
+        authorized_operations=operations,
+    )
+
+
+def _described(ctx: RequestContext, group_id: str, operations: int) -> Any:
+    if not ctx.broker.features.share_groups_enabled:
+        return _failed(group_id, ErrorCode.UNSUPPORTED_VERSION, None)
+    container = ctx.broker.groups.groups.get(group_id)
+    if container is None:
+        return _failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+    if container.share is None:
+        return _failed(
+            group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+        )
+    return _group(ctx, container.share, operations)
+
+
+@handles(ApiKey.ShareGroupDescribe, 1, 1)
+async def handle_share_group_describe(ctx: RequestContext, request: Any) -> Any:
+    operations = _GROUP_OPERATIONS_BITFIELD if request.include_authorized_operations else INT32_MIN
+    return new_response(
+        ApiKey.ShareGroupDescribe,
+        ctx.api_version,
+        throttle_time_ms=0,
+        groups=[_described(ctx, group_id, operations) for group_id in request.group_ids],
+    )

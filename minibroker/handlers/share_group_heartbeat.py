@@ -1,0 +1,101 @@
+"""ShareGroupHeartbeat (key 76), version 1 (KIP-932).
+
+Behaviour, as Kafka 4.3's group coordinator (`minibroker/groups/share/`): a member joins a
+share group with epoch 0, its client-generated member id and its subscribed topic names,
+then heartbeats with its member epoch every `HeartbeatIntervalMs`; epoch -1 leaves. The
+answer carries the member epoch and, on a join, a request with topic names (a full request)
+or when it changed, the member's assignment: the partitions it may fetch from, computed by the
+simple assignor. Partitions are shared between members, and a member takes its new
+assignment at once (no revocation). `HeartbeatIntervalMs` and the session timeout are the
+group's `share.heartbeat.interval.ms` and `share.session.timeout.ms` (GROUP configs over the
+broker's `group.share.*`). Share groups are kept in memory only (not in `__consumer_offsets`).
+
+UNSUPPORTED_VERSION (no message) while the `share.version` feature is finalized below 1, as
+Kafka answers when share groups are not enabled.
+
+Errors, each with Kafka's message: INVALID_REQUEST (empty member/group/rack id, a first
+request without topic names, an epoch below -1), GROUP_ID_NOT_FOUND (no such share group when
+the epoch is not 0, or a group id used by a classic or consumer group), UNKNOWN_MEMBER_ID,
+FENCED_MEMBER_EPOCH, GROUP_MAX_SIZE_REACHED (`group.share.max.size`).
+
+Version notes: v0 (Kafka 4.0's early access) is not served, as Kafka 4.1+; v1 is the first
+stable version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.groups.consumer.model import Assignment
+from minibroker.groups.share.manager import ShareGroupError, ShareHeartbeatRequest
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+
+_Assignment = struct_type(ApiKey.ShareGroupHeartbeat, "response", "Assignment")
+_TopicPartitions = struct_type(
+    ApiKey.ShareGroupHeartbeat, "response", "Assignment", "TopicPartitions"
+)
+
+
+def _assignment(assignment: Assignment | None) -> Any:
+    if assignment is None:
+        return None
+    return _Assignment(
+        topic_partitions=[
+            _TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
+            for topic_id, partitions in sorted(assignment.items(), key=lambda item: str(item[0]))
+        ]
+    )
+
+
+def _heartbeat_request(ctx: RequestContext, request: Any) -> ShareHeartbeatRequest:
+    group_config = ctx.broker.group_configs.effective(request.group_id, ctx.broker.config)
+    return ShareHeartbeatRequest(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        member_epoch=request.member_epoch,
+        rack_id=request.rack_id,
+        subscribed_topic_names=request.subscribed_topic_names,
+        client_id=ctx.header.client_id or "",
+        client_host=ctx.client_host,
+        session_timeout_ms=group_config.share_session_timeout_ms,
+        heartbeat_interval_ms=group_config.share_heartbeat_interval_ms,
+    )
+
+
+def _error_response(ctx: RequestContext, error: ErrorCode, message: str | None) -> Any:
+    return new_response(
+        ApiKey.ShareGroupHeartbeat,
+        ctx.api_version,
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=message,
+        member_id=None,
+        member_epoch=-1,
+        heartbeat_interval_ms=0,
+        assignment=None,
+    )
+
+
+@handles(ApiKey.ShareGroupHeartbeat, 1, 1)
+async def handle_share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.broker.features.share_groups_enabled:
+        return _error_response(ctx, ErrorCode.UNSUPPORTED_VERSION, None)
+    try:
+        result = ctx.broker.groups.share.heartbeat(_heartbeat_request(ctx, request))
+    except ShareGroupError as exc:
+        return _error_response(ctx, exc.error, exc.message)
+    return new_response(
+        ApiKey.ShareGroupHeartbeat,
+        ctx.api_version,
+        throttle_time_ms=0,
+        error_code=ErrorCode.NO_ERROR,
+        error_message=None,
+        member_id=result.member_id,
+        member_epoch=result.member_epoch,
+        heartbeat_interval_ms=result.heartbeat_interval_ms,
+        assignment=_assignment(result.assignment),
+    )

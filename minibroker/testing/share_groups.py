@@ -1,0 +1,57 @@
+"""Snapshots of share groups (KIP-932) for tests: `KafkaBroker.share_group(group_id)`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from minibroker.groups.consumer.model import Assignment
+from minibroker.groups.share.model import ShareGroup
+from minibroker.server.broker import Broker
+
+
+@dataclass(frozen=True)
+class ShareMemberView:
+    member_id: str
+    member_epoch: int
+    client_id: str
+    subscribed_topics: list[str]
+    assigned: dict[str, list[int]]  # partitions by topic name, as the member has them now
+    target: dict[str, list[int]]  # its target assignment (taken at its next heartbeat)
+
+
+@dataclass(frozen=True)
+class ShareGroupView:
+    group_id: str
+    state: str  # Empty, Stable
+    group_epoch: int
+    assignment_epoch: int
+    members: dict[str, ShareMemberView]
+
+
+def _by_topic_name(broker: Broker, assignment: Assignment) -> dict[str, list[int]]:
+    names = broker.cluster.topics_by_id
+    return {
+        names[topic_id].name if topic_id in names else str(topic_id): sorted(partitions)
+        for topic_id, partitions in assignment.items()
+        if partitions
+    }
+
+
+def share_group_view(broker: Broker, group: ShareGroup) -> ShareGroupView:
+    return ShareGroupView(
+        group_id=group.group_id,
+        state=group.state.value,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        members={
+            member.member_id: ShareMemberView(
+                member_id=member.member_id,
+                member_epoch=member.member_epoch,
+                client_id=member.client_id,
+                subscribed_topics=sorted(member.subscribed_topic_names),
+                assigned=_by_topic_name(broker, member.assigned),
+                target=_by_topic_name(broker, group.target.get(member.member_id, {})),
+            )
+            for member in group.members.values()
+        },
+    )
