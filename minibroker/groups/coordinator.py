@@ -22,7 +22,9 @@ inside a consumer group, and this class converts groups between the two protocol
 
 Share groups (KIP-932) live there too (a `Group` whose `share` is set; `share` answers
 ShareGroupHeartbeat, in memory only). A group id belongs to one kind of group: the others'
-requests get GROUP_ID_NOT_FOUND, a classic JoinGroup INCONSISTENT_GROUP_PROTOCOL, as Kafka.
+requests get GROUP_ID_NOT_FOUND (ConsumerGroupHeartbeat, ShareGroupHeartbeat, and OffsetCommit,
+OffsetFetch v9+ and OffsetDelete on a share group), a classic JoinGroup
+INCONSISTENT_GROUP_PROTOCOL, as Kafka.
 """
 
 from __future__ import annotations
@@ -1052,8 +1054,10 @@ class GroupCoordinator:
         self, group_id: str, member_id: str | None, member_epoch: int
     ) -> ErrorCode | None:
         """OffsetFetch v9+ from a member of a consumer group: Kafka's validateOffsetFetch.
-        (A classic group does not check them.)"""
+        (A classic group does not check them; a share group has no offsets to fetch.)"""
         group = self.groups.get(group_id)
+        if group is not None and group.share is not None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
         if group is None or group.consumer is None:
             return None
         failed = self.consumer.fetch_error(group.consumer, member_id, member_epoch)
@@ -1137,7 +1141,7 @@ class GroupCoordinator:
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, []
         group = self.groups.get(group_id)
-        if group is None or group.is_in(GroupState.DEAD):
+        if group is None or group.is_in(GroupState.DEAD) or group.share is not None:
             return ErrorCode.GROUP_ID_NOT_FOUND, []
         subscribed: set[str] | None = set()
         if group.consumer is not None:

@@ -375,6 +375,27 @@ def test_a_group_id_belongs_to_one_kind_of_group(client: WireClient) -> None:
         topics=[{"name": "kinds", "partitions": [{"partition_index": 0, "committed_offset": 1}]}],
     )
     assert commit.topics[0].partitions[0].error_code == E.GROUP_ID_NOT_FOUND
+    fetched = client.call(
+        ApiKey.OffsetFetch,
+        9,
+        groups=[
+            {
+                "group_id": "s-kinds",
+                "member_id": None,
+                "member_epoch": -1,
+                "topics": [{"name": "kinds", "partition_indexes": [0]}],
+            }
+        ],
+        require_stable=False,
+    )
+    assert fetched.groups[0].error_code == E.GROUP_ID_NOT_FOUND
+    deleted = client.call(
+        ApiKey.OffsetDelete,
+        0,
+        group_id="s-kinds",
+        topics=[{"name": "kinds", "partitions": [{"partition_index": 0}]}],
+    )
+    assert deleted.error_code == E.GROUP_ID_NOT_FOUND
     # Offsets committed by a simple consumer make a classic group: not a share group.
     client.call(
         ApiKey.OffsetCommit,
