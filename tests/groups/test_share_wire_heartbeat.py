@@ -115,6 +115,20 @@ def described_assignments(client: WireClient, group: str) -> dict[str, dict[str,
     }
 
 
+def commit_offset(client: WireClient, group: str, topic: str) -> ErrorCode:
+    """Commit offset 1 of partition 0 as a simple consumer (no member, epoch -1)."""
+    response = client.call(
+        ApiKey.OffsetCommit,
+        8,
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        group_instance_id=None,
+        topics=[{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1}]}],
+    )
+    return ErrorCode(response.topics[0].partitions[0].error_code)
+
+
 def wait_for(check: Any, timeout_s: float = 10.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not check():
@@ -166,6 +180,16 @@ def test_a_topic_created_later_and_new_partitions_are_picked_up(client: WireClie
     grow_topic(client, "later", 3)
     grown = heartbeat(client, "s-later", "m", 2)
     assert (grown.member_epoch, assigned(grown)) == (3, {topic_id: {0, 1, 2}})
+
+
+def test_a_deleted_topic_leaves_the_assignment(client: WireClient) -> None:
+    kept_id = create_topic(client, "kept", 1)
+    create_topic(client, "doomed", 2)
+    heartbeat(client, "s-deleted", "m", 0, ["kept", "doomed"])
+    response = client.call(ApiKey.DeleteTopics, 6, topics=[{"name": "doomed"}], timeout_ms=5000)
+    assert response.responses[0].error_code == E.NO_ERROR
+    after = heartbeat(client, "s-deleted", "m", 1)
+    assert (after.member_epoch, assigned(after)) == (2, {kept_id: {0}})
 
 
 def test_a_changed_subscription_bumps_the_epoch(client: WireClient) -> None:
@@ -345,6 +369,13 @@ def test_a_group_id_belongs_to_one_kind_of_group(client: WireClient) -> None:
         E.GROUP_ID_NOT_FOUND,
         "Group s-kinds is not a consumer group.",
     )
+    consumer_described = client.call(
+        ApiKey.ConsumerGroupDescribe, 1, group_ids=["s-kinds"], include_authorized_operations=False
+    ).groups[0]
+    assert (consumer_described.error_code, consumer_described.error_message) == (
+        E.GROUP_ID_NOT_FOUND,
+        "Group s-kinds is not a consumer group.",
+    )
     joined = client.call(
         ApiKey.JoinGroup,
         9,
@@ -365,16 +396,7 @@ def test_a_group_id_belongs_to_one_kind_of_group(client: WireClient) -> None:
         E.GROUP_ID_NOT_FOUND,
         "Group s-kinds is not a classic group.",
     )
-    commit = client.call(
-        ApiKey.OffsetCommit,
-        8,
-        group_id="s-kinds",
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        group_instance_id=None,
-        topics=[{"name": "kinds", "partitions": [{"partition_index": 0, "committed_offset": 1}]}],
-    )
-    assert commit.topics[0].partitions[0].error_code == E.GROUP_ID_NOT_FOUND
+    assert commit_offset(client, "s-kinds", "kinds") == E.GROUP_ID_NOT_FOUND
     fetched = client.call(
         ApiKey.OffsetFetch,
         9,
@@ -397,15 +419,7 @@ def test_a_group_id_belongs_to_one_kind_of_group(client: WireClient) -> None:
     )
     assert deleted.error_code == E.GROUP_ID_NOT_FOUND
     # Offsets committed by a simple consumer make a classic group: not a share group.
-    client.call(
-        ApiKey.OffsetCommit,
-        8,
-        group_id="s-offsets",
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        group_instance_id=None,
-        topics=[{"name": "kinds", "partitions": [{"partition_index": 0, "committed_offset": 1}]}],
-    )
+    assert commit_offset(client, "s-offsets", "kinds") == E.NO_ERROR
     refused = heartbeat(client, "s-offsets", "m", 0, ["kinds"])
     assert (refused.error_code, refused.error_message) == (
         E.GROUP_ID_NOT_FOUND,
@@ -461,6 +475,29 @@ def test_group_configs_set_the_heartbeat_interval(client: WireClient) -> None:
     create_topic(client, "configured", 1)
     joined = heartbeat(client, "s-configured", "m", 0, ["configured"])
     assert joined.heartbeat_interval_ms == 70
+
+
+# ---- what ShareFetch reads, the Python testing API --------------------------------------------
+
+
+def test_member_assignment_is_what_the_member_was_answered(
+    client: WireClient, broker: ThreadedBroker
+) -> None:
+    topic_id = create_topic(client, "fetched", 2)
+    heartbeat(client, "s-fetch", "a", 0, ["fetched"])
+    second = assigned(heartbeat(client, "s-fetch", "b", 0, ["fetched"]))
+    commit_offset(client, "s-fetch-classic", "fetched")
+
+    async def read(group: str, member_id: str) -> set[tuple[uuid.UUID, int]] | None:
+        assert broker.broker is not None
+        return broker.broker.groups.share.member_assignment(group, member_id)
+
+    # "a" has not heartbeated since "b" joined: it still has both partitions.
+    assert broker.call(read("s-fetch", "a")) == {(topic_id, 0), (topic_id, 1)}
+    assert broker.call(read("s-fetch", "b")) == {(topic_id, p) for p in second[topic_id]}
+    assert broker.call(read("s-fetch", "nobody")) is None
+    assert broker.call(read("s-none", "a")) is None
+    assert broker.call(read("s-fetch-classic", "a")) is None
 
 
 # ---- the Python testing API -----------------------------------------------------------------
