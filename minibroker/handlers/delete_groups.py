@@ -2,7 +2,8 @@
 
 Behaviour: deletes empty groups with their committed offsets (tombstones in
 `__consumer_offsets`): classic, consumer and share groups. Groups with members get
-NON_EMPTY_GROUP, unknown ones GROUP_ID_NOT_FOUND, an empty id INVALID_GROUP_ID.
+NON_EMPTY_GROUP, unknown ones GROUP_ID_NOT_FOUND, an empty id INVALID_GROUP_ID. A deleted
+share group's share-partition state goes with it (Kafka's DeleteShareGroupState).
 
 Version notes: v2 is flexible; the versions do not differ otherwise.
 """
@@ -14,6 +15,7 @@ from typing import Any
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
 from minibroker.server.context import RequestContext
 
 _Result = struct_type(ApiKey.DeleteGroups, "response", "DeletableGroupResult")
@@ -22,6 +24,9 @@ _Result = struct_type(ApiKey.DeleteGroups, "response", "DeletableGroupResult")
 @handles(ApiKey.DeleteGroups, 0, 2)
 async def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
     results = ctx.broker.groups.delete_groups(request.groups_names)
+    for group_id, error in results:
+        if error == ErrorCode.NO_ERROR:
+            ctx.broker.share_deliveries.forget_group(group_id)
     return new_response(
         ApiKey.DeleteGroups,
         ctx.api_version,

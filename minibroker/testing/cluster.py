@@ -44,7 +44,12 @@ from minibroker.server.faults import (
 from minibroker.server.nodes import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, NodeError
 from minibroker.telemetry.manager import PushedMetric
 from minibroker.telemetry.subscriptions import DEFAULT_INTERVAL_MS, Subscription
-from minibroker.testing.share_groups import ShareGroupView, share_group_view
+from minibroker.testing.share_groups import (
+    ShareGroupView,
+    SharePartitionView,
+    share_group_view,
+    share_partition_view,
+)
 
 T = TypeVar("T")
 Storage = Literal["disk", "memory"]
@@ -309,6 +314,28 @@ class _Helpers:
             return share_group_view(self._owner(), found.share)
 
         return self._run(read)
+
+    def share_partition(
+        self, group: str, topic: str, partition: int = 0
+    ) -> SharePartitionView | None:
+        """A share partition's start and end offsets and every in-flight record (state,
+        delivery count, the member holding it); None before the group first fetched it."""
+
+        def read() -> SharePartitionView | None:
+            owner = self._owner()
+            found = owner.cluster.topics.get(topic)
+            if found is None:
+                return None
+            share = owner.share_deliveries.share_partition(group, found.topic_id, partition)
+            return None if share is None else share_partition_view(share)
+
+        return self._run(read)
+
+    def expire_share_locks(self, group: str) -> int:
+        """End every acquisition lock of the share group now, as if its
+        `share.record.lock.duration.ms` had passed: the records become available again (or
+        archived at the delivery count limit). Returns how many were released."""
+        return self._run(lambda: self._owner().share_deliveries.expire_locks(group, 2**62))
 
     # ---- leaders and coordinators --------------------------------------------------------
 

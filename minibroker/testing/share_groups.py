@@ -1,4 +1,5 @@
-"""Snapshots of share groups (KIP-932) for tests: `KafkaBroker.share_group(group_id)`."""
+"""Snapshots of share groups (KIP-932) for tests: `KafkaBroker.share_group(group_id)` and
+`KafkaBroker.share_partition(group_id, topic, partition)`."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from dataclasses import dataclass
 
 from minibroker.groups.consumer.model import Assignment
 from minibroker.groups.share.model import ShareGroup
+from minibroker.groups.share.partition import SharePartition
 from minibroker.server.broker import Broker
 
 
@@ -53,5 +55,30 @@ def share_group_view(broker: Broker, group: ShareGroup) -> ShareGroupView:
                 target=_by_topic_name(broker, group.target.get(member.member_id, {})),
             )
             for member in group.members.values()
+        },
+    )
+
+
+@dataclass(frozen=True)
+class InFlightRecordView:
+    state: str  # AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED
+    delivery_count: int
+    member_id: str | None  # the member holding it (ACQUIRED only)
+
+
+@dataclass(frozen=True)
+class SharePartitionView:
+    start_offset: int  # SPSO: every record below is settled
+    end_offset: int  # one past the last record ever acquired
+    records: dict[int, InFlightRecordView]  # every offset in [start_offset, end_offset)
+
+
+def share_partition_view(share: SharePartition) -> SharePartitionView:
+    return SharePartitionView(
+        start_offset=share.start_offset,
+        end_offset=share.end_offset,
+        records={
+            offset: InFlightRecordView(record.state.name, record.delivery_count, record.member_id)
+            for offset, record in share.records()
         },
     )

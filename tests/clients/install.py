@@ -299,20 +299,24 @@ def install_java_libs(kafka_version: str) -> Path:
 
 def install_java(kafka_version: str) -> ClientCommand:
     lib = install_java_libs(kafka_version)
-    sources = [HERE / "java" / "Client.java", HERE / "java" / "log4j2.properties"]
+    java = HERE / "java"
+    programs = [java / "Client.java"]
+    if not kafka_version.startswith("3."):
+        programs.append(java / "ShareClient.java")  # KafkaShareConsumer: kafka-clients 4.x
+    logging = java / "log4j2.properties"
     with locked(f"java-{kafka_version}") as root:
-        classes = root / f"classes-{source_hash(*sources)}"
+        classes = root / f"classes-{source_hash(*programs, logging)}"
         if not is_done(classes):
             staging = fresh_folder(classes)
             run_installer(
-                ["javac", "-d", staging, "-cp", f"{lib}/*", "-Xlint:-options", sources[0]]
+                ["javac", "-d", staging, "-cp", f"{lib}/*", "-Xlint:-options", *programs]
             )
-            shutil.copy(sources[1], staging / sources[1].name)
+            shutil.copy(logging, staging / logging.name)
             finish(staging, classes)
     argv = (
         "java",
         *JVM_FLAGS,
-        f"-Dlog4j2.configurationFile={classes / 'log4j2.properties'}",
+        f"-Dlog4j2.configurationFile={classes / logging.name}",
         "-cp",
         f"{classes}:{lib}/*",
         "Client",

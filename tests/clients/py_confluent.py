@@ -16,6 +16,7 @@ from confluent_kafka import (
     OFFSET_END,
     TIMESTAMP_CREATE_TIME,
     TIMESTAMP_LOG_APPEND_TIME,
+    AcknowledgeType,
     Consumer,
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
@@ -25,6 +26,7 @@ from confluent_kafka import (
     KafkaException,
     Message,
     Producer,
+    ShareConsumer,
     TopicPartition,
 )
 
@@ -733,6 +735,68 @@ def alter_group_offsets(job: Job) -> Result:
     }
 
 
+# --- share groups (KIP-932) ---
+
+SHARE_ACKS = {
+    "ACCEPT": AcknowledgeType.ACCEPT,
+    "RELEASE": AcknowledgeType.RELEASE,
+    "REJECT": AcknowledgeType.REJECT,
+}
+
+
+def share_consume(job: Job) -> Result:
+    """A ShareConsumer reads until it has accepted `count` records, the deadline passes or
+    (`idle_ms`) no record came for that long (README.md, `share_consume`): explicit mode
+    acknowledges each record with the type `acks` names for its value and commits after each
+    poll; `hold` stops at the first records without acknowledging (the test then kills it);
+    implicit mode accepts what each poll returned."""
+    deadline = Deadline(job)
+    explicit = job.get("mode", "explicit") == "explicit"
+    config: dict[str, Any] = {
+        "bootstrap.servers": job["bootstrap"],
+        "group.id": job["group"],
+        "share.acknowledgement.mode": "explicit" if explicit else "implicit",
+        **(job.get("config") or {}),
+    }
+    count = job.get("count", 1 << 31)
+    idle_s = job.get("idle_ms", 0) / 1000
+    records: list[dict[str, Any]] = []
+    accepted = 0
+    last_record = time.monotonic()
+    with ShareConsumer(config) as consumer:
+        consumer.subscribe([job["topic"]])
+        while accepted < count and not deadline.expired():
+            if idle_s and time.monotonic() - last_record > idle_s:
+                break
+            batch = consumer.poll(min(deadline.remaining_ms(), 500) / 1000)
+            for message in batch:
+                last_record = time.monotonic()
+                if message.error() is not None:
+                    raise KafkaException(message.error())
+                value = message.value()
+                kind = job.get("acks", {}).get(value.decode() if value else "", "ACCEPT")
+                if explicit and not job.get("hold"):
+                    consumer.acknowledge(message, SHARE_ACKS[kind])
+                accepted += kind == "ACCEPT"
+                records.append(
+                    {
+                        "partition": message.partition(),
+                        "offset": message.offset(),
+                        "value": b64(value),
+                        "delivery_count": message.delivery_count(),
+                        "ack": kind,
+                    }
+                )
+            if len(batch) and job.get("hold"):
+                jobio.event("holding")
+                time.sleep(3600)  # killed by the test while holding its records
+            if len(batch) and explicit:
+                consumer.commit_sync()
+        if not explicit:
+            consumer.commit_sync()
+    return {"ok": True, "records": records, "timed_out": accepted < count}
+
+
 OPS = {
     "produce": produce,
     "produce_paced": produce_paced,
@@ -753,6 +817,7 @@ OPS = {
     "delete_groups": delete_groups,
     "list_group_offsets": list_group_offsets,
     "alter_group_offsets": alter_group_offsets,
+    "share_consume": share_consume,
 }
 
 if __name__ == "__main__":

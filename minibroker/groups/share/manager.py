@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig, ConfigError
 from minibroker.groups.consumer.model import Assignment, TopicInfo, copy_assignment
-from minibroker.groups.share.assignor import ShareMemberSpec, assign
+from minibroker.groups.share.assignor import ASSIGNOR_NAME, ShareMemberSpec, assign
 from minibroker.groups.share.model import LEAVE_GROUP_MEMBER_EPOCH, ShareGroup, ShareMember
 from minibroker.protocol.errors import ErrorCode
 
@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 # Kafka's upper bound of group.share.max.size.
 MAX_GROUP_SIZE = 1000
+# The one built-in share-group assignor, by name or by Kafka's class name.
+ASSIGNOR_NAMES = {ASSIGNOR_NAME, "org.apache.kafka.coordinator.group.assignor.SimpleAssignor"}
 
 
 class ShareGroupError(Exception):
@@ -84,10 +86,11 @@ class ShareSettings:
             max_size=config.get_int("group.share.max.size"),
         )
         settings.check_bounds(config)
+        _check_assignors(config.get_str("group.share.assignors"))
         return settings
 
     def check_bounds(self, config: BrokerConfig) -> None:
-        """As Kafka's ShareGroupConfig: each timeout within its min/max, the heartbeat
+        """As Kafka's GroupCoordinatorConfig: each timeout within its min/max, the heartbeat
         interval below the session timeout, and a group size of 1 to 1000."""
         for name, value in (
             ("session.timeout.ms", self.session_timeout_ms),
@@ -106,6 +109,15 @@ class ShareSettings:
             )
         if not 1 <= self.max_size <= MAX_GROUP_SIZE:
             raise ConfigError(f"group.share.max.size must be between 1 and {MAX_GROUP_SIZE}")
+
+
+def _check_assignors(value: str) -> None:
+    """`group.share.assignors`: a single entry (Kafka's rule), the simple assignor."""
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    if len(names) != 1 or names[0] not in ASSIGNOR_NAMES:
+        raise ConfigError(
+            f"group.share.assignors must name exactly one assignor, {ASSIGNOR_NAME}; it is {value!r}"
+        )
 
 
 def _invalid(message: str) -> ShareGroupError:
@@ -172,6 +184,9 @@ class ShareGroups:
         self.settings = ShareSettings.from_config(config)
         self.cluster = cluster
         self._lookup = lookup
+        # Told (group id, member id) when a member leaves or is fenced: the broker releases
+        # the records it holds and closes its share sessions.
+        self.member_removed: Callable[[str, str], None] = lambda group_id, member_id: None
 
     # ---- for ShareFetch / ShareAcknowledge -------------------------------------------------
 
@@ -310,4 +325,5 @@ class ShareGroups:
         """Kafka's shareGroupFenceMember: the member goes and the group epoch is bumped."""
         group.remove(member.member_id)
         group.group_epoch += 1
+        self.member_removed(group.group_id, member.member_id)
         group.subscription_metadata = self._subscription_metadata(group)

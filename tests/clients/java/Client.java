@@ -143,6 +143,8 @@ public final class Client {
         return listTransactions(job);
       case "commit_offsets":
         return commitOffsets(job);
+      case "share_consume":
+        return shareConsume(job);
       case "list_config_resources":
         return listConfigResources(job);
       default:
@@ -460,6 +462,25 @@ public final class Client {
       ObjectNode result = JSON.createObjectNode().put("ok", true);
       result.set("results", results);
       return result;
+    }
+  }
+
+  /** ShareClient.java is compiled only against kafka-clients 4.x: reached by name. */
+  private static ObjectNode shareConsume(JsonNode job) throws Exception {
+    Runnable holding = () -> {
+      try {
+        event(JSON.createObjectNode().put("event", "holding"));
+      } catch (Exception e) {
+        throw new RuntimeException(e);
+      }
+    };
+    try {
+      return (ObjectNode)
+          Class.forName("ShareClient")
+              .getMethod("shareConsume", JsonNode.class, ObjectMapper.class, Runnable.class)
+              .invoke(null, job, JSON, holding);
+    } catch (java.lang.reflect.InvocationTargetException e) {
+      throw e.getCause() instanceof Exception cause ? cause : e;
     }
   }
 

@@ -1,0 +1,211 @@
+"""Share groups (KIP-932) with real clients: Java 4.3's KafkaShareConsumer and confluent-kafka
+2.16's ShareConsumer (the harness's `share_consume` job, tests/clients/README.md).
+
+Several consumers share one partition and every record is accepted exactly once; explicit
+RELEASE redelivers (delivery count 2), REJECT archives; a poison record is archived at the
+delivery count limit; a consumer killed while holding records gives them back when their
+acquisition locks expire; implicit acknowledgement accepts what each poll returned. The
+broker's share-partition state (the testing API) is checked after each scenario.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.errors import ErrorCode
+from minibroker.testing import KafkaBroker
+from tests.clients.runner import run_ok, start_client
+from tests.wire import WireClient
+
+pytestmark = pytest.mark.clients
+
+SHARE_CLIENTS = ["java-4.3", "confluent-kafka"]
+# Locks shorter than Kafka's 15 s minimum, so that an expired lock is seen within seconds.
+SETTINGS = {
+    "offsets.topic.num.partitions": "3",
+    "group.share.min.record.lock.duration.ms": "1000",
+}
+_numbers = iter(range(1_000_000))
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[KafkaBroker]:
+    with KafkaBroker(config=SETTINGS) as running:
+        yield running
+
+
+def share_group(broker: KafkaBroker, client: str, **configs: str) -> tuple[str, str]:
+    """A new topic and share group; the group reads from the earliest offset."""
+    number = next(_numbers)
+    topic, group = f"queue-{client}-{number}", f"workers-{client}-{number}"
+    broker.create_topic(topic)
+    alter = {"share.auto.offset.reset": "earliest", **configs}
+    with WireClient(broker.bootstrap_servers) as wire:
+        answer = wire.call(
+            ApiKey.IncrementalAlterConfigs,
+            1,
+            resources=[
+                {
+                    "resource_type": 32,
+                    "resource_name": group,
+                    "configs": [
+                        {"name": name, "config_operation": 0, "value": value}
+                        for name, value in alter.items()
+                    ],
+                }
+            ],
+            validate_only=False,
+        )
+    assert answer.responses[0].error_code == ErrorCode.NO_ERROR
+    return topic, group
+
+
+def produce(broker: KafkaBroker, topic: str, values: list[str]) -> None:
+    for value in values:
+        broker.produce(topic, value)
+
+
+def job(broker: KafkaBroker, topic: str, group: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "op": "share_consume",
+        "bootstrap": broker.bootstrap_servers,
+        "topic": topic,
+        "group": group,
+        "timeout_ms": 30_000,
+        **fields,
+    }
+
+
+def values(records: list[dict[str, Any]], ack: str = "ACCEPT") -> list[str]:
+    return [base64.b64decode(r["value"]).decode() for r in records if r["ack"] == ack]
+
+
+def assert_settled(broker: KafkaBroker, group: str, topic: str, end: int) -> None:
+    state = broker.share_partition(group, topic)
+    assert state is not None
+    assert (state.start_offset, state.end_offset, state.records) == (end, end, {})
+
+
+@pytest.mark.parametrize("client", SHARE_CLIENTS)
+def test_consumers_share_a_partition_and_each_record_is_accepted_once(
+    broker: KafkaBroker, client: str
+) -> None:
+    topic, group = share_group(broker, client)
+    small_polls = {"config": {"max.poll.records": "5"}}
+    processes = [
+        start_client(client, job(broker, topic, group, idle_ms=5000, **small_polls))
+        for _ in range(3)
+    ]
+    _wait_for_members(broker, group, topic, 3)
+    produced = [f"job-{n}" for n in range(300)]
+    produce(broker, topic, produced)
+    results = [_result(process) for process in processes]
+    accepted = [values(result["records"]) for result in results]
+    assert Counter(v for part in accepted for v in part) == Counter(produced)
+    assert sum(1 for part in accepted if part) >= 2, "the partition was not shared"
+    assert_settled(broker, group, topic, 300)
+
+
+@pytest.mark.parametrize("client", SHARE_CLIENTS)
+def test_release_redelivers_reject_archives_and_a_poison_record_stops(
+    broker: KafkaBroker, client: str
+) -> None:
+    topic, group = share_group(broker, client, **{"share.delivery.count.limit": "3"})
+    produce(broker, topic, ["a", "release-me", "b", "reject-me", "poison", "c"])
+    acks = {"release-me": "RELEASE", "reject-me": "REJECT", "poison": "RELEASE"}
+    first = run_ok(client, job(broker, topic, group, acks=acks, idle_ms=3000))
+    assert sorted(values(first["records"])) == ["a", "b", "c"]
+    assert values(first["records"], "REJECT") == ["reject-me"]
+    # released each time: delivered again up to the limit (3), then archived
+    poison = [r["delivery_count"] for r in first["records"] if values([r], r["ack"]) == ["poison"]]
+    assert poison == [1, 2, 3]
+    released = [r for r in first["records"] if values([r], r["ack"]) == ["release-me"]]
+    assert [r["delivery_count"] for r in released] == [1, 2, 3]
+    assert_settled(broker, group, topic, 6)
+
+
+@pytest.mark.parametrize("client", SHARE_CLIENTS)
+def test_a_killed_consumer_s_records_come_back_when_their_locks_expire(
+    broker: KafkaBroker, client: str
+) -> None:
+    topic, group = share_group(broker, client, **{"share.record.lock.duration.ms": "2000"})
+    produce(broker, topic, [f"r{n}" for n in range(10)])
+    holder = start_client(client, job(broker, topic, group, hold=True))
+    try:
+        assert _next_event(holder) == "holding"
+        held = broker.share_partition(group, topic)
+        assert held is not None
+        assert {r.state for r in held.records.values()} == {"ACQUIRED"}
+    finally:
+        os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait(10)
+    taken = run_ok(client, job(broker, topic, group, count=10))
+    assert sorted(values(taken["records"])) == [f"r{n}" for n in range(10)]
+    redelivered = {r["offset"] for r in taken["records"] if r["delivery_count"] == 2}
+    assert redelivered == set(held.records)  # what the killed one held, delivered again
+    assert_settled(broker, group, topic, 10)
+
+
+@pytest.mark.parametrize("client", SHARE_CLIENTS)
+def test_implicit_acknowledgement_accepts_each_poll(broker: KafkaBroker, client: str) -> None:
+    topic, group = share_group(broker, client)
+    produce(broker, topic, ["x", "y", "z"])
+    result = run_ok(client, job(broker, topic, group, count=3, mode="implicit"))
+    assert sorted(values(result["records"])) == ["x", "y", "z"]
+    assert_settled(broker, group, topic, 3)
+
+
+def test_expiring_locks_on_demand_redelivers_at_once(broker: KafkaBroker) -> None:
+    """The testing API ends the locks a live consumer holds: another member gets the records
+    without waiting out `share.record.lock.duration.ms` (30 s here)."""
+    topic, group = share_group(broker, "api")
+    produce(broker, topic, ["p", "q"])
+    holder = start_client("confluent-kafka", job(broker, topic, group, hold=True))
+    try:
+        assert _next_event(holder) == "holding"
+        assert broker.expire_share_locks(group) == 2
+        taken = run_ok("confluent-kafka", job(broker, topic, group, count=2, timeout_ms=10_000))
+    finally:
+        os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait(10)
+    assert sorted(values(taken["records"])) == ["p", "q"]
+    assert {r["delivery_count"] for r in taken["records"]} == {2}
+
+
+def _wait_for_members(broker: KafkaBroker, group: str, topic: str, count: int) -> None:
+    """Until `count` members of the share group have the topic's partition assigned."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        view = broker.share_group(group)
+        if view and sum(1 for m in view.members.values() if topic in m.assigned) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{count} members of {group} never had {topic} assigned")
+
+
+def _next_event(process: subprocess.Popen[str]) -> str:
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line, f"the client ended early: {process.stderr.read() if process.stderr else ''}"
+    event: str = json.loads(line).get("event", "")
+    return event
+
+
+def _result(process: subprocess.Popen[str]) -> dict[str, Any]:
+    process.stdin = None  # start_client wrote the job and closed it
+    out, err = process.communicate(timeout=120)
+    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+    result = next((line for line in lines if "ok" in line), None)
+    assert result is not None and result["ok"], f"{lines}\n{err[-3000:]}"
+    return result
