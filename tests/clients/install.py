@@ -308,9 +308,7 @@ def install_java(kafka_version: str) -> ClientCommand:
         classes = root / f"classes-{source_hash(*programs, logging)}"
         if not is_done(classes):
             staging = fresh_folder(classes)
-            run_installer(
-                ["javac", "-d", staging, "-cp", f"{lib}/*", "-Xlint:-options", *programs]
-            )
+            run_installer(["javac", "-d", staging, "-cp", f"{lib}/*", "-Xlint:-options", *programs])
             shutil.copy(logging, staging / logging.name)
             finish(staging, classes)
     argv = (
