@@ -172,6 +172,28 @@ class ShareDeliveries:
         for key in [key for key in self._partitions if key[0] == group_id]:
             del self._partitions[key]
 
+    # ---- the admin APIs (Describe/Alter/DeleteShareGroupOffsets) ----------------------------
+
+    def partitions_of(self, group_id: str) -> dict[SharePartitionKey, SharePartition]:
+        """The group's initialized share partitions, by (topic id, partition)."""
+        return {
+            (topic_id, index): share
+            for (group, topic_id, index), share in self._partitions.items()
+            if group == group_id
+        }
+
+    def reset_start(self, group_id: str, topic_id: uuid.UUID, index: int, offset: int) -> None:
+        """AlterShareGroupOffsets: the share partition starts afresh at `offset` (nothing in
+        flight), created if the group never fetched it."""
+        limits = _limits(self._settings(group_id))
+        self._partitions[(group_id, topic_id, index)] = SharePartition(offset, limits)
+
+    def delete_topic_state(self, group_id: str, topic_id: uuid.UUID) -> None:
+        """DeleteShareGroupOffsets: the group's share partitions of the topic are forgotten;
+        a later fetch initializes them again from `share.auto.offset.reset`."""
+        for key in [k for k in self._partitions if k[0] == group_id and k[1] == topic_id]:
+            del self._partitions[key]
+
     # ---- inspection (the testing API) ------------------------------------------------------
 
     def share_partition(
