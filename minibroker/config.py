@@ -186,6 +186,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("group.consumer.min.assignment.interval.ms", INT, "0"),
         _broker("group.consumer.max.assignment.interval.ms", INT, "15000"),
         _broker("group.share.max.size", INT, "200"),
+        _broker("group.share.assignors", LI, "simple"),
         _broker("group.share.session.timeout.ms", INT, "45000"),
         _broker("group.share.min.session.timeout.ms", INT, "45000"),
         _broker("group.share.max.session.timeout.ms", INT, "60000"),

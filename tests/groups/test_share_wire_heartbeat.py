@@ -5,6 +5,7 @@ in ListGroups, DescribeGroups and DeleteGroups."""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from minibroker.config import ConfigError
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import struct_type
 from minibroker.protocol.errors import ErrorCode
@@ -475,6 +477,38 @@ def test_group_configs_set_the_heartbeat_interval(client: WireClient) -> None:
     create_topic(client, "configured", 1)
     joined = heartbeat(client, "s-configured", "m", 0, ["configured"])
     assert joined.heartbeat_interval_ms == 70
+
+
+# ---- broker settings ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (
+            {
+                "group.share.max.heartbeat.interval.ms": "60000",
+                "group.share.heartbeat.interval.ms": "50000",
+            },
+            "group.share.heartbeat.interval.ms must be less than group.share.session.timeout.ms",
+        ),
+        ({"group.share.session.timeout.ms": "1000"}, "group.share.session.timeout.ms must be"),
+        ({"group.share.max.heartbeat.interval.ms": "4000"}, "group.share.heartbeat.interval.ms"),
+        ({"group.share.max.size": "0"}, "group.share.max.size must be between 1 and 1000"),
+        ({"group.share.max.size": "1001"}, "group.share.max.size must be between 1 and 1000"),
+        ({"group.share.assignors": "uniform"}, "group.share.assignors must name one assignor"),
+        ({"group.share.assignors": "simple,simple"}, "group.share.assignors must name one"),
+    ],
+)
+def test_bad_share_settings_are_refused_at_start(settings: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        KafkaBroker(storage="memory", config=settings).start()
+
+
+def test_kafkas_assignor_class_name_is_accepted() -> None:
+    name = "org.apache.kafka.coordinator.group.assignor.SimpleAssignor"
+    with KafkaBroker(storage="memory", config={"group.share.assignors": name}) as kafka:
+        assert kafka.bootstrap_servers
 
 
 # ---- what ShareFetch reads, the Python testing API --------------------------------------------

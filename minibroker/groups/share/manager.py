@@ -116,7 +116,7 @@ def _check_assignors(value: str) -> None:
     names = [name.strip() for name in value.split(",") if name.strip()]
     if len(names) != 1 or names[0] not in ASSIGNOR_NAMES:
         raise ConfigError(
-            f"group.share.assignors must name exactly one assignor, {ASSIGNOR_NAME}; it is {value!r}"
+            f"group.share.assignors must name one assignor, {ASSIGNOR_NAME}; it is {value!r}"
         )
 
 
