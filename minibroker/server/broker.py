@@ -99,7 +99,7 @@ class Broker:
         self.share_deliveries = ShareDeliveries(
             lambda group_id: self.group_configs.effective(group_id, self.config)
         )
-        self.groups.share.member_removed = self._share_member_removed
+        self.groups.share.member_fenced = self._share_member_fenced
         self.features = Features.open(config, self.data_dir, self.node_id)
         self.transactions = TransactionCoordinator(
             config,
@@ -116,9 +116,9 @@ class Broker:
         self.dynamic_configs.apply([self], self, self.cluster)
         self.telemetry = ClientTelemetry.open(config.get_int("telemetry.max.bytes"), self.data_dir)
 
-    def _share_member_removed(self, group_id: str, member_id: str) -> None:
-        """A share-group member left or was fenced: what it holds goes back to the group and
-        its share sessions close, on every node."""
+    def _share_member_fenced(self, group_id: str, member_id: str) -> None:
+        """A share-group member was fenced: what it holds goes back to the group and its share
+        sessions close, on every node."""
         self.share_deliveries.release_member(group_id, member_id)
         for node in self.nodes.live_brokers():
             node.share_sessions.remove_member(group_id, member_id)

@@ -184,9 +184,11 @@ class ShareGroups:
         self.settings = ShareSettings.from_config(config)
         self.cluster = cluster
         self._lookup = lookup
-        # Told (group id, member id) when a member leaves or is fenced: the broker releases
-        # the records it holds and closes its share sessions.
-        self.member_removed: Callable[[str, str], None] = lambda group_id, member_id: None
+        # Told (group id, member id) when a member is fenced (its session timed out): the
+        # broker releases the records it holds and closes its share sessions. A member that
+        # leaves does that itself with its last ShareFetch/ShareAcknowledge (epoch -1), which
+        # clients may send after the leaving heartbeat.
+        self.member_fenced: Callable[[str, str], None] = lambda group_id, member_id: None
 
     # ---- for ShareFetch / ShareAcknowledge -------------------------------------------------
 
@@ -320,10 +322,10 @@ class ShareGroups:
             return
         log.info("group %s: member %s removed: %s", group.group_id, member.member_id, reason)
         self.remove_member(group, member)
+        self.member_fenced(group.group_id, member.member_id)
 
     def remove_member(self, group: ShareGroup, member: ShareMember) -> None:
         """Kafka's shareGroupFenceMember: the member goes and the group epoch is bumped."""
         group.remove(member.member_id)
         group.group_epoch += 1
-        self.member_removed(group.group_id, member.member_id)
         group.subscription_metadata = self._subscription_metadata(group)
