@@ -230,18 +230,3 @@ def decode_group_value(data: bytes) -> GroupValue:
     timestamp = reader.int64() if version >= 2 else NO_TIMESTAMP
     members = [_decode_member(reader, version) for _ in range(reader.int32())]
     return GroupValue(protocol_type, generation, protocol, leader, timestamp, members)
-
-
-def java_string_hash(text: str) -> int:
-    """Java's `String.hashCode` over UTF-16 code units, as a signed 32-bit int."""
-    value = 0
-    encoded = text.encode("utf-16-be")
-    for index in range(0, len(encoded), 2):
-        value = (31 * value + (encoded[index] << 8 | encoded[index + 1])) & 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
-def partition_for(group_id: str, partitions: int) -> int:
-    """Kafka's `Utils.abs(groupId.hashCode) % offsets.topic.num.partitions`."""
-    hashed = java_string_hash(group_id)
-    return (0 if hashed == -(1 << 31) else abs(hashed)) % partitions

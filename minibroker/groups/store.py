@@ -1,13 +1,12 @@
 """`__consumer_offsets`: where committed offsets and group metadata are written and reloaded.
 
-The topic is created the first time a group needs it (FindCoordinator, or a write) with
-`offsets.topic.num.partitions` partitions, `cleanup.policy=compact` (log/cleaner.py compacts
-it) and `segment.bytes=offsets.topic.segment.bytes`; a group's records go
-to partition `abs(hash(group)) % partitions`, as in Kafka. Writes are synchronous appends of
-one uncompressed batch, so a commit is in the log before its response is sent. Transactional
-offset commits go through the producer state as Kafka's appends of origin COORDINATOR (epoch
-checked, sequences not): they open the producer's transaction on the partition, so its last
-stable offset and `.txnindex` account for them while the broker runs, as after a log replay.
+An internal topic (internal/topic.py): created the first time a group needs it (FindCoordinator,
+or a write) with `offsets.topic.num.partitions` partitions and
+`segment.bytes=offsets.topic.segment.bytes`; a group's records go to the partition of its group
+id. Transactional offset commits go through the producer state as Kafka's appends of origin
+COORDINATOR (epoch checked, sequences not): they open the producer's transaction on the
+partition, so its last stable offset and `.txnindex` account for them while the broker runs, as
+after a log replay.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from minibroker.cluster.state import Cluster, Partition, Topic, TopicError
+from minibroker.cluster.state import Cluster, Partition
 from minibroker.groups.consumer_records import (
     CONSUMER_GROUP_RECORD_TYPES,
     ConsumerGroupRecord,
@@ -32,27 +31,17 @@ from minibroker.groups.records import (
     decode_group_value,
     decode_key,
     decode_offset_value,
-    partition_for,
 )
-from minibroker.log.lazy import is_created
+from minibroker.internal.topic import InternalTopic, KeyedRecord, ReadMarker
 from minibroker.protocol.errors import ErrorCode
-from minibroker.records.batch import (
-    NO_PRODUCER_EPOCH,
-    NO_PRODUCER_ID,
-    NO_SEQUENCE,
-    BatchHeader,
-    split_batches,
-)
-from minibroker.records.control import read_end_txn_marker
-from minibroker.records.records import CorruptRecordsError, build_batch, iter_records
+from minibroker.records.batch import NO_PRODUCER_ID
 from minibroker.txn.producers import CoordinatorBatch, ProducerStateManager
 
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
-_READ_CHUNK_BYTES = 1 << 20
 
-StoredRecord = tuple[bytes, bytes | None]
+StoredRecord = KeyedRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +77,7 @@ class LoadedConsumerRecord:
 Loaded = LoadedOffset | LoadedGroup | LoadedTxnMarker | LoadedConsumerRecord
 
 
-class OffsetsTopic:
+class OffsetsTopic(InternalTopic):
     def __init__(
         self,
         cluster: Cluster,
@@ -96,27 +85,8 @@ class OffsetsTopic:
         segment_bytes: int,
         producers: ProducerStateManager,
     ) -> None:
-        self.cluster = cluster
-        self.num_partitions = num_partitions
-        self.segment_bytes = segment_bytes
+        super().__init__(cluster, OFFSETS_TOPIC, num_partitions, segment_bytes)
         self.producers = producers
-
-    def topic(self) -> Topic | None:
-        return self.cluster.topics.get(OFFSETS_TOPIC)
-
-    def ensure(self) -> Topic:
-        topic = self.topic()
-        if topic is None:
-            topic = self.cluster.create_topic(
-                OFFSETS_TOPIC,
-                self.num_partitions,
-                {"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)},
-            )
-        return topic
-
-    def partition_of(self, group_id: str) -> Partition:
-        topic = self.ensure()
-        return topic.partitions[partition_for(group_id, len(topic.partitions))]
 
     def append(
         self,
@@ -127,33 +97,14 @@ class OffsetsTopic:
     ) -> ErrorCode:
         """Append the records in one batch (a transactional one of `txn_producer`, (producer
         id, epoch), for TxnOffsetCommit); the error a commit answers if that fails."""
-        if not records:
-            return ErrorCode.NO_ERROR
-        producer_id, producer_epoch = txn_producer or (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
-        try:
-            partition = self.partition_of(group_id)
-            batch = build_batch(
-                [(key, value, [], now_ms) for key, value in records],
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                base_sequence=NO_SEQUENCE if txn_producer is None else 0,
-                is_transactional=txn_producer is not None,
-            )
-            if txn_producer is None:
-                partition.log.append(bytearray(batch), partition.leader_epoch, now_ms)
-            else:
-                producer_batch = CoordinatorBatch(producer_id, producer_epoch, len(records))
-                error = self._append_transactional(partition, producer_batch, batch, now_ms)
-                if error != ErrorCode.NO_ERROR:
-                    return error
-        except TopicError:
-            log.exception("cannot create %s", OFFSETS_TOPIC)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        except OSError:
-            log.exception("cannot write to %s", OFFSETS_TOPIC)
-            return ErrorCode.NOT_COORDINATOR
-        partition.notify_appended()
-        return ErrorCode.NO_ERROR
+        if txn_producer is None:
+            return self.append_records(group_id, records, now_ms)
+        producer_batch = CoordinatorBatch(*txn_producer, len(records))
+
+        def write(partition: Partition, batch: bytes) -> ErrorCode:
+            return self._append_transactional(partition, producer_batch, batch, now_ms)
+
+        return self.append_records(group_id, records, now_ms, txn_producer, write)
 
     def _append_transactional(
         self, partition: Partition, producer_batch: CoordinatorBatch, batch: bytes, now_ms: int
@@ -179,15 +130,10 @@ class OffsetsTopic:
         return self._load(consumer_records=True)
 
     def _load(self, consumer_records: bool) -> Iterator[Loaded]:
-        topic = self.topic()
-        if topic is None:
-            return
-        for partition in topic.partitions:
-            if not is_created(partition.log):
-                continue  # never used: empty
-            for item in _partition_records(partition):
-                if isinstance(item, LoadedTxnMarker):
-                    yield item
+        for partition in self.created_partitions():
+            for item in self.read(partition):
+                if isinstance(item, ReadMarker):
+                    yield LoadedTxnMarker(partition.index, item.producer_id, item.commit)
                     continue
                 key, value, txn_producer_id = item
                 try:
@@ -209,32 +155,3 @@ def _decode(key: bytes, value: bytes | None, txn_producer_id: int) -> LoadedOffs
         offset = None if value is None else decode_offset_value(value)
         return LoadedOffset(decoded_key, offset, txn_producer_id)
     return LoadedGroup(decoded_key, None if value is None else decode_group_value(value))
-
-
-def _partition_records(
-    partition: Partition,
-) -> Iterator[tuple[bytes, bytes | None, int] | LoadedTxnMarker]:
-    plog = partition.log
-    offset = plog.log_start_offset
-    while offset < plog.log_end_offset:
-        data = plog.read(offset, _READ_CHUNK_BYTES)
-        batches = split_batches(data)
-        if not batches:
-            return
-        for batch in batches:
-            header = BatchHeader.parse(batch)
-            offset = header.last_offset + 1
-            if header.is_control:
-                marker = read_end_txn_marker(header, batch)
-                if marker is not None:
-                    yield LoadedTxnMarker(partition.index, header.producer_id, marker.commit)
-                continue
-            txn_producer_id = header.producer_id if header.is_transactional else NO_PRODUCER_ID
-            try:
-                records = list(iter_records(batch))
-            except CorruptRecordsError as exc:
-                log.warning("skipping a corrupt %s batch: %s", OFFSETS_TOPIC, exc.message)
-                continue
-            for record in records:
-                if record.key is not None:
-                    yield record.key, record.value, txn_producer_id

@@ -11,10 +11,10 @@ version (2 for a TV2 transaction); both versions are read. Empty
 transactions are stored with null partitions, as Kafka does; a null value (tombstone) is an
 expired transactional id.
 
-The topic is created on first use with `transaction.state.log.num.partitions` partitions,
-`cleanup.policy=compact` and `segment.bytes=transaction.state.log.segment.bytes`; a
-transactional id's records go to partition `abs(hash(id)) % partitions` (Java's String
-hashCode, as Kafka). Writes are synchronous appends of one uncompressed batch.
+An internal topic (internal/topic.py): created on first use with
+`transaction.state.log.num.partitions` partitions and
+`segment.bytes=transaction.state.log.segment.bytes`; a transactional id's records go to the
+partition of the id.
 """
 
 from __future__ import annotations
@@ -24,12 +24,10 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from minibroker.cluster.state import Cluster, Partition, Topic, TopicError
-from minibroker.groups.records import partition_for
+from minibroker.cluster.state import Cluster
+from minibroker.internal.topic import InternalTopic, ReadMarker
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.varint import encode_uvarint
-from minibroker.records.batch import BatchHeader, split_batches
-from minibroker.records.records import CorruptRecordsError, build_batch, iter_records
 from minibroker.txn.state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TxnState, TxnTransit
 
 log = logging.getLogger(__name__)
@@ -41,7 +39,6 @@ FLEXIBLE_VALUE_VERSION = 1
 PREVIOUS_PRODUCER_ID_TAG = 0
 NEXT_PRODUCER_ID_TAG = 1
 CLIENT_TRANSACTION_VERSION_TAG = 2
-_READ_CHUNK_BYTES = 1 << 20
 
 _INT8 = struct.Struct(">b")
 _INT16 = struct.Struct(">h")
@@ -228,29 +225,10 @@ class LoadedTxn:
     coordinator_epoch: int
 
 
-class TransactionStateTopic:
+class TransactionStateTopic(InternalTopic):
     def __init__(self, cluster: Cluster, num_partitions: int, segment_bytes: int) -> None:
-        self.cluster = cluster
-        self.num_partitions = num_partitions
-        self.segment_bytes = segment_bytes
+        super().__init__(cluster, TRANSACTION_STATE_TOPIC, num_partitions, segment_bytes)
         self.value_version = VALUE_VERSION
-
-    def topic(self) -> Topic | None:
-        return self.cluster.topics.get(TRANSACTION_STATE_TOPIC)
-
-    def ensure(self) -> Topic:
-        topic = self.topic()
-        if topic is None:
-            topic = self.cluster.create_topic(
-                TRANSACTION_STATE_TOPIC,
-                self.num_partitions,
-                {"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)},
-            )
-        return topic
-
-    def partition_of(self, transactional_id: str) -> Partition:
-        topic = self.ensure()
-        return topic.partitions[partition_for(transactional_id, len(topic.partitions))]
 
     def coordinator_epoch(self, transactional_id: str) -> int:
         """Kafka's coordinator epoch: the leader epoch of the id's log partition."""
@@ -259,26 +237,17 @@ class TransactionStateTopic:
     def append(self, transactional_id: str, transit: TxnTransit | None, now_ms: int) -> ErrorCode:
         """Store a transition (None: a tombstone); the error a request answers if that fails."""
         value = None if transit is None else encode_value(transit, self.value_version)
-        try:
-            partition = self.partition_of(transactional_id)
-            batch = build_batch([(encode_key(transactional_id), value, [], now_ms)])
-            partition.log.append(bytearray(batch), partition.leader_epoch, now_ms)
-        except TopicError:
-            log.exception("cannot create %s", TRANSACTION_STATE_TOPIC)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        except OSError:
-            log.exception("cannot write to %s", TRANSACTION_STATE_TOPIC)
-            return ErrorCode.NOT_COORDINATOR
-        partition.notify_appended()
-        return ErrorCode.NO_ERROR
+        return self.append_records(
+            transactional_id, [(encode_key(transactional_id), value)], now_ms
+        )
 
     def load(self) -> Iterator[LoadedTxn]:
         """Every record in log order, per partition."""
-        topic = self.topic()
-        if topic is None:
-            return
-        for partition in topic.partitions:
-            for key, value in _partition_records(partition):
+        for partition in self.created_partitions():
+            for item in self.read(partition):
+                if isinstance(item, ReadMarker):
+                    continue
+                key, value, _ = item
                 try:
                     transactional_id = decode_key(key)
                     decoded = None if value is None else decode_value(value)
@@ -286,25 +255,3 @@ class TransactionStateTopic:
                     log.warning("skipping a %s record: %s", TRANSACTION_STATE_TOPIC, exc)
                     continue
                 yield LoadedTxn(transactional_id, decoded, partition.leader_epoch)
-
-
-def _partition_records(partition: Partition) -> Iterator[tuple[bytes, bytes | None]]:
-    plog = partition.log
-    offset = plog.log_start_offset
-    while offset < plog.log_end_offset:
-        batches = split_batches(plog.read(offset, _READ_CHUNK_BYTES))
-        if not batches:
-            return
-        for batch in batches:
-            header = BatchHeader.parse(batch)
-            offset = header.last_offset + 1
-            if header.is_control:
-                continue
-            try:
-                records = list(iter_records(batch))
-            except CorruptRecordsError as exc:
-                log.warning("skipping a corrupt %s batch: %s", TRANSACTION_STATE_TOPIC, exc)
-                continue
-            for record in records:
-                if record.key is not None:
-                    yield record.key, record.value

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from minibroker.config import BrokerConfig
 from minibroker.groups.coordinator import OffsetCommit
-from minibroker.groups.records import partition_for
+from minibroker.internal.topic import partition_for
 from minibroker.log.lazy import is_created
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.broker import Broker

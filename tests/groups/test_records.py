@@ -22,9 +22,8 @@ from minibroker.groups.records import (
     encode_group_value,
     encode_offset_key,
     encode_offset_value,
-    java_string_hash,
-    partition_for,
 )
+from minibroker.internal.topic import java_string_hash, partition_for
 
 
 def test_offset_key_golden_bytes() -> None:

@@ -1,0 +1,1 @@
+"""Internal topics: compacted topics of keyed records that the coordinators keep their state in."""

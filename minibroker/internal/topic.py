@@ -1,0 +1,184 @@
+"""InternalTopic: a topic of keyed records, loaded at start and appended before answering.
+
+`__consumer_offsets` (groups/store.py) and `__transaction_state` (txn/state_log.py) are built on
+it; their record formats and the state they rebuild stay with their owners. What they share:
+
+- The topic is created the first time it is needed (`ensure`) with the partition count of its
+  broker setting (`offsets.topic.num.partitions`, `transaction.state.log.num.partitions`) and
+  the topic configs Kafka gives it: `cleanup.policy=compact` (log/cleaner.py compacts it) and
+  `segment.bytes` of its own setting.
+- The records of a key (a group id, a transactional id) go to partition
+  `Utils.abs(key.hashCode) % partitions`, Java's String hashCode, as in Kafka.
+- A write is a synchronous append of one uncompressed batch, so a change is in the log before
+  its response is sent. A topic that cannot be created answers COORDINATOR_NOT_AVAILABLE, a
+  failed write NOT_COORDINATOR.
+- At start each partition that exists is read back in log order (`read`): the keyed records of
+  its data batches, with their transactional producer, and the COMMIT/ABORT markers of its
+  control batches. A corrupt batch is skipped with a warning.
+
+This package sits between the coordinators (groups/, txn/) and cluster/, log/ and records/: it
+never imports the coordinators.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from minibroker.cluster.state import Cluster, Partition, Topic, TopicError
+from minibroker.log.lazy import is_created
+from minibroker.protocol.errors import ErrorCode
+from minibroker.records.batch import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    BatchHeader,
+    split_batches,
+)
+from minibroker.records.control import read_end_txn_marker
+from minibroker.records.records import CorruptRecordsError, build_batch, iter_records
+
+log = logging.getLogger(__name__)
+
+_READ_CHUNK_BYTES = 1 << 20
+
+# A record to append: key and value (None: a tombstone).
+KeyedRecord = tuple[bytes, bytes | None]
+# A record read back: key, value, and the producer of its batch if that is transactional
+# (else NO_PRODUCER_ID).
+ReadRecord = tuple[bytes, bytes | None, int]
+# Appends a built batch to the partition in place of a plain append (a transactional batch
+# whose producer state must be checked and recorded); the error to answer, if any.
+BatchWriter = Callable[[Partition, bytes], ErrorCode]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadMarker:
+    """A COMMIT/ABORT marker read back: the producer's transaction in the partition ends."""
+
+    producer_id: int
+    commit: bool
+
+
+def java_string_hash(text: str) -> int:
+    """Java's `String.hashCode` over UTF-16 code units, as a signed 32-bit int."""
+    value = 0
+    encoded = text.encode("utf-16-be")
+    for index in range(0, len(encoded), 2):
+        value = (31 * value + (encoded[index] << 8 | encoded[index + 1])) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def partition_for(key: str, partitions: int) -> int:
+    """Kafka's `Utils.abs(key.hashCode) % partitions` (`Utils.abs(MIN_VALUE)` is 0)."""
+    hashed = java_string_hash(key)
+    return (0 if hashed == -(1 << 31) else abs(hashed)) % partitions
+
+
+class InternalTopic:
+    def __init__(
+        self,
+        cluster: Cluster,
+        name: str,
+        num_partitions: int,
+        segment_bytes: int,
+        cleanup_policy: str = "compact",
+    ) -> None:
+        self.cluster = cluster
+        self.name = name
+        self.num_partitions = num_partitions
+        self.segment_bytes = segment_bytes
+        self.cleanup_policy = cleanup_policy
+
+    def topic(self) -> Topic | None:
+        return self.cluster.topics.get(self.name)
+
+    def ensure(self) -> Topic:
+        """The topic, created if it does not exist yet (TopicError if it cannot be)."""
+        topic = self.topic()
+        if topic is None:
+            topic = self.cluster.create_topic(
+                self.name,
+                self.num_partitions,
+                {"cleanup.policy": self.cleanup_policy, "segment.bytes": str(self.segment_bytes)},
+            )
+        return topic
+
+    def partition_of(self, key: str) -> Partition:
+        topic = self.ensure()
+        return topic.partitions[partition_for(key, len(topic.partitions))]
+
+    def append_records(
+        self,
+        key: str,
+        records: Sequence[KeyedRecord],
+        now_ms: int,
+        txn_producer: tuple[int, int] | None = None,
+        write: BatchWriter | None = None,
+    ) -> ErrorCode:
+        """Append the records, in one batch, to the partition of `key`; the error a request
+        answers if that fails. `txn_producer`, (producer id, epoch), makes it a transactional
+        batch of that producer, which `write` appends."""
+        if not records:
+            return ErrorCode.NO_ERROR
+        producer_id, producer_epoch = txn_producer or (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+        try:
+            partition = self.partition_of(key)
+            batch = build_batch(
+                [(record_key, value, [], now_ms) for record_key, value in records],
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                base_sequence=NO_SEQUENCE if txn_producer is None else 0,
+                is_transactional=txn_producer is not None,
+            )
+            if write is None:
+                partition.log.append(bytearray(batch), partition.leader_epoch, now_ms)
+            else:
+                error = write(partition, batch)
+                if error != ErrorCode.NO_ERROR:
+                    return error
+        except TopicError:
+            log.exception("cannot create %s", self.name)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        except OSError:
+            log.exception("cannot write to %s", self.name)
+            return ErrorCode.NOT_COORDINATOR
+        partition.notify_appended()
+        return ErrorCode.NO_ERROR
+
+    def created_partitions(self) -> Iterator[Partition]:
+        """The partitions to load: none before the topic exists, and none never used (a lazy
+        partition, log/lazy.py, whose directory does not exist yet: empty)."""
+        topic = self.topic()
+        if topic is None:
+            return
+        for partition in topic.partitions:
+            if is_created(partition.log):
+                yield partition
+
+    def read(self, partition: Partition) -> Iterator[ReadRecord | ReadMarker]:
+        """Every keyed record and transaction marker of the partition, in log order."""
+        plog = partition.log
+        offset = plog.log_start_offset
+        while offset < plog.log_end_offset:
+            batches = split_batches(plog.read(offset, _READ_CHUNK_BYTES))
+            if not batches:
+                return
+            for batch in batches:
+                header = BatchHeader.parse(batch)
+                offset = header.last_offset + 1
+                if header.is_control:
+                    marker = read_end_txn_marker(header, batch)
+                    if marker is not None:
+                        yield ReadMarker(header.producer_id, marker.commit)
+                    continue
+                txn_producer_id = header.producer_id if header.is_transactional else NO_PRODUCER_ID
+                try:
+                    records = list(iter_records(batch))
+                except CorruptRecordsError as exc:
+                    log.warning("skipping a corrupt %s batch: %s", self.name, exc.message)
+                    continue
+                for record in records:
+                    if record.key is not None:
+                        yield record.key, record.value, txn_producer_id
