@@ -73,10 +73,12 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         _position(consumer, args)
-        printed = _print_records(consumer, args, sys.stdout.buffer)
+        printed, interrupted = _print_records(consumer, args, sys.stdout.buffer)
+        note(f"{printed} record(s) consumed")
     finally:
-        consumer.close()
-    note(f"{printed} record(s) consumed")
+        consumer.close()  # after an interrupt kafka-python may raise it again here
+    if interrupted:
+        raise KeyboardInterrupt
     return EXIT_OK
 
 
@@ -88,6 +90,9 @@ def _position(consumer: KafkaConsumer, args: argparse.Namespace) -> None:
     if args.group:
         consumer.subscribe([args.topic])
         return
+    unknown = set(args.partition or ()) - partitions
+    if unknown:
+        raise ToolError(f"topic '{args.topic}' has no partition {min(unknown)}")
     assigned = [TopicPartition(args.topic, index) for index in args.partition or partitions]
     consumer.assign(assigned)
     if args.from_beginning:
@@ -110,25 +115,32 @@ def _seek_to_time(consumer: KafkaConsumer, assigned: list[TopicPartition], ms: i
             consumer.seek(tp, found[tp].offset)
 
 
-def _print_records(consumer: KafkaConsumer, args: argparse.Namespace, out: BinaryIO) -> int:
-    """Poll and print until --count records, --timeout-ms idle, or an interrupt."""
+def _print_records(
+    consumer: KafkaConsumer, args: argparse.Namespace, out: BinaryIO
+) -> tuple[int, bool]:
+    """Poll and print until --count records, --timeout-ms without a record (counted once
+    partitions are assigned: a group's join is not idleness), or an interrupt. Returns how
+    many were printed and whether it was interrupted."""
     printed = 0
     idle_since = time.monotonic()
-    while args.count is None or printed < args.count:
-        wanted = None if args.count is None else args.count - printed
-        batches = consumer.poll(timeout_ms=POLL_MS, max_records=wanted)
-        records = [record for batch in batches.values() for record in batch]
-        for record in records:
-            out.write(_render(record, args))
-        out.flush()
-        printed += len(records)
-        if records and args.group:
-            consumer.commit()
-        if records:
-            idle_since = time.monotonic()
-        elif args.timeout_ms is not None and _elapsed_ms(idle_since) >= args.timeout_ms:
-            break
-    return printed
+    try:
+        while args.count is None or printed < args.count:
+            wanted = None if args.count is None else args.count - printed
+            batches = consumer.poll(timeout_ms=POLL_MS, max_records=wanted)
+            records = [record for batch in batches.values() for record in batch]
+            for record in records:
+                out.write(_render(record, args))
+            out.flush()
+            printed += len(records)
+            if records and args.group:
+                consumer.commit()
+            if records or not consumer.assignment():
+                idle_since = time.monotonic()
+            elif args.timeout_ms is not None and _elapsed_ms(idle_since) >= args.timeout_ms:
+                break
+    except KeyboardInterrupt:
+        return printed, True
+    return printed, False
 
 
 def _elapsed_ms(since: float) -> float:

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kafka import KafkaProducer
-from kafka.errors import KafkaError, KafkaTimeoutError
+from kafka.errors import KafkaTimeoutError
 
 from minibroker.tools.common import (
     EXIT_KAFKA,
@@ -95,8 +95,13 @@ def run(args: argparse.Namespace) -> int:
     )
     tally = Tally()
     try:
+        _check_partition(producer, args.topic, args.partition)
         for key, value in records(sys.stdin.buffer, separator):
-            _send(producer, args, key, value, headers, tally)
+            future = producer.send(
+                args.topic, value=value, key=key, headers=headers, partition=args.partition
+            )
+            future.add_callback(tally.ack)
+            future.add_errback(tally.fail)
         producer.flush()
     finally:
         producer.close()
@@ -106,21 +111,12 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _send(
-    producer: KafkaProducer,
-    args: argparse.Namespace,
-    key: bytes | None,
-    value: bytes,
-    headers: list[tuple[str, bytes]],
-    tally: Tally,
-) -> None:
+def _check_partition(producer: KafkaProducer, topic: str, partition: int | None) -> None:
+    """The topic exists (or the broker created it on the producer's request) and has the
+    partition asked for."""
     try:
-        future = producer.send(
-            args.topic, value=value, key=key, headers=headers, partition=args.partition
-        )
+        partitions = producer.partitions_for(topic)
     except KafkaTimeoutError:
-        raise missing_topic(args.topic) from None
-    except (ValueError, KafkaError) as exc:  # e.g. a partition the topic does not have
-        raise ToolError(str(exc)) from None
-    future.add_callback(tally.ack)
-    future.add_errback(tally.fail)
+        raise missing_topic(topic) from None
+    if partition is not None and partition not in partitions:
+        raise ToolError(f"topic '{topic}' has no partition {partition}")

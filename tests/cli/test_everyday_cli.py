@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -277,6 +278,32 @@ def test_unknown_topic_is_one_line_and_exit_1(broker: KafkaCluster, args: list[s
     result = cli(broker, *args)
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == "minibroker: topic 'nowhere' does not exist\n"
+
+
+def test_unknown_partition_is_one_line_and_exit_1(broker: KafkaCluster) -> None:
+    broker.create_topic("narrow", partitions=2)
+    for args, stdin in (
+        (["consume", "narrow", "--partition", "2"], ""),
+        (["produce", "narrow", "--partition", "5"], "x\n"),
+    ):
+        result = cli(broker, *args, stdin=stdin)
+        assert (result.returncode, result.stdout) == (1, "")
+        assert result.stderr.startswith("minibroker: topic 'narrow' has no partition ")
+
+
+def test_interrupted_consume_reports_its_count_and_exits_130(broker: KafkaCluster) -> None:
+    broker.create_topic("interrupted")
+    broker.produce("interrupted", "first")
+    env = {**os.environ, "MINIBROKER_BOOTSTRAP": broker.bootstrap_servers}
+    command = [sys.executable, "-m", "minibroker", "consume", "interrupted", "--from-beginning"]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline() == "first\n"
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=RUN_TIMEOUT_S) == 130
+        assert process.stderr.read() == "1 record(s) consumed\n"
 
 
 def test_connection_refused_names_the_address_and_exits_3() -> None:
