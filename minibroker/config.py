@@ -206,6 +206,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("group.share.min.partition.max.record.locks", INT, "100"),
         _broker("group.share.max.partition.max.record.locks", INT, "4000"),
         _broker("group.share.max.share.sessions", INT, "2000"),
+        _broker("share.coordinator.state.topic.num.partitions", INT, "50"),
+        _broker("share.coordinator.state.topic.segment.bytes", INT, "104857600"),
         _broker("group.streams.session.timeout.ms", INT, "45000"),
         _broker("group.streams.min.session.timeout.ms", INT, "45000"),
         _broker("group.streams.max.session.timeout.ms", INT, "60000"),

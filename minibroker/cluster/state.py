@@ -27,10 +27,10 @@ from minibroker.txn.ongoing import OngoingTxns
 TOPIC_CONFIGS_FILE = "minibroker-topic-configs.json"
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 # Topics whose partition directories are created when first used (log/lazy.py), all but the
 # last: its directory tells a restarted broker the partition count and the topic id.
-LAZY_TOPICS = frozenset({"__consumer_offsets"})
+LAZY_TOPICS = frozenset({"__consumer_offsets", "__share_group_state"})
 
 
 class TopicError(Exception):

@@ -48,12 +48,12 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Callable, Sized
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from minibroker.groups.record_codec import StructReader, StructWriter, TaggedFields
 from minibroker.groups.records import RecordFormatError
-from minibroker.protocol.varint import encode_uvarint
 
 GROUP_METADATA_TYPE = 3
 PARTITION_METADATA_TYPE = 4
@@ -65,12 +65,8 @@ REGULAR_EXPRESSION_TYPE = 16
 VALUE_VERSION = 0
 DEFAULT_REBALANCE_TIMEOUT_MS = -1
 
-_INT8 = struct.Struct(">b")
 _INT16 = struct.Struct(">h")
-_INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
-
-TaggedFields: TypeAlias = dict[int, bytes]
 
 
 # ---- keys ---------------------------------------------------------------------------------
@@ -253,169 +249,21 @@ class ConsumerGroupRecord:
 # ---- primitives ---------------------------------------------------------------------------
 
 
-class _Writer:
-    def __init__(self) -> None:
-        self.buf = bytearray()
-
-    def int8(self, value: int) -> _Writer:
-        self.buf += _INT8.pack(value)
-        return self
-
-    def int16(self, value: int) -> _Writer:
-        self.buf += _INT16.pack(value)
-        return self
-
-    def int32(self, value: int) -> _Writer:
-        self.buf += _INT32.pack(value)
-        return self
-
-    def int64(self, value: int) -> _Writer:
-        self.buf += _INT64.pack(value)
-        return self
-
-    def uuid(self, value: uuid.UUID) -> _Writer:
-        self.buf += value.bytes
-        return self
-
-    def uvarint(self, value: int) -> _Writer:
-        self.buf += encode_uvarint(value)
-        return self
-
-    def string(self, value: str) -> _Writer:
-        encoded = value.encode()
-        self.int16(len(encoded))
-        self.buf += encoded
-        return self
-
-    def compact_string(self, value: str | None) -> _Writer:
-        if value is None:
-            return self.uvarint(0)
-        return self.compact_bytes(value.encode())
-
-    def compact_bytes(self, value: bytes) -> _Writer:
-        self.uvarint(len(value) + 1)
-        self.buf += value
-        return self
-
-    def count(self, items: Sized | None) -> _Writer:
-        return self.uvarint(0 if items is None else len(items) + 1)
-
-    def tagged(self, fields: TaggedFields) -> _Writer:
-        self.uvarint(len(fields))
-        for tag in sorted(fields):
-            self.uvarint(tag).uvarint(len(fields[tag]))
-            self.buf += fields[tag]
-        return self
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def _take(self, size: int) -> bytes:
-        if size < 0 or self.pos + size > len(self.data):
-            raise RecordFormatError("record runs past its end")
-        chunk = self.data[self.pos : self.pos + size]
-        self.pos += size
-        return chunk
-
-    def int8(self) -> int:
-        value: int = _INT8.unpack(self._take(1))[0]
-        return value
-
-    def int16(self) -> int:
-        value: int = _INT16.unpack(self._take(2))[0]
-        return value
-
-    def int32(self) -> int:
-        value: int = _INT32.unpack(self._take(4))[0]
-        return value
-
-    def int64(self) -> int:
-        value: int = _INT64.unpack(self._take(8))[0]
-        return value
-
-    def uuid(self) -> uuid.UUID:
-        return uuid.UUID(bytes=self._take(16))
-
-    def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            byte = self._take(1)[0]
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise RecordFormatError("varint too long")
-
-    def string(self) -> str:
-        length = self.int16()
-        if length < 0:
-            raise RecordFormatError("null string in a key")
-        return self._decode(self._take(length))
-
-    def compact_nullable_string(self) -> str | None:
-        length = self.uvarint() - 1
-        return None if length < 0 else self._decode(self._take(length))
-
-    def compact_string(self) -> str:
-        value = self.compact_nullable_string()
-        if value is None:
-            raise RecordFormatError("null in a non-nullable string")
-        return value
-
-    def compact_bytes(self) -> bytes:
-        length = self.uvarint() - 1
-        if length < 0:
-            raise RecordFormatError("null in a non-nullable bytes field")
-        return self._take(length)
-
-    def count(self) -> int:
-        """A compact array's length, -1 for null."""
-        return self.uvarint() - 1
-
-    def array_count(self) -> int:
-        length = self.count()
-        if length < 0:
-            raise RecordFormatError("null in a non-nullable array")
-        return length
-
-    def tagged(self) -> TaggedFields:
-        fields: TaggedFields = {}
-        for _ in range(self.uvarint()):
-            tag = self.uvarint()
-            fields[tag] = self._take(self.uvarint())
-        return fields
-
-    def end(self) -> None:
-        if self.pos != len(self.data):
-            raise RecordFormatError(f"{len(self.data) - self.pos} bytes after the record")
-
-    @staticmethod
-    def _decode(raw: bytes) -> str:
-        try:
-            return raw.decode()
-        except UnicodeDecodeError as exc:
-            raise RecordFormatError("a string that is not UTF-8") from exc
-
-
-def _int32_list(reader: _Reader) -> list[int]:
+def _int32_list(reader: StructReader) -> list[int]:
     return [reader.int32() for _ in range(reader.array_count())]
 
 
-def _string_list(reader: _Reader) -> list[str]:
+def _string_list(reader: StructReader) -> list[str]:
     return [reader.compact_string() for _ in range(reader.array_count())]
 
 
-def _write_strings(writer: _Writer, items: list[str]) -> None:
+def _write_strings(writer: StructWriter, items: list[str]) -> None:
     writer.count(items)
     for item in items:
         writer.compact_string(item)
 
 
-def _write_int32s(writer: _Writer, items: list[int]) -> None:
+def _write_int32s(writer: StructWriter, items: list[int]) -> None:
     writer.count(items)
     for item in items:
         writer.int32(item)
@@ -436,7 +284,7 @@ def _read_int64_tag(payload: bytes) -> int:
 
 
 def encode_key(key: ConsumerGroupKey) -> bytes:
-    writer = _Writer().int16(_KEY_TYPES[type(key)]).string(key.group_id)
+    writer = StructWriter().int16(_KEY_TYPES[type(key)]).string(key.group_id)
     if isinstance(key, ConsumerGroupRegularExpressionKey):
         writer.string(key.regular_expression)
     elif isinstance(
@@ -458,7 +306,7 @@ def record_type(key_bytes: bytes) -> int:
 
 
 def decode_key(key_bytes: bytes) -> ConsumerGroupKey:
-    reader = _Reader(key_bytes)
+    reader = StructReader(key_bytes)
     kind = reader.int16()
     group_id = reader.string()
     key: ConsumerGroupKey
@@ -485,21 +333,21 @@ def decode_key(key_bytes: bytes) -> ConsumerGroupKey:
 # ---- values: encode -----------------------------------------------------------------------
 
 
-def _write_topic_partitions(writer: _Writer, items: list[TopicPartitions]) -> None:
+def _write_topic_partitions(writer: StructWriter, items: list[TopicPartitions]) -> None:
     writer.count(items)
     for item in items:
         writer.uuid(item.topic_id)
         _write_int32s(writer, item.partitions)
         tags: TaggedFields = {}
         if item.assignment_epochs is not None:
-            epochs = _Writer()
+            epochs = StructWriter()
             _write_int32s(epochs, item.assignment_epochs)
             tags[0] = bytes(epochs.buf)
         writer.tagged(tags)
 
 
 def _write_classic_member(metadata: ClassicMemberMetadata) -> bytes:
-    writer = _Writer().uvarint(1).int32(metadata.session_timeout_ms)
+    writer = StructWriter().uvarint(1).int32(metadata.session_timeout_ms)
     writer.count(metadata.supported_protocols)
     for protocol in metadata.supported_protocols:
         writer.compact_string(protocol.name).compact_bytes(protocol.metadata).tagged({})
@@ -510,7 +358,7 @@ def _with_known_tags(unknown: TaggedFields, known: TaggedFields) -> TaggedFields
     return {**unknown, **known}
 
 
-def _encode_body(writer: _Writer, value: ConsumerGroupValue) -> TaggedFields:
+def _encode_body(writer: StructWriter, value: ConsumerGroupValue) -> TaggedFields:
     """Write the untagged fields of `value`; return its known tagged fields to write."""
     if isinstance(value, ConsumerGroupMetadataValue):
         writer.int32(value.epoch)
@@ -552,7 +400,7 @@ def _encode_body(writer: _Writer, value: ConsumerGroupValue) -> TaggedFields:
 
 
 def encode_value(value: ConsumerGroupValue) -> bytes:
-    writer = _Writer().int16(VALUE_VERSION)
+    writer = StructWriter().int16(VALUE_VERSION)
     known = _encode_body(writer, value)
     writer.tagged(_with_known_tags(value.unknown_tagged_fields, known))
     return bytes(writer.buf)
@@ -568,7 +416,7 @@ def encode_consumer_group_record(
 # ---- values: decode -----------------------------------------------------------------------
 
 
-def _read_topic_partitions(reader: _Reader) -> list[TopicPartitions]:
+def _read_topic_partitions(reader: StructReader) -> list[TopicPartitions]:
     items = []
     for _ in range(reader.array_count()):
         topic_id = reader.uuid()
@@ -576,7 +424,7 @@ def _read_topic_partitions(reader: _Reader) -> list[TopicPartitions]:
         tags = reader.tagged()
         epochs = None
         if 0 in tags:
-            epochs_reader = _Reader(tags[0])
+            epochs_reader = StructReader(tags[0])
             length = epochs_reader.count()
             epochs = None if length < 0 else [epochs_reader.int32() for _ in range(length)]
         items.append(TopicPartitions(topic_id, partitions, epochs))
@@ -584,7 +432,7 @@ def _read_topic_partitions(reader: _Reader) -> list[TopicPartitions]:
 
 
 def _read_classic_member(payload: bytes) -> ClassicMemberMetadata | None:
-    reader = _Reader(payload)
+    reader = StructReader(payload)
     if reader.uvarint() <= 0:
         return None
     session_timeout_ms = reader.int32()
@@ -596,7 +444,7 @@ def _read_classic_member(payload: bytes) -> ClassicMemberMetadata | None:
     return ClassicMemberMetadata(session_timeout_ms, protocols)
 
 
-def _read_topic_metadata(reader: _Reader) -> TopicMetadata:
+def _read_topic_metadata(reader: StructReader) -> TopicMetadata:
     topic_id = reader.uuid()
     name = reader.compact_string()
     num_partitions = reader.int32()
@@ -608,19 +456,19 @@ def _read_topic_metadata(reader: _Reader) -> TopicMetadata:
     return TopicMetadata(topic_id, name, num_partitions, racks)
 
 
-def _decode_group_metadata(reader: _Reader) -> ConsumerGroupMetadataValue:
+def _decode_group_metadata(reader: StructReader) -> ConsumerGroupMetadataValue:
     epoch = reader.int32()
     tags = reader.tagged()
     metadata_hash = _read_int64_tag(tags.pop(0)) if 0 in tags else 0
     return ConsumerGroupMetadataValue(epoch, metadata_hash, tags)
 
 
-def _decode_partition_metadata(reader: _Reader) -> ConsumerGroupPartitionMetadataValue:
+def _decode_partition_metadata(reader: StructReader) -> ConsumerGroupPartitionMetadataValue:
     topics = [_read_topic_metadata(reader) for _ in range(reader.array_count())]
     return ConsumerGroupPartitionMetadataValue(topics, reader.tagged())
 
 
-def _decode_member_metadata(reader: _Reader) -> ConsumerGroupMemberMetadataValue:
+def _decode_member_metadata(reader: StructReader) -> ConsumerGroupMemberMetadataValue:
     instance_id = reader.compact_nullable_string()
     rack_id = reader.compact_nullable_string()
     client_id = reader.compact_string()
@@ -645,18 +493,18 @@ def _decode_member_metadata(reader: _Reader) -> ConsumerGroupMemberMetadataValue
     )
 
 
-def _decode_target_metadata(reader: _Reader) -> ConsumerGroupTargetAssignmentMetadataValue:
+def _decode_target_metadata(reader: StructReader) -> ConsumerGroupTargetAssignmentMetadataValue:
     epoch = reader.int32()
     tags = reader.tagged()
     timestamp = _read_int64_tag(tags.pop(0)) if 0 in tags else 0
     return ConsumerGroupTargetAssignmentMetadataValue(epoch, timestamp, tags)
 
 
-def _decode_target_member(reader: _Reader) -> ConsumerGroupTargetAssignmentMemberValue:
+def _decode_target_member(reader: StructReader) -> ConsumerGroupTargetAssignmentMemberValue:
     return ConsumerGroupTargetAssignmentMemberValue(_read_topic_partitions(reader), reader.tagged())
 
 
-def _decode_current_assignment(reader: _Reader) -> ConsumerGroupCurrentMemberAssignmentValue:
+def _decode_current_assignment(reader: StructReader) -> ConsumerGroupCurrentMemberAssignmentValue:
     member_epoch = reader.int32()
     previous_epoch = reader.int32()
     state = reader.int8()
@@ -667,14 +515,14 @@ def _decode_current_assignment(reader: _Reader) -> ConsumerGroupCurrentMemberAss
     )
 
 
-def _decode_regular_expression(reader: _Reader) -> ConsumerGroupRegularExpressionValue:
+def _decode_regular_expression(reader: StructReader) -> ConsumerGroupRegularExpressionValue:
     topics = _string_list(reader)
     version = reader.int64()
     timestamp = reader.int64()
     return ConsumerGroupRegularExpressionValue(topics, version, timestamp, reader.tagged())
 
 
-_VALUE_DECODERS: dict[int, Callable[[_Reader], ConsumerGroupValue]] = {
+_VALUE_DECODERS: dict[int, Callable[[StructReader], ConsumerGroupValue]] = {
     GROUP_METADATA_TYPE: _decode_group_metadata,
     PARTITION_METADATA_TYPE: _decode_partition_metadata,
     MEMBER_METADATA_TYPE: _decode_member_metadata,
@@ -690,7 +538,7 @@ def decode_value(kind: int, value_bytes: bytes) -> ConsumerGroupValue:
     decoder = _VALUE_DECODERS.get(kind)
     if decoder is None:
         raise RecordFormatError(f"record type {kind} is not a consumer-group record")
-    reader = _Reader(value_bytes)
+    reader = StructReader(value_bytes)
     version = reader.int16()
     if version != VALUE_VERSION:
         raise RecordFormatError(f"unsupported value version {version} of record type {kind}")

@@ -29,6 +29,7 @@ from minibroker.config import BrokerConfig, Listener, new_cluster_id
 from minibroker.groups import GroupCoordinator
 from minibroker.groups.group_configs import GroupConfigs
 from minibroker.groups.share.delivery import ShareDeliveries
+from minibroker.groups.share.persist import ShareStateTopic
 from minibroker.groups.share.sessions import ShareSessionCache
 from minibroker.log.checkpoints import META_PROPERTIES, read_properties
 from minibroker.log.lazy import is_created
@@ -97,7 +98,8 @@ class Broker:
             lambda group_id: self.group_configs.effective(group_id, self.config)
         )
         self.share_deliveries = ShareDeliveries(
-            lambda group_id: self.group_configs.effective(group_id, self.config)
+            lambda group_id: self.group_configs.effective(group_id, self.config),
+            ShareStateTopic(self.cluster, config),
         )
         self.groups.share.member_fenced = self._share_member_fenced
         self.features = Features.open(config, self.data_dir, self.node_id)
@@ -154,6 +156,7 @@ class Broker:
             # Partitions never used (lazy.py) are empty: no producer state to rebuild.
             self.producers.rebuild(p for p in self.cluster.partitions() if is_created(p.log))
             self.groups.start()
+            self.share_deliveries.load()
             self.transactions.start()
             loop = asyncio.get_running_loop()
             self._timers = [

@@ -35,7 +35,7 @@ from minibroker.spark.options import (
 log = logging.getLogger(__name__)
 
 Offsets = dict[TopicPartition, int]
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 class KafkaDataLossError(RuntimeError):

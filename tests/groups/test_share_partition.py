@@ -4,10 +4,13 @@ test drives random members and operations and checks that no record is ever sett
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from minibroker.groups.records import RecordFormatError
 from minibroker.groups.share.partition import (
     FINISHED,
     AcknowledgeError,
@@ -17,6 +20,16 @@ from minibroker.groups.share.partition import (
     RecordState,
     ShareLimits,
     SharePartition,
+)
+from minibroker.groups.share.state_records import (
+    ShareSnapshot,
+    ShareStateKey,
+    StateBatch,
+    coordinator_key,
+    decode_key,
+    decode_snapshot,
+    encode_key,
+    encode_snapshot,
 )
 from minibroker.protocol.errors import ErrorCode
 
@@ -247,3 +260,37 @@ def test_no_record_is_settled_twice_and_every_offset_is_settled_or_in_flight(
             assert record.delivery_count <= 3
             assert (record.state == RecordState.ACQUIRED) == (record.member_id is not None)
     assert all(offset < share.end_offset for offset in settled)
+
+
+# ---- stored state -------------------------------------------------------------------------
+
+
+def test_stored_runs_restore_the_same_state_with_acquired_records_available() -> None:
+    share = SharePartition(0, LIMITS)
+    share.acquire_new("a", 0, 5, now_ms=0)
+    share.acknowledge("a", [ack(1, 4, REJECT, RELEASE, ACCEPT, ACCEPT)], now_ms=1)
+    runs = share.durable_runs()
+    assert runs == [
+        (0, 0, RecordState.AVAILABLE, 1),  # acquired: stored as available
+        (1, 1, RecordState.ARCHIVED, 1),
+        (2, 2, RecordState.AVAILABLE, 1),
+        (3, 4, RecordState.ACKNOWLEDGED, 1),
+        (5, 5, RecordState.AVAILABLE, 1),
+    ]
+    restored = SharePartition.restored(share.start_offset, runs, LIMITS)
+    assert (restored.start_offset, restored.end_offset) == (0, 6)
+    assert restored.available_offsets(10) == [0, 2, 5]
+    assert restored.durable_runs() == runs
+
+
+def test_share_snapshot_records_round_trip() -> None:
+    key = ShareStateKey("workers", uuid.UUID(int=7), 3)
+    snapshot = ShareSnapshot(0, 1, 2, 100, (StateBatch(100, 104, 0, 2), StateBatch(105, 105, 4, 5)))
+    key_bytes, value_bytes = encode_key(key), encode_snapshot(snapshot)
+    assert key_bytes[:2] == b"\x00\x00"  # record type 0: ShareSnapshot
+    assert value_bytes[:2] == b"\x00\x00"  # value version 0
+    assert decode_key(key_bytes) == key
+    assert decode_snapshot(value_bytes) == snapshot
+    assert coordinator_key(key) == f"workers:{uuid.UUID(int=7)}:3"
+    with pytest.raises(RecordFormatError):
+        decode_snapshot(value_bytes[:-3])

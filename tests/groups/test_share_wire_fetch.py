@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -277,3 +278,31 @@ def test_malformed_acknowledgements_get_invalid_request(
 def test_an_unknown_topic_id_is_answered_per_partition(client: WireClient) -> None:
     answer = share_fetch(client, "m9", 0, uuid.uuid4())
     assert partition_errors(answer) == [(ErrorCode.UNKNOWN_TOPIC_ID, 0)]
+
+
+def test_share_state_survives_a_restart(tmp_path: Path) -> None:
+    """Acknowledged records stay settled, acquired ones come back available with their
+    delivery counts (stored in `__share_group_state`), and the next fetch goes on from there."""
+    with KafkaBroker(data_dir=tmp_path / "data") as durable:
+        with WireClient(durable.bootstrap_servers) as wire:
+            topic_id = opened(durable, wire, 6, "m1")
+            assert acquired(share_fetch(wire, "m1", 1)) == [(0, 5, 1)]
+            acks = [(0, 3, [ACCEPT, REJECT, RELEASE, ACCEPT])]
+            again = share_fetch(wire, "m1", 2, topic_id, acks=acks)
+            assert partition_errors(again) == [(0, 0)]
+            assert acquired(again) == [(2, 2, 2)]  # the released record, delivered again
+        name = next(t for t in durable.topics() if t.startswith("share-"))
+        before = durable.share_partition("g", name)
+        durable.restart()
+        after = durable.share_partition("g", name)
+        assert before is not None and after is not None
+        assert (after.start_offset, after.end_offset) == (2, 6)
+        assert {o: (r.state, r.delivery_count) for o, r in after.records.items()} == {
+            2: ("AVAILABLE", 2),
+            3: ("ACKNOWLEDGED", 1),
+            4: ("AVAILABLE", 1),
+            5: ("AVAILABLE", 1),
+        }
+        with WireClient(durable.bootstrap_servers) as wire:
+            assert acquired(share_fetch(wire, "m2", 0, topic_id)) == [(2, 2, 3), (4, 5, 2)]
+        assert "__share_group_state" in durable.topics()

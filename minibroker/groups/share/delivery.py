@@ -17,6 +17,7 @@ State is kept in memory: a broker restart starts every share partition afresh.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -33,11 +34,14 @@ from minibroker.groups.share.partition import (
     ShareLimits,
     SharePartition,
 )
+from minibroker.groups.share.persist import ShareStateTopic
 from minibroker.groups.share.sessions import SharePartitionKey, ShareSession
 from minibroker.log.batch import offset_and_size, parse_header
 from minibroker.log.txnindex import AbortedTxn
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.batch import BatchHeader
+
+log = logging.getLogger(__name__)
 
 SharePartitionId = tuple[str, uuid.UUID, int]  # group id, topic id, partition
 READ_COMMITTED = "read_committed"
@@ -71,9 +75,39 @@ def acknowledgements_of(
 
 
 class ShareDeliveries:
-    def __init__(self, settings: Callable[[str], EffectiveGroupConfig]) -> None:
+    def __init__(
+        self,
+        settings: Callable[[str], EffectiveGroupConfig],
+        store: ShareStateTopic | None = None,
+    ) -> None:
         self._settings = settings
+        self._store = store
         self._partitions: dict[SharePartitionId, SharePartition] = {}
+        self._saved: dict[SharePartitionId, int] = {}  # the change count last stored
+
+    def load(self) -> None:
+        """The share partitions as `__share_group_state` left them."""
+        if self._store is None:
+            return
+        for key, (start, runs) in self._store.load().items():
+            limits = _limits(self._settings(key.group_id))
+            restored = SharePartition.restored(start, runs, limits)
+            self._partitions[(key.group_id, key.topic_id, key.partition)] = restored
+            self._saved[(key.group_id, key.topic_id, key.partition)] = restored.changes
+
+    def _save(self, key: SharePartitionId, share: SharePartition | None) -> None:
+        """Store a share partition's state after a change (None: it was forgotten)."""
+        if self._store is None:
+            return
+        if share is not None and self._saved.get(key) == share.changes:
+            return
+        if share is None:
+            self._saved.pop(key, None)
+        else:
+            self._saved[key] = share.changes
+        error = self._store.write(*key, share, now_ms())
+        if error != ErrorCode.NO_ERROR:
+            log.warning("share state of %s not stored: %s", key, error.name)
 
     # ---- ShareFetch ------------------------------------------------------------------------
 
@@ -89,22 +123,9 @@ class ShareDeliveries:
     ) -> Delivered:
         settings = self._settings(group_id)
         share = self._share_partition(group_id, topic_id, partition, settings, now)
-        share.expire_locks(now)
-        if share.start_offset < partition.log.log_start_offset:
-            share.move_start_to(partition.log.log_start_offset)
-        read_committed = settings.share_isolation_level == READ_COMMITTED
-        upper = partition.last_stable_offset if read_committed else partition.high_watermark
-        available = share.available_offsets(max_records)
-        if available:
-            return _redeliver(share, member_id, partition, available, max_bytes, now)
-        if not share.can_acquire_new() or share.end_offset >= upper:
-            return Delivered(b"", [])
-        aborted = (
-            partition.log.collect_aborted_txns(share.end_offset, upper) if read_committed else []
-        )
-        return _deliver_new(
-            share, member_id, partition, upper, aborted, max_records, max_bytes, now
-        )
+        delivered = _acquire(share, member_id, partition, settings, max_records, max_bytes, now)
+        self._save((group_id, topic_id, partition.index), share)
+        return delivered
 
     # ---- ShareAcknowledge ------------------------------------------------------------------
 
@@ -123,6 +144,7 @@ class ShareDeliveries:
             share = SharePartition(0, _limits(self._settings(group_id)))
         share.expire_locks(now)
         share.acknowledge(member_id, batches, now)
+        self._save((group_id, topic_id, index), share)
 
     def acknowledge_all(
         self,
@@ -156,21 +178,23 @@ class ShareDeliveries:
         """The member's share session ended: what it holds on the session's partitions is
         released."""
         for topic_id, index in session.partitions:
-            share = self._partitions.get((session.group_id, topic_id, index))
-            if share is not None:
-                share.release_member(session.member_id)
+            key = (session.group_id, topic_id, index)
+            share = self._partitions.get(key)
+            if share is not None and share.release_member(session.member_id):
+                self._save(key, share)
 
     def release_member(self, group_id: str, member_id: str) -> None:
         """The member left its share group or was fenced: its records are released on every
         partition of the group."""
-        for (group, _, _), share in self._partitions.items():
-            if group == group_id:
-                share.release_member(member_id)
+        for key, share in self._partitions.items():
+            if key[0] == group_id and share.release_member(member_id):
+                self._save(key, share)
 
     def forget_group(self, group_id: str) -> None:
         """The group was deleted: its share partitions go."""
         for key in [key for key in self._partitions if key[0] == group_id]:
             del self._partitions[key]
+            self._save(key, None)
 
     # ---- the admin APIs (Describe/Alter/DeleteShareGroupOffsets) ----------------------------
 
@@ -185,14 +209,17 @@ class ShareDeliveries:
     def reset_start(self, group_id: str, topic_id: uuid.UUID, index: int, offset: int) -> None:
         """AlterShareGroupOffsets: the share partition starts afresh at `offset` (nothing in
         flight), created if the group never fetched it."""
-        limits = _limits(self._settings(group_id))
-        self._partitions[(group_id, topic_id, index)] = SharePartition(offset, limits)
+        share = SharePartition(offset, _limits(self._settings(group_id)))
+        self._partitions[(group_id, topic_id, index)] = share
+        self._saved.pop((group_id, topic_id, index), None)
+        self._save((group_id, topic_id, index), share)
 
     def delete_topic_state(self, group_id: str, topic_id: uuid.UUID) -> None:
         """DeleteShareGroupOffsets: the group's share partitions of the topic are forgotten;
         a later fetch initializes them again from `share.auto.offset.reset`."""
         for key in [k for k in self._partitions if k[0] == group_id and k[1] == topic_id]:
             del self._partitions[key]
+            self._save(key, None)
 
     # ---- inspection (the testing API) ------------------------------------------------------
 
@@ -203,11 +230,12 @@ class ShareDeliveries:
 
     def expire_locks(self, group_id: str, now: int) -> int:
         """Release every lock of the group's share partitions that expires by `now`."""
-        return sum(
-            share.expire_locks(now)
-            for (group, _, _), share in self._partitions.items()
-            if group == group_id
-        )
+        released = 0
+        for key, share in self._partitions.items():
+            if key[0] == group_id and (count := share.expire_locks(now)):
+                released += count
+                self._save(key, share)
+        return released
 
     def next_lock_expiry_ms(self, group_id: str) -> int | None:
         deadlines = [
@@ -233,6 +261,29 @@ class ShareDeliveries:
         else:
             share.limits = _limits(settings)
         return share
+
+
+def _acquire(
+    share: SharePartition,
+    member_id: str,
+    partition: Partition,
+    settings: EffectiveGroupConfig,
+    max_records: int,
+    max_bytes: int,
+    now: int,
+) -> Delivered:
+    share.expire_locks(now)
+    if share.start_offset < partition.log.log_start_offset:
+        share.move_start_to(partition.log.log_start_offset)
+    read_committed = settings.share_isolation_level == READ_COMMITTED
+    upper = partition.last_stable_offset if read_committed else partition.high_watermark
+    available = share.available_offsets(max_records)
+    if available:
+        return _redeliver(share, member_id, partition, available, max_bytes, now)
+    if not share.can_acquire_new() or share.end_offset >= upper:
+        return Delivered(b"", [])
+    aborted = partition.log.collect_aborted_txns(share.end_offset, upper) if read_committed else []
+    return _deliver_new(share, member_id, partition, upper, aborted, max_records, max_bytes, now)
 
 
 def _renews(batches: list[AcknowledgementBatch]) -> bool:

@@ -48,6 +48,8 @@ class AcknowledgeType(IntEnum):
 
 
 FINISHED = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+# A stored run of in-flight records: first offset, last offset, state, delivery count.
+DurableRun = tuple[int, int, RecordState, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +96,42 @@ class SharePartition:
         self.limits = limits
         # Every offset in [start_offset, end_offset), in ascending order.
         self._records: dict[int, InFlightRecord] = {}
+        self.changes = 0  # counts changes of state, so that a store writes only new ones
+
+    @classmethod
+    def restored(
+        cls, start_offset: int, runs: Iterable[DurableRun], limits: ShareLimits
+    ) -> SharePartition:
+        """A share partition as its stored state left it: every in-flight record AVAILABLE,
+        ACKNOWLEDGED or ARCHIVED with its delivery count (nothing is acquired after a
+        restart: what was acquired is available again)."""
+        share = cls(start_offset, limits)
+        for first, last, state, count in runs:
+            for offset in range(max(first, share.end_offset), last + 1):
+                share._records[offset] = InFlightRecord(RecordState(state), count, None, 0)
+            share.end_offset = max(share.end_offset, last + 1)
+        for offset in range(start_offset, share.end_offset):
+            share._records.setdefault(offset, InFlightRecord(RecordState.AVAILABLE, 0, None, 0))
+        share._records = dict(sorted(share._records.items()))
+        share._advance_start()
+        return share
+
+    def durable_runs(self) -> list[DurableRun]:
+        """The in-flight records as stored: runs of consecutive offsets with one state and
+        delivery count, an ACQUIRED record stored as AVAILABLE."""
+        runs: list[DurableRun] = []
+        for offset, record in self._records.items():
+            state = RecordState.AVAILABLE if record.state == RecordState.ACQUIRED else record.state
+            last = runs[-1] if runs else None
+            if (
+                last is not None
+                and last[1] + 1 == offset
+                and last[2:] == (state, record.delivery_count)
+            ):
+                runs[-1] = (last[0], offset, state, record.delivery_count)
+            else:
+                runs.append((offset, offset, state, record.delivery_count))
+        return runs
 
     # ---- reading ---------------------------------------------------------------------------
 
@@ -166,6 +204,7 @@ class SharePartition:
         return ranges
 
     def _lock(self, record: InFlightRecord, member_id: str, now_ms: int) -> None:
+        self.changes += 1
         record.state = RecordState.ACQUIRED
         record.delivery_count += 1
         record.member_id = member_id
@@ -257,14 +296,15 @@ class SharePartition:
         return min(deadlines) if deadlines else None
 
     def _release(self, record: InFlightRecord) -> None:
+        self.changes += 1
         if record.delivery_count >= self.limits.delivery_count_limit:
             self._finish(record, RecordState.ARCHIVED)
         else:
             record.state = RecordState.AVAILABLE
             record.member_id = None
 
-    @staticmethod
-    def _finish(record: InFlightRecord, state: RecordState) -> None:
+    def _finish(self, record: InFlightRecord, state: RecordState) -> None:
+        self.changes += 1
         record.state = state
         record.member_id = None
 
@@ -273,6 +313,7 @@ class SharePartition:
     def move_start_to(self, offset: int) -> None:
         """The SPSO jumps to `offset` (log start moved, offsets reset): records below it are
         dropped whatever their state."""
+        self.changes += 1
         for dropped in range(self.start_offset, min(offset, self.end_offset)):
             del self._records[dropped]
         self.start_offset = offset

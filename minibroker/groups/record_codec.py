@@ -1,0 +1,180 @@
+"""The byte layout of coordinator records (`__consumer_offsets`, `__share_group_state`), as
+Kafka's generated message classes write them: big-endian integers, UUIDs as 16 bytes, INT16-
+length strings in keys (not flexible), and in flexible values compact strings and arrays
+(unsigned varint length + 1, 0 for null) and tagged-field trailers (count, then tag, size and
+payload each). Reading past the end, a bad varint or bad UTF-8 raise RecordFormatError.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Sized
+from typing import TypeAlias
+
+from minibroker.groups.records import RecordFormatError
+from minibroker.protocol.varint import encode_uvarint
+
+_INT8 = struct.Struct(">b")
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+_UINT16 = struct.Struct(">H")
+
+TaggedFields: TypeAlias = dict[int, bytes]
+
+
+class StructWriter:
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def int8(self, value: int) -> StructWriter:
+        self.buf += _INT8.pack(value)
+        return self
+
+    def int16(self, value: int) -> StructWriter:
+        self.buf += _INT16.pack(value)
+        return self
+
+    def uint16(self, value: int) -> StructWriter:
+        self.buf += _UINT16.pack(value)
+        return self
+
+    def int32(self, value: int) -> StructWriter:
+        self.buf += _INT32.pack(value)
+        return self
+
+    def int64(self, value: int) -> StructWriter:
+        self.buf += _INT64.pack(value)
+        return self
+
+    def uuid(self, value: uuid.UUID) -> StructWriter:
+        self.buf += value.bytes
+        return self
+
+    def uvarint(self, value: int) -> StructWriter:
+        self.buf += encode_uvarint(value)
+        return self
+
+    def string(self, value: str) -> StructWriter:
+        encoded = value.encode()
+        self.int16(len(encoded))
+        self.buf += encoded
+        return self
+
+    def compact_string(self, value: str | None) -> StructWriter:
+        if value is None:
+            return self.uvarint(0)
+        return self.compact_bytes(value.encode())
+
+    def compact_bytes(self, value: bytes) -> StructWriter:
+        self.uvarint(len(value) + 1)
+        self.buf += value
+        return self
+
+    def count(self, items: Sized | None) -> StructWriter:
+        return self.uvarint(0 if items is None else len(items) + 1)
+
+    def tagged(self, fields: TaggedFields) -> StructWriter:
+        self.uvarint(len(fields))
+        for tag in sorted(fields):
+            self.uvarint(tag).uvarint(len(fields[tag]))
+            self.buf += fields[tag]
+        return self
+
+
+class StructReader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def _take(self, size: int) -> bytes:
+        if size < 0 or self.pos + size > len(self.data):
+            raise RecordFormatError("record runs past its end")
+        chunk = self.data[self.pos : self.pos + size]
+        self.pos += size
+        return chunk
+
+    def int8(self) -> int:
+        value: int = _INT8.unpack(self._take(1))[0]
+        return value
+
+    def int16(self) -> int:
+        value: int = _INT16.unpack(self._take(2))[0]
+        return value
+
+    def uint16(self) -> int:
+        value: int = _UINT16.unpack(self._take(2))[0]
+        return value
+
+    def int32(self) -> int:
+        value: int = _INT32.unpack(self._take(4))[0]
+        return value
+
+    def int64(self) -> int:
+        value: int = _INT64.unpack(self._take(8))[0]
+        return value
+
+    def uuid(self) -> uuid.UUID:
+        return uuid.UUID(bytes=self._take(16))
+
+    def uvarint(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self._take(1)[0]
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 28:
+                raise RecordFormatError("varint too long")
+
+    def string(self) -> str:
+        length = self.int16()
+        if length < 0:
+            raise RecordFormatError("null string in a key")
+        return self._decode(self._take(length))
+
+    def compact_nullable_string(self) -> str | None:
+        length = self.uvarint() - 1
+        return None if length < 0 else self._decode(self._take(length))
+
+    def compact_string(self) -> str:
+        value = self.compact_nullable_string()
+        if value is None:
+            raise RecordFormatError("null in a non-nullable string")
+        return value
+
+    def compact_bytes(self) -> bytes:
+        length = self.uvarint() - 1
+        if length < 0:
+            raise RecordFormatError("null in a non-nullable bytes field")
+        return self._take(length)
+
+    def count(self) -> int:
+        """A compact array's length, -1 for null."""
+        return self.uvarint() - 1
+
+    def array_count(self) -> int:
+        length = self.count()
+        if length < 0:
+            raise RecordFormatError("null in a non-nullable array")
+        return length
+
+    def tagged(self) -> TaggedFields:
+        fields: TaggedFields = {}
+        for _ in range(self.uvarint()):
+            tag = self.uvarint()
+            fields[tag] = self._take(self.uvarint())
+        return fields
+
+    def end(self) -> None:
+        if self.pos != len(self.data):
+            raise RecordFormatError(f"{len(self.data) - self.pos} bytes after the record")
+
+    @staticmethod
+    def _decode(raw: bytes) -> str:
+        try:
+            return raw.decode()
+        except UnicodeDecodeError as exc:
+            raise RecordFormatError("a string that is not UTF-8") from exc
