@@ -209,3 +209,20 @@ def _result(process: subprocess.Popen[str]) -> dict[str, Any]:
     result = next((line for line in lines if "ok" in line), None)
     assert result is not None and result["ok"], f"{lines}\n{err[-3000:]}"
     return result
+
+
+@pytest.mark.parametrize("client", SHARE_CLIENTS)
+def test_a_restart_keeps_what_was_acknowledged(
+    tmp_path_factory: pytest.TempPathFactory, client: str
+) -> None:
+    data_dir = tmp_path_factory.mktemp("share-restart") / "data"
+    with KafkaBroker(data_dir=data_dir, config=SETTINGS) as durable:
+        topic, group = share_group(durable, client)
+        produce(durable, topic, [f"m{n}" for n in range(10)])
+        first = run_ok(
+            client, job(durable, topic, group, count=4, config={"max.poll.records": "2"})
+        )
+        durable.restart()
+        rest = run_ok(client, job(durable, topic, group, idle_ms=3000))
+    accepted = values(first["records"]) + values(rest["records"])
+    assert sorted(accepted) == sorted(f"m{n}" for n in range(10))
