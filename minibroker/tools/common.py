@@ -19,6 +19,7 @@ EXIT_OK = 0
 EXIT_KAFKA = 1
 EXIT_USAGE = 2
 EXIT_CONNECT = 3
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 BOOTSTRAP_ENV = "MINIBROKER_BOOTSTRAP"
@@ -29,7 +30,7 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 
 EXIT_CODES = """\
 exit codes: 0 ok, 1 Kafka error (unknown topic, rejected request...), 2 usage,
-            3 cannot connect to the bootstrap address
+            3 cannot connect to the bootstrap address, 130 interrupted (Ctrl-C)
 environment: MINIBROKER_BOOTSTRAP is the default for --bootstrap"""
 
 

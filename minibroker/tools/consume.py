@@ -8,13 +8,16 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import signal
 import sys
+import threading
 import time
 from typing import Any, BinaryIO
 
 from kafka import KafkaConsumer, TopicPartition
 
 from minibroker.tools.common import (
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     ToolError,
@@ -71,15 +74,15 @@ def run(args: argparse.Namespace) -> int:
         allow_auto_create_topics=False,
         auto_offset_reset="earliest" if args.from_beginning else "latest",
     )
+    interrupted = threading.Event()
+    signal.signal(signal.SIGINT, lambda _signum, _frame: interrupted.set())
     try:
         _position(consumer, args)
-        printed, interrupted = _print_records(consumer, args, sys.stdout.buffer)
-        note(f"{printed} record(s) consumed")
+        printed = _print_records(consumer, args, sys.stdout.buffer, interrupted)
     finally:
-        consumer.close()  # after an interrupt kafka-python may raise it again here
-    if interrupted:
-        raise KeyboardInterrupt
-    return EXIT_OK
+        consumer.close()
+    note(f"{printed} record(s) consumed")
+    return EXIT_INTERRUPTED if interrupted.is_set() else EXIT_OK
 
 
 def _position(consumer: KafkaConsumer, args: argparse.Namespace) -> None:
@@ -116,31 +119,28 @@ def _seek_to_time(consumer: KafkaConsumer, assigned: list[TopicPartition], ms: i
 
 
 def _print_records(
-    consumer: KafkaConsumer, args: argparse.Namespace, out: BinaryIO
-) -> tuple[int, bool]:
+    consumer: KafkaConsumer, args: argparse.Namespace, out: BinaryIO, interrupted: threading.Event
+) -> int:
     """Poll and print until --count records, --timeout-ms without a record (counted once
-    partitions are assigned: a group's join is not idleness), or an interrupt. Returns how
-    many were printed and whether it was interrupted."""
+    partitions are assigned: a group's join is not idleness), or Ctrl-C (seen between polls,
+    so what was printed is counted and, in a group, committed)."""
     printed = 0
     idle_since = time.monotonic()
-    try:
-        while args.count is None or printed < args.count:
-            wanted = None if args.count is None else args.count - printed
-            batches = consumer.poll(timeout_ms=POLL_MS, max_records=wanted)
-            records = [record for batch in batches.values() for record in batch]
-            for record in records:
-                out.write(_render(record, args))
-            out.flush()
-            printed += len(records)
-            if records and args.group:
-                consumer.commit()
-            if records or not consumer.assignment():
-                idle_since = time.monotonic()
-            elif args.timeout_ms is not None and _elapsed_ms(idle_since) >= args.timeout_ms:
-                break
-    except KeyboardInterrupt:
-        return printed, True
-    return printed, False
+    while not interrupted.is_set() and (args.count is None or printed < args.count):
+        wanted = None if args.count is None else args.count - printed
+        batches = consumer.poll(timeout_ms=POLL_MS, max_records=wanted)
+        records = [record for batch in batches.values() for record in batch]
+        for record in records:
+            out.write(_render(record, args))
+        out.flush()
+        printed += len(records)
+        if records and args.group:
+            consumer.commit()
+        if records or not consumer.assignment():
+            idle_since = time.monotonic()
+        elif args.timeout_ms is not None and _elapsed_ms(idle_since) >= args.timeout_ms:
+            break
+    return printed
 
 
 def _elapsed_ms(since: float) -> float:

@@ -11,9 +11,13 @@ import sys
 from kafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 
 from minibroker.tools import cluster, consume, group, produce, topic
-from minibroker.tools.common import EXIT_CONNECT, EXIT_KAFKA, EXIT_OK, ToolError
-
-INTERRUPTED = 130
+from minibroker.tools.common import (
+    EXIT_CONNECT,
+    EXIT_INTERRUPTED,
+    EXIT_KAFKA,
+    EXIT_OK,
+    ToolError,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +55,7 @@ def main(argv: list[str]) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except KeyboardInterrupt:
-        return INTERRUPTED
+        return EXIT_INTERRUPTED
     return code
 
 

@@ -332,6 +332,7 @@ def test_bad_arguments_exit_2(args: list[str]) -> None:
 
 
 def test_usage_errors_found_after_parsing_exit_2(broker: KafkaCluster) -> None:
+    broker.create_topic("t2")
     for args, stdin, message in (
         (["topic", "create", "t2", "-c", "retention.ms"], "", "--config must be KEY=VALUE"),
         (["consume", "t2", "--group", "g", "--offset", "1"], "", "--group takes no --offset"),
