@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
@@ -226,3 +227,28 @@ def test_a_restart_keeps_what_was_acknowledged(
         rest = run_ok(client, job(durable, topic, group, idle_ms=3000))
     accepted = values(first["records"]) + values(rest["records"])
     assert sorted(accepted) == sorted(f"m{n}" for n in range(10))
+
+
+@pytest.mark.parametrize("client", SHARE_CLIENTS)
+def test_read_committed_delivers_only_committed_transactions(
+    broker: KafkaBroker, client: str
+) -> None:
+    topic, group = share_group(broker, client, **{"share.isolation.level": "read_committed"})
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap_servers, "transactional.id": f"tx-{topic}"}
+    )
+    producer.init_transactions(10)
+    for values_sent, commit in ((["c1", "c2"], True), (["a1", "a2"], False), (["c3"], True)):
+        producer.begin_transaction()
+        for value in values_sent:
+            producer.produce(topic, value.encode())
+        producer.flush(10)  # stored before the transaction ends, aborted ones included
+        if commit:
+            producer.commit_transaction(10)
+        else:
+            producer.abort_transaction(10)
+    result = run_ok(client, job(broker, topic, group, idle_ms=3000))
+    assert values(result["records"]) == ["c1", "c2", "c3"]
+    state = broker.share_partition(group, topic)
+    assert state is not None
+    assert state.start_offset == state.end_offset == 8  # 5 records and 3 markers, all settled
