@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kafka import KafkaAdminClient
+from kafka.errors import for_code
 
 EXIT_OK = 0
 EXIT_KAFKA = 1
@@ -116,6 +117,21 @@ def admin_client(bootstrap: str) -> Iterator[KafkaAdminClient]:
         yield admin
     finally:
         admin.close()
+
+
+def broker_error(code: int, message: str | None = None) -> str:
+    """Kafka's name for an error code and the broker's message (or the code's description):
+    `INVALID_PARTITIONS: Number of partitions was set to an invalid non-positive value.`"""
+    error = for_code(code)
+    return f"{error.message}: {message or error.description}"
+
+
+def non_negative(text: str) -> int:
+    """An argparse type: an integer, 0 or more."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
 
 
 def missing_topic(topic: str) -> ToolError:

@@ -24,6 +24,7 @@ from minibroker.tools.common import (
     client_options,
     leaf_parser,
     missing_topic,
+    non_negative,
     note,
     timestamp_ms,
 )
@@ -43,19 +44,27 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     consume.add_argument("topic", metavar="TOPIC")
     start = consume.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true", help="(default: only new records)")
-    start.add_argument("--offset", type=int, metavar="N", help="start at offset N")
+    start.add_argument("--offset", type=non_negative, metavar="N", help="start at offset N")
     start.add_argument(
         "--timestamp",
         metavar="MS|ISO",
         help="start at the first record at or after this time (ISO without a zone: UTC)",
     )
-    consume.add_argument("--partition", type=int, action="append", help="only this partition")
+    consume.add_argument(
+        "--partition",
+        type=non_negative,
+        action="append",
+        metavar="N",
+        help="only partition N (repeatable)",
+    )
     consume.add_argument(
         "--group", metavar="G", help="consume as a member of group G and commit what is printed"
     )
-    consume.add_argument("-n", "--count", type=int, metavar="COUNT", help="stop after COUNT")
     consume.add_argument(
-        "--timeout-ms", type=int, metavar="MS", help="stop after MS without a record"
+        "-n", "--count", type=non_negative, metavar="COUNT", help="stop after COUNT"
+    )
+    consume.add_argument(
+        "--timeout-ms", type=non_negative, metavar="MS", help="stop after MS without a record"
     )
     consume.add_argument("--format", choices=FORMATS, default="value")
     consume.add_argument(

@@ -18,6 +18,7 @@ from minibroker.tools.common import (
     admin_client,
     describe_existing_topics,
     leaf_parser,
+    non_negative,
     note,
     print_table,
     timestamp_ms,
@@ -78,7 +79,7 @@ def _reset_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser]) 
     target = reset.add_mutually_exclusive_group(required=True)
     target.add_argument("--to-earliest", action="store_true")
     target.add_argument("--to-latest", action="store_true")
-    target.add_argument("--to-offset", type=int, metavar="N")
+    target.add_argument("--to-offset", type=non_negative, metavar="N")
     target.add_argument("--to-datetime", metavar="MS|ISO", help="(ISO without a zone: UTC)")
     mode = reset.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="show the plan only (default)")

@@ -8,7 +8,12 @@ import logging
 import os
 import sys
 
-from kafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from kafka.errors import (
+    BrokerResponseError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+)
 
 from minibroker.tools import cluster, consume, group, produce, topic
 from minibroker.tools.common import (
@@ -17,6 +22,7 @@ from minibroker.tools.common import (
     EXIT_KAFKA,
     EXIT_OK,
     ToolError,
+    broker_error,
 )
 
 
@@ -38,6 +44,8 @@ def _kafka_failure(exc: KafkaError) -> ToolError:
         isinstance(exc, KafkaTimeoutError) and "bootstrap" in str(exc)
     ):
         return ToolError(_one_line(exc), EXIT_CONNECT)
+    if isinstance(exc, BrokerResponseError):  # its text holds the whole request and response
+        return ToolError(broker_error(exc.errno), EXIT_KAFKA)
     return ToolError(_one_line(exc), EXIT_KAFKA)
 
 

@@ -21,6 +21,7 @@ from minibroker.tools.common import (
     key_values,
     leaf_parser,
     missing_topic,
+    non_negative,
     note,
 )
 
@@ -49,7 +50,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="KEY=VALUE",
         help="a header on every record (repeatable)",
     )
-    produce.add_argument("--partition", type=int, help="(default: the producer's partitioner)")
+    produce.add_argument(
+        "--partition", type=non_negative, help="(default: the producer's partitioner)"
+    )
     produce.add_argument("--compression", choices=COMPRESSIONS, default="none")
     produce.add_argument("--acks", choices=("0", "1", "all"), default="all", help="(default: all)")
     produce.set_defaults(run=run)
@@ -57,7 +60,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 @dataclass
 class Tally:
-    """Acknowledgements and the first failure, counted by the producer's callbacks."""
+    """Acknowledgements and failures, counted by the producer's callbacks."""
 
     acked: int = 0
     failures: list[BaseException] = field(default_factory=list)
@@ -74,7 +77,7 @@ def records(
 ) -> Iterator[tuple[bytes | None, bytes]]:
     """(key, value) per line, its line ending removed."""
     for number, line in enumerate(lines, start=1):
-        text = line.rstrip(b"\r\n") if line.endswith(b"\n") else line
+        text = line.removesuffix(b"\n").removesuffix(b"\r")
         if separator is None:
             yield None, text
             continue

@@ -9,19 +9,21 @@ from typing import Any
 
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, OffsetSpec
-from kafka.errors import TopicAlreadyExistsError
 
 from minibroker.tools.common import (
     EXIT_OK,
     EXIT_USAGE,
     ToolError,
     admin_client,
+    broker_error,
     describe_existing_topics,
     key_values,
     leaf_parser,
     note,
     print_table,
 )
+
+TOPIC_ALREADY_EXISTS = 36
 
 EXAMPLES = {
     "list": "  minibroker topic list",
@@ -111,10 +113,12 @@ def run_create(args: argparse.Namespace) -> int:
         "configs": dict(key_values(args.config, "--config")),
     }
     with admin_client(args.bootstrap) as admin:
-        try:
-            admin.create_topics({args.topic: spec})
-        except TopicAlreadyExistsError:
-            raise ToolError(f"topic '{args.topic}' already exists") from None
+        result = admin.create_topics({args.topic: spec}, raise_errors=False)["topics"][0]
+        if result["error_code"] == TOPIC_ALREADY_EXISTS:
+            raise ToolError(f"topic '{args.topic}' already exists")
+        if result["error_code"]:
+            message = broker_error(result["error_code"], result["error_message"])
+            raise ToolError(f"topic '{args.topic}': {message}")
         partitions = len(describe_existing_topics(admin, [args.topic])[0]["partitions"])
     note(f"created topic '{args.topic}' with {partitions} partition(s)")
     return EXIT_OK
@@ -123,9 +127,12 @@ def run_create(args: argparse.Namespace) -> int:
 def run_delete(args: argparse.Namespace) -> int:
     with admin_client(args.bootstrap) as admin:
         describe_existing_topics(admin, args.topics)
-        admin.delete_topics(args.topics)
-    for name in args.topics:
-        note(f"deleted topic '{name}'")
+        results = admin.delete_topics(args.topics, raise_errors=False)["topics"]
+    for result in results:
+        if result["error_code"]:
+            message = broker_error(result["error_code"], result.get("error_message"))
+            raise ToolError(f"topic '{result['name']}': {message}")
+        note(f"deleted topic '{result['name']}'")
     return EXIT_OK
 
 

@@ -280,6 +280,13 @@ def test_unknown_topic_is_one_line_and_exit_1(broker: KafkaCluster, args: list[s
     assert result.stderr == "minibroker: topic 'nowhere' does not exist\n"
 
 
+def test_a_refused_request_is_one_line_with_kafka_s_error_name(broker: KafkaCluster) -> None:
+    result = cli(broker, "topic", "create", "refused", "-c", "no.such.config=1")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.startswith("minibroker: topic 'refused': INVALID_CONFIG: ")
+    assert len(result.stderr.splitlines()) == 1
+
+
 def test_unknown_partition_is_one_line_and_exit_1(broker: KafkaCluster) -> None:
     broker.create_topic("narrow", partitions=2)
     for args, stdin in (
