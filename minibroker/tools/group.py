@@ -6,6 +6,7 @@ KafkaAdminClient."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Any
 
 from kafka import KafkaAdminClient, TopicPartition
@@ -98,12 +99,40 @@ def run_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _existing_group(admin: KafkaAdminClient, group: str) -> dict[str, Any]:
-    """The group's DescribeGroups answer; ToolError if it has neither members nor offsets."""
+@dataclass(frozen=True)
+class GroupView:
+    """What kafka-python can tell of a group: its state and type as ListGroups reports them,
+    and its members from DescribeGroups (classic groups only: a KIP-848 `consumer` group
+    needs ConsumerGroupDescribe, which kafka-python's admin client does not send)."""
+
+    state: str
+    kind: str
+    members: list[dict[str, Any]]
+
+
+def _group_view(admin: KafkaAdminClient, group: str) -> GroupView | None:
+    """None when the broker knows no such group."""
     described: dict[str, Any] = admin.describe_groups([group])[group]
-    if described["group_state"] == "Dead" and not _committed(admin, group):
-        raise ToolError(f"group '{group}' does not exist")
-    return described
+    listed = next((item for item in admin.list_groups() if item["group_id"] == group), None)
+    if listed is None:
+        if described["group_state"] == "Dead":
+            return None
+        listed = {}
+    return GroupView(
+        state=listed.get("group_state") or described["group_state"],
+        kind=listed.get("group_type") or "classic",
+        members=described["members"],
+    )
+
+
+def _existing_group(admin: KafkaAdminClient, group: str) -> GroupView:
+    """The group; ToolError if the broker knows neither it nor offsets committed for it."""
+    view = _group_view(admin, group)
+    if view is None:
+        if not _committed(admin, group):
+            raise ToolError(f"group '{group}' does not exist")
+        return GroupView(state="Empty", kind="classic", members=[])
+    return view
 
 
 def _committed(admin: KafkaAdminClient, group: str) -> dict[TopicPartition, int]:
@@ -111,10 +140,10 @@ def _committed(admin: KafkaAdminClient, group: str) -> dict[TopicPartition, int]
     return {tp: int(meta.offset) for tp, meta in offsets.items() if meta.offset >= 0}
 
 
-def _owners(described: dict[str, Any]) -> dict[TopicPartition, dict[str, Any]]:
+def _owners(members: list[dict[str, Any]]) -> dict[TopicPartition, dict[str, Any]]:
     """Which member each partition is assigned to."""
     owners = {}
-    for member in described["members"]:
+    for member in members:
         assignment = member.get("member_assignment")
         for topic in assignment.get("assigned_partitions", []) if assignment else []:
             for index in topic["partitions"]:
@@ -124,15 +153,19 @@ def _owners(described: dict[str, Any]) -> dict[TopicPartition, dict[str, Any]]:
 
 def run_describe(args: argparse.Namespace) -> int:
     with admin_client(args.bootstrap) as admin:
-        described = _existing_group(admin, args.group)
+        view = _existing_group(admin, args.group)
         committed = _committed(admin, args.group)
-        owners = _owners(described)
+        owners = _owners(view.members)
         partitions = sorted(set(committed) | set(owners))
         ends = _offsets(admin, partitions, OffsetSpec.LATEST)
-    print(
-        f"Group: {args.group}  State: {described['group_state']}  "
-        f"Members: {len(described['members'])}"
-    )
+    classic = view.kind == "classic"
+    members = len(view.members) if classic else "-"
+    print(f"Group: {args.group}  State: {view.state}  Type: {view.kind}  Members: {members}")
+    if not classic:
+        note(
+            f"members of a '{view.kind}' group are not shown (kafka-python has no "
+            "ConsumerGroupDescribe); offsets and lag are"
+        )
     rows = [_lag_row(tp, committed.get(tp), ends[tp], owners.get(tp)) for tp in partitions]
     header = ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID"]
     print_table([*header, "CLIENT-ID", "HOST"], rows)
@@ -165,7 +198,8 @@ def run_delete(args: argparse.Namespace) -> int:
 
 def run_reset(args: argparse.Namespace) -> int:
     with admin_client(args.bootstrap) as admin:
-        state = admin.describe_groups([args.group])[args.group]["group_state"]
+        view = _group_view(admin, args.group)
+        state = view.state if view else "Dead"
         if args.execute and state not in EMPTY_STATES:
             raise ToolError(
                 f"group '{args.group}' is {state}: offsets can only be reset while it has no "

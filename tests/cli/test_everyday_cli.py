@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from confluent_kafka import Consumer
 from kafka import KafkaConsumer
 
 from minibroker.testing import KafkaBroker, KafkaCluster
@@ -188,7 +189,7 @@ def test_group_lag_reset_and_delete(kafka: KafkaCluster) -> None:
         ok(kafka, "group", "list").stdout
     )
     described = ok(kafka, "group", "describe", "lagger").stdout
-    assert described.startswith("Group: lagger  State: Empty  Members: 0")
+    assert described.startswith("Group: lagger  State: Empty  Type: classic  Members: 0")
     rows = table(described)
     assert [(row["PARTITION"], row["LOG-END-OFFSET"]) for row in rows] == [("0", "3"), ("1", "2")]
     assert sum(int(row["LAG"]) for row in rows) == 2
@@ -239,12 +240,48 @@ def test_group_describe_shows_a_live_member_and_reset_waits_for_it(broker: Kafka
             consumer.poll(timeout_ms=200)
         consumer.commit()
         described = ok(broker, "group", "describe", "watchers").stdout
-        assert described.startswith("Group: watchers  State: Stable  Members: 1")
+        assert described.startswith("Group: watchers  State: Stable  Type: classic  Members: 1")
         assert {row["CLIENT-ID"] for row in table(described)} == {"cli-test-member"}
         refused = cli(broker, "group", "reset-offsets", "watchers", "--all-topics",
                       "--to-earliest", "--execute")  # fmt: skip
         assert refused.returncode == 1
         assert "minibroker: group 'watchers' is Stable" in refused.stderr
+    finally:
+        consumer.close()
+
+
+def test_a_kip_848_group_shows_its_state_type_and_lag(broker: KafkaCluster) -> None:
+    broker.create_topic("modern", partitions=2)
+    broker.produce("modern", "one")
+    broker.produce("modern", "two")
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "modern-group",
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe(["modern"])
+        deadline = time.monotonic() + ASSIGNMENT_TIMEOUT_S
+        message = None
+        while message is None and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+        assert message is not None and message.error() is None
+        consumer.commit(message=message, asynchronous=False)  # offset 1 of 2: lag 1
+        described = ok(broker, "group", "describe", "modern-group")
+        assert described.stdout.startswith(
+            "Group: modern-group  State: Stable  Type: consumer  Members: -"
+        )
+        assert [(row["CURRENT-OFFSET"], row["LAG"]) for row in table(described.stdout)] == [
+            ("1", "1")
+        ]
+        assert "ConsumerGroupDescribe" in described.stderr
+        refused = cli(broker, "group", "reset-offsets", "modern-group", "--all-topics",
+                      "--to-earliest", "--execute")  # fmt: skip
+        assert refused.returncode == 1
     finally:
         consumer.close()
 
