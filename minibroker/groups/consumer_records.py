@@ -52,8 +52,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-from minibroker.groups.record_codec import StructReader, StructWriter, TaggedFields
-from minibroker.groups.records import RecordFormatError
+from minibroker.groups.record_codec import (
+    RecordFormatError,
+    StructReader,
+    StructWriter,
+    TaggedFields,
+)
 
 GROUP_METADATA_TYPE = 3
 PARTITION_METADATA_TYPE = 4

@@ -12,7 +12,6 @@ import uuid
 from collections.abc import Sized
 from typing import TypeAlias
 
-from minibroker.groups.records import RecordFormatError
 from minibroker.protocol.varint import encode_uvarint
 
 _INT8 = struct.Struct(">b")
@@ -22,6 +21,10 @@ _INT64 = struct.Struct(">q")
 _UINT16 = struct.Struct(">H")
 
 TaggedFields: TypeAlias = dict[int, bytes]
+
+
+class RecordFormatError(ValueError):
+    """A key or value that is not in a format this reader knows."""
 
 
 class StructWriter:
@@ -60,6 +63,15 @@ class StructWriter:
         encoded = value.encode()
         self.int16(len(encoded))
         self.buf += encoded
+        return self
+
+    def nullable_string(self, value: str | None) -> StructWriter:
+        return self.int16(-1) if value is None else self.string(value)
+
+    def bytes_(self, value: bytes) -> StructWriter:
+        """INT32-length bytes (not flexible)."""
+        self.int32(len(value))
+        self.buf += value
         return self
 
     def compact_string(self, value: str | None) -> StructWriter:
@@ -134,6 +146,15 @@ class StructReader:
         if length < 0:
             raise RecordFormatError("null string in a key")
         return self._decode(self._take(length))
+
+    def nullable_string(self) -> str | None:
+        length = self.int16()
+        return None if length < 0 else self._decode(self._take(length))
+
+    def bytes_(self) -> bytes:
+        """INT32-length bytes (not flexible); null reads as empty."""
+        length = self.int32()
+        return b"" if length < 0 else self._take(length)
 
     def compact_nullable_string(self) -> str | None:
         length = self.uvarint() - 1

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig
-from minibroker.groups.records import RecordFormatError
+from minibroker.groups.record_codec import RecordFormatError
 from minibroker.groups.share.partition import DurableRun, RecordState, SharePartition
 from minibroker.groups.share.state_records import (
     ShareSnapshot,

@@ -18,8 +18,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from minibroker.groups.record_codec import StructReader, StructWriter
-from minibroker.groups.records import RecordFormatError
+from minibroker.groups.record_codec import RecordFormatError, StructReader, StructWriter
 
 SHARE_SNAPSHOT_TYPE = 0
 VALUE_VERSION = 0
