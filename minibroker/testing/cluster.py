@@ -27,7 +27,6 @@ from typing import Any, Literal, Self, TypeVar
 
 from minibroker.cluster.state import Partition, TopicError
 from minibroker.config import BrokerConfig
-from minibroker.groups.consumer.model import Assignment as ConsumerAssignment
 from minibroker.groups.consumer.model import ConsumerGroup
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.batch import HEADER_SIZE, BatchHeader
@@ -47,6 +46,7 @@ from minibroker.telemetry.subscriptions import DEFAULT_INTERVAL_MS, Subscription
 from minibroker.testing.share_groups import (
     ShareGroupView,
     SharePartitionView,
+    by_topic_name,
     share_group_view,
     share_partition_view,
 )
@@ -102,15 +102,6 @@ class ConsumerGroupView:
     members: dict[str, ConsumerMemberView]
 
 
-def _by_topic_name(broker: Broker, assignment: ConsumerAssignment) -> dict[str, list[int]]:
-    names = broker.cluster.topics_by_id
-    return {
-        names[topic_id].name if topic_id in names else str(topic_id): sorted(partitions)
-        for topic_id, partitions in assignment.items()
-        if partitions
-    }
-
-
 def _consumer_group_view(broker: Broker, group: ConsumerGroup) -> ConsumerGroupView:
     return ConsumerGroupView(
         group_id=group.group_id,
@@ -124,9 +115,9 @@ def _consumer_group_view(broker: Broker, group: ConsumerGroup) -> ConsumerGroupV
                 instance_id=member.instance_id,
                 member_epoch=member.member_epoch,
                 state=member.state.value,
-                assigned=_by_topic_name(broker, member.assigned),
-                pending_revocation=_by_topic_name(broker, member.pending_revocation),
-                target=_by_topic_name(broker, group.target.get(member.member_id, {})),
+                assigned=by_topic_name(broker, member.assigned),
+                pending_revocation=by_topic_name(broker, member.pending_revocation),
+                target=by_topic_name(broker, group.target.get(member.member_id, {})),
             )
             for member in group.members.values()
         },

@@ -30,7 +30,8 @@ class ShareGroupView:
     members: dict[str, ShareMemberView]
 
 
-def _by_topic_name(broker: Broker, assignment: Assignment) -> dict[str, list[int]]:
+def by_topic_name(broker: Broker, assignment: Assignment) -> dict[str, list[int]]:
+    """An assignment's partitions by topic name (the id where the topic is gone)."""
     names = broker.cluster.topics_by_id
     return {
         names[topic_id].name if topic_id in names else str(topic_id): sorted(partitions)
@@ -51,8 +52,8 @@ def share_group_view(broker: Broker, group: ShareGroup) -> ShareGroupView:
                 member_epoch=member.member_epoch,
                 client_id=member.client_id,
                 subscribed_topics=sorted(member.subscribed_topic_names),
-                assigned=_by_topic_name(broker, member.assigned),
-                target=_by_topic_name(broker, group.target.get(member.member_id, {})),
+                assigned=by_topic_name(broker, member.assigned),
+                target=by_topic_name(broker, group.target.get(member.member_id, {})),
             )
             for member in group.members.values()
         },
