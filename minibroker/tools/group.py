@@ -126,12 +126,9 @@ def _group_view(admin: KafkaAdminClient, group: str) -> GroupView | None:
 
 
 def _existing_group(admin: KafkaAdminClient, group: str) -> GroupView:
-    """The group; ToolError if the broker knows neither it nor offsets committed for it."""
     view = _group_view(admin, group)
     if view is None:
-        if not _committed(admin, group):
-            raise ToolError(f"group '{group}' does not exist")
-        return GroupView(state="Empty", kind="classic", members=[])
+        raise ToolError(f"group '{group}' does not exist")
     return view
 
 
@@ -188,7 +185,7 @@ def run_delete(args: argparse.Namespace) -> int:
         outcome = results.get(group, "OK")
         if outcome == "GroupIdNotFoundError":
             raise ToolError(f"group '{group}' does not exist")
-        if outcome == "GroupNotEmptyError":
+        if outcome == "NonEmptyGroupError":
             raise ToolError(f"group '{group}' has active members; stop them first")
         if outcome != "OK":
             raise ToolError(f"group '{group}': {outcome}")

@@ -246,6 +246,11 @@ def test_group_describe_shows_a_live_member_and_reset_waits_for_it(broker: Kafka
                       "--to-earliest", "--execute")  # fmt: skip
         assert refused.returncode == 1
         assert "minibroker: group 'watchers' is Stable" in refused.stderr
+        busy = cli(broker, "group", "delete", "watchers")
+        assert (busy.returncode, busy.stderr) == (
+            1,
+            "minibroker: group 'watchers' has active members; stop them first\n",
+        )
     finally:
         consumer.close()
 
