@@ -78,10 +78,16 @@ def _reset_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--all-topics", action="store_true", help="every topic the group has offsets for"
     )
     target = reset.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to-earliest", action="store_true")
-    target.add_argument("--to-latest", action="store_true")
-    target.add_argument("--to-offset", type=non_negative, metavar="N")
-    target.add_argument("--to-datetime", metavar="MS|ISO", help="(ISO without a zone: UTC)")
+    target.add_argument("--to-earliest", action="store_true", help="each partition's start")
+    target.add_argument("--to-latest", action="store_true", help="each partition's end")
+    target.add_argument(
+        "--to-offset", type=non_negative, metavar="N", help="N, kept within start and end"
+    )
+    target.add_argument(
+        "--to-datetime",
+        metavar="MS|ISO",
+        help="the first record at or after this time (ISO without a zone: UTC)",
+    )
     mode = reset.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="show the plan only (default)")
     mode.add_argument("--execute", action="store_true", help="commit the new offsets")
