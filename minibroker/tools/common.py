@@ -94,20 +94,25 @@ def check_reachable(bootstrap: str) -> None:
         try:
             socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
         except OSError as exc:
-            failures.append(f"{host}:{port} ({exc.strerror or exc})")
+            failures.append(f"{_address(host, port)} ({exc.strerror or exc})")
         else:
             return
     raise ToolError(f"cannot connect to {', '.join(failures)}", EXIT_CONNECT)
 
 
 def client_options(bootstrap: str) -> dict[str, Any]:
-    """kafka-python options every client of the CLI uses."""
+    """kafka-python options every client of the CLI uses, once some bootstrap address has
+    accepted a connection."""
     check_reachable(bootstrap)
     return {
-        "bootstrap_servers": [f"{host}:{port}" for host, port in addresses(bootstrap)],
+        "bootstrap_servers": [_address(host, port) for host, port in addresses(bootstrap)],
         "client_id": CLIENT_ID,
         "bootstrap_timeout_ms": BOOTSTRAP_TIMEOUT_MS,
     }
+
+
+def _address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 @contextmanager
