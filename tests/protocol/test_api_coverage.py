@@ -149,6 +149,9 @@ SERVED: frozenset[ApiKey] = frozenset(
         ApiKey.DescribeTopicPartitions,
         ApiKey.ShareGroupHeartbeat,
         ApiKey.ShareGroupDescribe,
+        ApiKey.DescribeShareGroupOffsets,
+        ApiKey.AlterShareGroupOffsets,
+        ApiKey.DeleteShareGroupOffsets,
     }
 )
 

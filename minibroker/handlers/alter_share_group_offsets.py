@@ -1,0 +1,91 @@
+"""AlterShareGroupOffsets (key 91), version 0 (KIP-932).
+
+Behaviour, as Kafka 4.3's `KafkaApis` and group coordinator: sets the share-partition start
+offset (SPSO) of each named partition; the share partition starts afresh there, nothing in
+flight, and its lag counts from it. The group must be a share group without members:
+NON_EMPTY_GROUP ("The group is not empty.") otherwise; a group of another kind is
+GROUP_ID_NOT_FOUND ("Group <id> is not a share group."); a group id that does not exist
+yet makes an empty share group (Kafka 4.2+: offsets can be set before a share group is
+first used). A top-level error answers no topics. Per partition: an unknown topic or a
+partition the topic lacks is UNKNOWN_TOPIC_OR_PARTITION. An empty group id is
+INVALID_GROUP_ID; while the `share.version` feature is finalized below 1, UNSUPPORTED_VERSION.
+
+Kafka's broker does not check the start offset itself (-1 there means "uninitialized"); a
+negative start offset is INVALID_REQUEST here, since a share partition cannot start there.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from minibroker.groups.share.offsets_admin import UNKNOWN_TOPIC_MESSAGE, check_empty_share_group
+from minibroker.handlers.registry import handles
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
+from minibroker.server.context import RequestContext
+
+_Topic = struct_type(
+    ApiKey.AlterShareGroupOffsets, "response", "AlterShareGroupOffsetsResponseTopic"
+)
+_Partition = struct_type(
+    ApiKey.AlterShareGroupOffsets,
+    "response",
+    "AlterShareGroupOffsetsResponseTopic",
+    "AlterShareGroupOffsetsResponsePartition",
+)
+ZERO_ID = uuid.UUID(int=0)
+NEGATIVE_OFFSET_MESSAGE = "The start offset cannot be negative."
+
+
+def _result(index: int, error: ErrorCode, message: str | None) -> Any:
+    return _Partition(partition_index=index, error_code=error, error_message=message)
+
+
+def _alter_partition(
+    ctx: RequestContext, group_id: str, topic_id: uuid.UUID, count: int, request: Any
+) -> Any:
+    index, offset = request.partition_index, request.start_offset
+    if not 0 <= index < count:
+        return _result(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
+    if offset < 0:
+        return _result(index, ErrorCode.INVALID_REQUEST, NEGATIVE_OFFSET_MESSAGE)
+    ctx.broker.share_deliveries.reset_start(group_id, topic_id, index, offset)
+    return _result(index, ErrorCode.NO_ERROR, None)
+
+
+def _alter_topic(ctx: RequestContext, group_id: str, request: Any) -> Any:
+    topic = ctx.broker.cluster.topics.get(request.topic_name)
+    if topic is None:
+        partitions = [
+            _result(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
+            for p in request.partitions
+        ]
+        return _Topic(topic_name=request.topic_name, topic_id=ZERO_ID, partitions=partitions)
+    count = len(topic.partitions)
+    partitions = [
+        _alter_partition(ctx, group_id, topic.topic_id, count, p) for p in request.partitions
+    ]
+    return _Topic(topic_name=topic.name, topic_id=topic.topic_id, partitions=partitions)
+
+
+@handles(ApiKey.AlterShareGroupOffsets, 0, 0)
+async def handle_alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
+    error, message = check_empty_share_group(
+        ctx.broker.groups,
+        request.group_id,
+        ctx.broker.features.share_groups_enabled,
+        create=True,
+    )
+    topics = []
+    if error == ErrorCode.NO_ERROR:
+        topics = [_alter_topic(ctx, request.group_id, topic) for topic in request.topics]
+    return new_response(
+        ApiKey.AlterShareGroupOffsets,
+        ctx.api_version,
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=message,
+        responses=topics,
+    )
