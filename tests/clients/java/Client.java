@@ -145,6 +145,12 @@ public final class Client {
         return commitOffsets(job);
       case "share_consume":
         return shareConsume(job);
+      case "list_share_groups":
+      case "describe_share_groups":
+      case "list_share_group_offsets":
+      case "alter_share_group_offsets":
+      case "delete_share_group_offsets":
+        return shareAdmin(job);
       case "list_config_resources":
         return listConfigResources(job);
       default:
@@ -479,6 +485,18 @@ public final class Client {
           Class.forName("ShareClient")
               .getMethod("shareConsume", JsonNode.class, ObjectMapper.class, Runnable.class)
               .invoke(null, job, JSON, holding);
+    } catch (java.lang.reflect.InvocationTargetException e) {
+      throw e.getCause() instanceof Exception cause ? cause : e;
+    }
+  }
+
+  /** The share-group admin jobs, in ShareClient.java (kafka-clients 4.x only): by name. */
+  private static ObjectNode shareAdmin(JsonNode job) throws Exception {
+    try (Admin admin = admin(job)) {
+      return (ObjectNode)
+          Class.forName("ShareClient")
+              .getMethod("shareAdmin", JsonNode.class, Admin.class, ObjectMapper.class)
+              .invoke(null, job, admin, JSON);
     } catch (java.lang.reflect.InvocationTargetException e) {
       throw e.getCause() instanceof Exception cause ? cause : e;
     }
