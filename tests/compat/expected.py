@@ -19,6 +19,22 @@ NO_CONSUMER_PROTOCOL = {
     "kafkajs": "kafkajs 2.2.4",
 }
 
+# KIP-932's share consumer: Java kafka-clients 4.x (KafkaShareConsumer) and confluent-kafka
+# 2.16 (ShareConsumer) have one. kafka-clients 3.9 ships only the early-access
+# KafkaShareConsumer of ShareGroupHeartbeat and ShareFetch v0, which Kafka 4.1+ (and
+# minibroker) no longer serve.
+NO_SHARE_CONSUMER = {
+    "java-3.9": (
+        "kafka-clients 3.9's KafkaShareConsumer is KIP-932's early access (ShareGroupHeartbeat "
+        "and ShareFetch v0, which Kafka 4.1+ no longer serve)"
+    ),
+    "kafka-python-3": "kafka-python 3.0.12 has no share consumer",
+    "kafka-python-2": "kafka-python 2.3.3 has no share consumer",
+    "aiokafka": "aiokafka 0.14.0 has no share consumer",
+    "kcat": "kcat (Debian's librdkafka 2.0.2) has no share consumer",
+    "kafkajs": "kafkajs 2.2.4 has no share consumer",
+}
+
 NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("kcat", "transactions"): "kcat has no transactional producer",
     ("kcat", "delete-records"): "kcat has no admin API",
@@ -34,6 +50,12 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
         for client, name in NO_CONSUMER_PROTOCOL.items()
         if client != "kafka-python-3"
     },
+    **{(client, "share-group"): reason for client, reason in NO_SHARE_CONSUMER.items()},
+    **{(client, "share-group-admin"): reason for client, reason in NO_SHARE_CONSUMER.items()},
+    ("confluent-kafka", "share-group-admin"): (
+        "confluent-kafka 2.16's AdminClient has no share-group calls (DescribeShareGroups, "
+        "List/Alter/DeleteShareGroupOffsets), and its list_consumer_groups leaves share groups out"
+    ),
     ("kafka-python-3", "consumer-protocol-admin"): (
         "kafka-python 3.0.12 has no KIP-848 admin: it describes groups with DescribeGroups only "
         "(no ConsumerGroupDescribe), which Kafka answers GROUP_ID_NOT_FOUND ('Group g is not a "

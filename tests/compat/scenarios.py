@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from tests.clients.runner import CAPABILITIES, ClientRunError, run_client
-from tests.compat import tools
+from tests.compat import share_setup, tools
 from tests.compat.target import OwnBroker
 from tests.compat.tools import SetupRecord, b64, unb64
 
@@ -369,6 +369,91 @@ def consumer_protocol_admin(ctx: Context, client: str) -> None:
     check(members == [("kip848-member", whole)], f"describe_groups: members {members}")
 
 
+# ---- share groups (KIP-932) ------------------------------------------------------------------
+
+SHARE_RECORDS = 20
+RELEASED = b"7"  # released by whoever gets it: redelivered until the delivery count limit
+SHARE_IDLE_MS = 4000
+SHARE_TIMEOUT_MS = 40_000
+
+
+def new_share_group(ctx: Context, name: str, client: str) -> tuple[str, str]:
+    topic = tools.unique_topic(name, client)
+    group = f"{topic}-sg"
+    share_setup.share_group_from_earliest(ctx.bootstrap, topic, group)
+    return topic, group
+
+
+def share_consume(client: str, ctx: Context, topic: str, group: str, **job: Any) -> dict[str, Any]:
+    fields = {"topic": topic, "group": group, "timeout_ms": SHARE_TIMEOUT_MS, **job}
+    return run(client, "share_consume", ctx.bootstrap, **fields)
+
+
+def accepted(records: list[dict[str, Any]]) -> list[bytes | None]:
+    return [unb64(r["value"]) for r in records if r["ack"] == "ACCEPT"]
+
+
+def share_group_scenario(ctx: Context, client: str) -> None:
+    """Two share consumers of one group share one partition: every record is accepted exactly
+    once, and the one each consumer releases is delivered again (delivery count 2 and more)
+    until the delivery count limit archives it."""
+    topic, group = new_share_group(ctx, "share", client)
+    acks = {RELEASED.decode(): "RELEASE"}
+    job = {"acks": acks, "idle_ms": SHARE_IDLE_MS, "config": SHARE_SMALL_POLLS.get(client, {})}
+    consumers = [Background(share_consume, client, ctx, topic, group, **job) for _ in range(2)]
+    share_setup.put_numbers(ctx.bootstrap, topic, range(SHARE_RECORDS))
+    records = [r for consumer in consumers for r in consumer.result()["records"]]
+    got = sorted(int(v or b"-1") for v in accepted(records))
+    wanted = [n for n in range(SHARE_RECORDS) if str(n).encode() != RELEASED]
+    check(got == wanted, f"accepted {got}")
+    counts = sorted(r["delivery_count"] for r in records if unb64(r["value"]) == RELEASED)
+    check(len(counts) > 1 and counts[0] == 1, f"the released record delivered {counts}")
+    check(counts == list(range(1, len(counts) + 1)), f"released record's deliveries {counts}")
+
+
+# A small max.poll.records, so that both consumers get records before either has them all.
+SHARE_SMALL_POLLS: dict[str, dict[str, str]] = {
+    "java-4.3": {"max.poll.records": "4"},
+    "confluent-kafka": {"max.poll.records": "4"},
+}
+
+
+def share_offsets(client: str, ctx: Context, group: str) -> list[tuple[str, int, int, int]]:
+    listed = run(client, "list_share_group_offsets", ctx.bootstrap, group=group)
+    check(listed["error"] is None, f"list_share_group_offsets: {listed['error']}")
+    found = [(o["topic"], o["partition"], o["start_offset"], o["lag"]) for o in listed["offsets"]]
+    return sorted(found)
+
+
+def share_group_admin(ctx: Context, client: str) -> None:
+    """A share group that consumed and stopped is listed (type share, Empty) and described;
+    its offsets show the start offset and lag; a reset to the earliest offset shows the lag
+    of every record again; deleted offsets are gone."""
+    topic, group = new_share_group(ctx, "share-admin", client)
+    share_setup.put_numbers(ctx.bootstrap, topic, range(5))
+    done = share_consume(client, ctx, topic, group, count=5)
+    got = sorted(v or b"" for v in accepted(done["records"]))
+    check(got == [b"0", b"1", b"2", b"3", b"4"], f"consumed {got}")
+    wait_until(lambda: share_setup.share_group_is_empty(ctx.bootstrap, group), "the group to empty")
+    listed = run(client, "list_share_groups", ctx.bootstrap)["groups"]
+    found = [(g["type"], g["state"]) for g in listed if g["group"] == group]
+    check(found == [("share", "Empty")], f"list_share_groups: {group} listed as {found}")
+    (described,) = run(client, "describe_share_groups", ctx.bootstrap, groups=[group])["groups"]
+    shape = (described["error_name"], described["state"], described["members"])
+    check(shape == (None, "Empty", []), f"describe_share_groups: {shape}")
+    check(share_offsets(client, ctx, group) == [(topic, 0, 5, 0)], "offsets after consuming")
+    reset = run(
+        client, "alter_share_group_offsets", ctx.bootstrap, group=group, offsets=[[topic, 0, 0]]
+    )
+    errors = [p["error_name"] for p in reset["partitions"]]
+    check(errors == [None], f"alter_share_group_offsets: {errors}")
+    check(share_offsets(client, ctx, group) == [(topic, 0, 0, 5)], "offsets after the reset")
+    deleted = run(client, "delete_share_group_offsets", ctx.bootstrap, group=group, topics=[topic])
+    errors = [t["error_name"] for t in deleted["topics"]]
+    check(errors == [None], f"delete_share_group_offsets: {errors}")
+    check(share_offsets(client, ctx, group) == [], "offsets after deleting them")
+
+
 SEEK_BASE_MS = 1_600_000_000_000
 
 
@@ -663,6 +748,8 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
         consumer_protocol_group,
     ),
     "consumer-protocol-admin": ("KIP-848 consumer group: list, describe", consumer_protocol_admin),
+    "share-group": ("KIP-932 share group: shared partition, release", share_group_scenario),
+    "share-group-admin": ("KIP-932 share group: list, describe, offsets", share_group_admin),
     "seek-timestamp": ("seek by timestamp", seek_by_timestamp),
     "admin": ("admin topics and configs", admin_topics_and_configs),
     "transactions": ("transactions commit/abort, read_committed", transactions),
