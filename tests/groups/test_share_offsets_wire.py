@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -359,3 +360,22 @@ def test_share_version_0_answers_unsupported_version() -> None:
                 E.UNSUPPORTED_VERSION,
                 message,
             )
+
+
+# ---- durability --------------------------------------------------------------------------------
+
+
+def test_altered_and_deleted_offsets_survive_a_restart(tmp_path: Path) -> None:
+    """Both are stored in `__share_group_state` like any other change of share state."""
+    with KafkaBroker(data_dir=tmp_path / "data") as durable:
+        with WireClient(durable.bootstrap_servers) as wire:
+            kept, _ = new_topic(durable, wire)
+            dropped, _ = new_topic(durable, wire)
+            for topic in (kept, dropped):
+                durable.produce(topic, "a")
+            reset = alter(wire, "restarted", {kept: [(0, 1)], dropped: [(0, 0)]})
+            assert set(altered(reset).values()) == {(E.NO_ERROR, None)}
+            assert delete(wire, "restarted", dropped).responses[0].error_code == E.NO_ERROR
+        durable.restart()
+        with WireClient(durable.bootstrap_servers) as wire:
+            assert offsets(describe(wire, "restarted")) == {(kept, 0): (1, 0, 0)}
