@@ -15,7 +15,7 @@ from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.testing import KafkaBroker
 from tests.groups.test_share_wire_fetch import acquired, new_topic, share_acknowledge, share_fetch
-from tests.groups.test_share_wire_heartbeat import heartbeat
+from tests.groups.test_share_wire_heartbeat import commit_offset, heartbeat
 from tests.wire import WireClient
 
 E = ErrorCode
@@ -175,10 +175,24 @@ def test_partitions_without_state_answer_minus_one_without_error(
 def test_unknown_and_foreign_groups_have_no_share_state(
     broker: KafkaBroker, client: WireClient
 ) -> None:
-    """As Kafka: the group is not looked up, so there is no group-level error."""
+    """As Kafka: the group is not looked up, so there is no group-level error; several groups
+    are answered in the order asked."""
     topic, _ = new_topic(broker, client)
-    unknown = describe(client, "never-seen")
-    assert (unknown.error_code, unknown.topics) == (E.NO_ERROR, [])
+    assert commit_offset(client, "classic-described", topic) == E.NO_ERROR
+    group, shared, _ = consumed_group(broker, client, 1, 1)
+    answer = client.call(
+        ApiKey.DescribeShareGroupOffsets,
+        1,
+        groups=[
+            {"group_id": g, "topics": None} for g in ("never-seen", "classic-described", group)
+        ],
+    )
+    assert [(g.group_id, g.error_code, g.topics == []) for g in answer.groups] == [
+        ("never-seen", E.NO_ERROR, True),
+        ("classic-described", E.NO_ERROR, True),
+        (group, E.NO_ERROR, False),
+    ]
+    assert offsets(answer.groups[2]) == {(shared, 0): (1, 0, 0)}
     assert offsets(describe(client, "never-seen", {topic: [0]})) == {(topic, 0): (-1, 0, -1)}
 
 
@@ -248,16 +262,7 @@ def test_alter_and_delete_refuse_a_group_of_another_kind(
     broker: KafkaBroker, client: WireClient
 ) -> None:
     topic, _ = new_topic(broker, client)
-    commit = client.call(
-        ApiKey.OffsetCommit,
-        8,
-        group_id="classic-offsets",
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        group_instance_id=None,
-        topics=[{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1}]}],
-    )
-    assert commit.topics[0].partitions[0].error_code == E.NO_ERROR
+    assert commit_offset(client, "classic-offsets", topic) == E.NO_ERROR
     message = "Group classic-offsets is not a share group."
     for response in (
         alter(client, "classic-offsets", {topic: [(0, 0)]}),
