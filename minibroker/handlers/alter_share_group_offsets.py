@@ -10,8 +10,9 @@ first used). A top-level error answers no topics. Per partition: an unknown topi
 partition the topic lacks is UNKNOWN_TOPIC_OR_PARTITION. An empty group id is
 INVALID_GROUP_ID; while the `share.version` feature is finalized below 1, UNSUPPORTED_VERSION.
 
-Kafka's broker does not check the start offset itself (-1 there means "uninitialized"); a
-negative start offset is INVALID_REQUEST here, since a share partition cannot start there.
+A start offset of -1 makes the share partition uninitialized again, as in Kafka: the next
+fetch starts it from `share.auto.offset.reset`. Kafka does not check other negative offsets;
+here they are INVALID_REQUEST, since a share partition cannot start there.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ _Partition = struct_type(
 )
 ZERO_ID = uuid.UUID(int=0)
 NEGATIVE_OFFSET_MESSAGE = "The start offset cannot be negative."
+UNINITIALIZED = -1
 
 
 def _result(index: int, error: ErrorCode, message: str | None) -> Any:
@@ -49,9 +51,12 @@ def _alter_partition(
     index, offset = request.partition_index, request.start_offset
     if not 0 <= index < count:
         return _result(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
-    if offset < 0:
+    if offset < UNINITIALIZED:
         return _result(index, ErrorCode.INVALID_REQUEST, NEGATIVE_OFFSET_MESSAGE)
-    ctx.broker.share_deliveries.reset_start(group_id, topic_id, index, offset)
+    if offset == UNINITIALIZED:
+        ctx.broker.share_deliveries.forget_partition(group_id, topic_id, index)
+    else:
+        ctx.broker.share_deliveries.reset_start(group_id, topic_id, index, offset)
     return _result(index, ErrorCode.NO_ERROR, None)
 
 

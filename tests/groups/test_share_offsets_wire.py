@@ -237,12 +237,16 @@ def test_alter_answers_unknown_topics_and_partitions_per_partition(
     assert response.responses[0].topic_id is NO_ID
 
 
-def test_a_negative_start_offset_is_refused(broker: KafkaBroker, client: WireClient) -> None:
+def test_start_offset_minus_one_uninitializes_and_below_is_refused(
+    broker: KafkaBroker, client: WireClient
+) -> None:
     group, topic, _ = consumed_group(broker, client, 2, 2)
-    assert altered(alter(client, group, {topic: [(0, -1)]})) == {
+    assert altered(alter(client, group, {topic: [(0, -2)]})) == {
         (topic, 0): (E.INVALID_REQUEST, "The start offset cannot be negative.")
     }
     assert offsets(describe(client, group, {topic: [0]})) == {(topic, 0): (2, 0, 0)}
+    assert altered(alter(client, group, {topic: [(0, -1)]})) == {(topic, 0): (E.NO_ERROR, None)}
+    assert offsets(describe(client, group, {topic: [0]})) == {(topic, 0): (-1, 0, -1)}
 
 
 def test_alter_makes_a_share_group_that_does_not_exist_yet(

@@ -214,6 +214,12 @@ class ShareDeliveries:
         self._saved.pop((group_id, topic_id, index), None)
         self._save((group_id, topic_id, index), share)
 
+    def forget_partition(self, group_id: str, topic_id: uuid.UUID, index: int) -> None:
+        """AlterShareGroupOffsets to -1: the share partition is uninitialized again; a later
+        fetch starts it from `share.auto.offset.reset`."""
+        if self._partitions.pop((group_id, topic_id, index), None) is not None:
+            self._save((group_id, topic_id, index), None)
+
     def delete_topic_state(self, group_id: str, topic_id: uuid.UUID) -> None:
         """DeleteShareGroupOffsets: the group's share partitions of the topic are forgotten;
         a later fetch initializes them again from `share.auto.offset.reset`."""
