@@ -748,7 +748,8 @@ def share_consume(job: Job) -> Result:
     """A ShareConsumer reads until it has accepted `count` records, the deadline passes or
     (`idle_ms`) no record came for that long (README.md, `share_consume`): explicit mode
     acknowledges each record with the type `acks` names for its value and commits after each
-    poll; `hold` stops at the first records without acknowledging (the test then kills it);
+    poll; `polls` stops after that many polls that returned records; `hold` stops at the
+    first records without acknowledging (the test then kills it);
     implicit mode accepts what each poll returned."""
     deadline = Deadline(job)
     explicit = job.get("mode", "explicit") == "explicit"
@@ -761,7 +762,7 @@ def share_consume(job: Job) -> Result:
     count = job.get("count", 1 << 31)
     idle_s = job.get("idle_ms", 0) / 1000
     records: list[dict[str, Any]] = []
-    accepted = 0
+    accepted = polls_with_records = 0
     last_record = time.monotonic()
     with ShareConsumer(config) as consumer:
         consumer.subscribe([job["topic"]])
@@ -792,6 +793,9 @@ def share_consume(job: Job) -> Result:
                 time.sleep(3600)  # killed by the test while holding its records
             if len(batch) and explicit:
                 consumer.commit_sync()
+            polls_with_records += bool(len(batch))
+            if len(batch) and polls_with_records == job.get("polls"):
+                break
         if not explicit:
             consumer.commit_sync()
     return {"ok": True, "records": records, "timed_out": accepted < count}

@@ -99,23 +99,40 @@ def assert_settled(broker: KafkaBroker, group: str, topic: str, end: int) -> Non
 
 
 @pytest.mark.parametrize("client", SHARE_CLIENTS)
-def test_consumers_share_a_partition_and_each_record_is_accepted_once(
+def test_two_then_three_consumers_share_a_partition_each_record_accepted_once(
     broker: KafkaBroker, client: str
 ) -> None:
     topic, group = share_group(broker, client)
     small_polls = {"config": {"max.poll.records": "5"}}
-    processes = [
-        start_client(client, job(broker, topic, group, idle_ms=5000, **small_polls))
-        for _ in range(3)
-    ]
-    _wait_for_members(broker, group, topic, 3)
+
+    def consumer() -> subprocess.Popen[str]:
+        return start_client(client, job(broker, topic, group, idle_ms=5000, **small_polls))
+
+    processes = [consumer(), consumer()]
+    _wait_for_members(broker, group, topic, 2)
     produced = [f"job-{n}" for n in range(300)]
-    produce(broker, topic, produced)
+    produce(broker, topic, produced[:150])
+    processes.append(consumer())
+    _wait_for_members(broker, group, topic, 3)
+    produce(broker, topic, produced[150:])
     results = [_result(process) for process in processes]
     accepted = [values(result["records"]) for result in results]
     assert Counter(v for part in accepted for v in part) == Counter(produced)
     assert sum(1 for part in accepted if part) >= 2, "the partition was not shared"
     assert_settled(broker, group, topic, 300)
+
+
+@pytest.mark.parametrize("client", SHARE_CLIENTS)
+def test_released_records_go_to_another_consumer(broker: KafkaBroker, client: str) -> None:
+    topic, group = share_group(broker, client)
+    produce(broker, topic, ["x1", "x2", "x3"])
+    releasing = {"acks": {"x1": "RELEASE", "x2": "RELEASE", "x3": "RELEASE"}, "polls": 1}
+    first = run_ok(client, job(broker, topic, group, **releasing))
+    assert sorted(values(first["records"], "RELEASE")) == ["x1", "x2", "x3"]
+    other = run_ok(client, job(broker, topic, group, count=3))
+    assert sorted(values(other["records"])) == ["x1", "x2", "x3"]
+    assert {r["delivery_count"] for r in other["records"]} == {2}
+    assert_settled(broker, group, topic, 3)
 
 
 @pytest.mark.parametrize("client", SHARE_CLIENTS)

@@ -38,7 +38,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * until it has accepted `count` records, `timeout_ms` passes, or (`idle_ms`) no record came
  * for that long. In explicit mode each record is
  * acknowledged with the type `acks` names for its value (default ACCEPT) and committed after
- * each poll; `hold` stops after the first non-empty poll without acknowledging (a consumer
+ * each poll; `polls` stops after that many polls that returned records; `hold` stops after
+ * the first non-empty poll without acknowledging (a consumer
  * that is then killed while holding records); implicit mode accepts what each poll returned.
  * The share-group admin jobs (`shareAdmin`): `list_share_groups`, `describe_share_groups`,
  * `list_share_group_offsets`, `alter_share_group_offsets`, `delete_share_group_offsets`
@@ -61,6 +62,8 @@ public final class ShareClient {
     boolean hold = job.path("hold").asBoolean(false);
     long deadline = System.currentTimeMillis() + job.path("timeout_ms").asLong(30_000);
     long idleMs = job.path("idle_ms").asLong(0);
+    int polls = job.path("polls").asInt(0);
+    int pollsWithRecords = 0;
     long lastRecord = System.currentTimeMillis();
     ArrayNode records = json.createArrayNode();
     ArrayNode commitErrors = json.createArrayNode();
@@ -91,6 +94,9 @@ public final class ShareClient {
         }
         if (any && explicit) {
           noteCommit(consumer.commitSync(), commitErrors);
+        }
+        if (any && ++pollsWithRecords == polls) {
+          break;
         }
       }
       if (!explicit) {
