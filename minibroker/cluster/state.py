@@ -153,6 +153,10 @@ class Cluster:
         self.topics[topic.name] = topic
         self.topics_by_id[topic.topic_id] = topic
 
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        topic = self.topics_by_id.get(topic_id)
+        return None if topic is None else topic.name
+
     def partition(self, topic: str, index: int) -> Partition | None:
         found = self.topics.get(topic)
         if found is None or not 0 <= index < len(found.partitions):

@@ -23,21 +23,11 @@ from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.group_answers import described_assignment
 from minibroker.server.context import RequestContext
 
 _Group = struct_type(ApiKey.ConsumerGroupDescribe, "response", "DescribedGroup")
 _Member = struct_type(ApiKey.ConsumerGroupDescribe, "response", "DescribedGroup", "Member")
-_Assignment = struct_type(
-    ApiKey.ConsumerGroupDescribe, "response", "DescribedGroup", "Member", "Assignment"
-)
-_TopicPartitions = struct_type(
-    ApiKey.ConsumerGroupDescribe,
-    "response",
-    "DescribedGroup",
-    "Member",
-    "Assignment",
-    "TopicPartitions",
-)
 INT32_MIN = -(2**31)
 CLASSIC_MEMBER_TYPE = 0
 CONSUMER_MEMBER_TYPE = 1
@@ -45,17 +35,9 @@ _GROUP_OPERATIONS_BITFIELD = sum(1 << operation for operation in GROUP_OPERATION
 
 
 def _assignment(ctx: RequestContext, assignment: Assignment) -> Any:
-    topics = []
-    for topic_id, partitions in assignment.items():
-        topic = ctx.broker.cluster.topics_by_id.get(topic_id)
-        if topic is not None and partitions:
-            topics.append(
-                _TopicPartitions(
-                    topic_id=topic_id, topic_name=topic.name, partitions=sorted(partitions)
-                )
-            )
-    topics.sort(key=lambda item: item.topic_name)
-    return _Assignment(topic_partitions=topics)
+    return described_assignment(
+        ApiKey.ConsumerGroupDescribe, assignment, ctx.broker.cluster.topic_name
+    )
 
 
 def _member(ctx: RequestContext, group: ConsumerGroup, member: ConsumerMember) -> Any:

@@ -86,7 +86,7 @@ def _response(
 
 @handles(ApiKey.ShareAcknowledge, 1, 2)
 async def handle_share_acknowledge(ctx: RequestContext, request: Any) -> Any:
-    if ctx.broker.features.level("share.version") < 1:
+    if not ctx.broker.features.share_groups_enabled:
         return _response(ctx, ErrorCode.UNSUPPORTED_VERSION, None, {}, 0)
     if not request.group_id or not request.member_id:
         return _response(

@@ -234,7 +234,7 @@ def _response(
 
 @handles(ApiKey.ShareFetch, 1, 2)
 async def handle_share_fetch(ctx: RequestContext, request: Any) -> Any:
-    if ctx.broker.features.level("share.version") < 1:
+    if not ctx.broker.features.share_groups_enabled:
         return _error(ctx, ErrorCode.UNSUPPORTED_VERSION, None)
     if not request.group_id or not request.member_id:
         return _error(ctx, ErrorCode.INVALID_REQUEST, "Group id and member id are required.")

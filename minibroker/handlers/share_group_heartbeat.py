@@ -26,29 +26,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from minibroker.groups.consumer.model import Assignment
 from minibroker.groups.share.manager import ShareGroupError, ShareHeartbeatRequest
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
-from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.codec import new_response
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.group_answers import heartbeat_assignment, heartbeat_error
 from minibroker.server.context import RequestContext
-
-_Assignment = struct_type(ApiKey.ShareGroupHeartbeat, "response", "Assignment")
-_TopicPartitions = struct_type(
-    ApiKey.ShareGroupHeartbeat, "response", "Assignment", "TopicPartitions"
-)
-
-
-def _assignment(assignment: Assignment | None) -> Any:
-    if assignment is None:
-        return None
-    return _Assignment(
-        topic_partitions=[
-            _TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
-            for topic_id, partitions in sorted(assignment.items(), key=lambda item: str(item[0]))
-        ]
-    )
 
 
 def _heartbeat_request(ctx: RequestContext, request: Any) -> ShareHeartbeatRequest:
@@ -66,28 +50,16 @@ def _heartbeat_request(ctx: RequestContext, request: Any) -> ShareHeartbeatReque
     )
 
 
-def _error_response(ctx: RequestContext, error: ErrorCode, message: str | None) -> Any:
-    return new_response(
-        ApiKey.ShareGroupHeartbeat,
-        ctx.api_version,
-        throttle_time_ms=0,
-        error_code=error,
-        error_message=message,
-        member_id=None,
-        member_epoch=-1,
-        heartbeat_interval_ms=0,
-        assignment=None,
-    )
-
-
 @handles(ApiKey.ShareGroupHeartbeat, 1, 1)
 async def handle_share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     if not ctx.broker.features.share_groups_enabled:
-        return _error_response(ctx, ErrorCode.UNSUPPORTED_VERSION, None)
+        return heartbeat_error(
+            ApiKey.ShareGroupHeartbeat, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION, None
+        )
     try:
         result = ctx.broker.groups.share.heartbeat(_heartbeat_request(ctx, request))
     except ShareGroupError as exc:
-        return _error_response(ctx, exc.error, exc.message)
+        return heartbeat_error(ApiKey.ShareGroupHeartbeat, ctx.api_version, exc.error, exc.message)
     return new_response(
         ApiKey.ShareGroupHeartbeat,
         ctx.api_version,
@@ -97,5 +69,5 @@ async def handle_share_group_heartbeat(ctx: RequestContext, request: Any) -> Any
         member_id=result.member_id,
         member_epoch=result.member_epoch,
         heartbeat_interval_ms=result.heartbeat_interval_ms,
-        assignment=_assignment(result.assignment),
+        assignment=heartbeat_assignment(ApiKey.ShareGroupHeartbeat, result.assignment),
     )
