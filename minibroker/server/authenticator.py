@@ -56,6 +56,7 @@ from minibroker.server.dispatch import dispatch
 if TYPE_CHECKING:
     from minibroker.config import Listener
     from minibroker.server.broker import Broker
+    from minibroker.server.context import Session
     from minibroker.server.security import ListenerSecurity
 
 log = logging.getLogger(__name__)
@@ -90,22 +91,26 @@ class SaslAuthenticator:
         """The last answer written ends the connection."""
         return self.state is SaslState.FAILED
 
-    async def receive(self, frame: bytes, client_host: str = "") -> bytearray | EncodedFrame | None:
-        """The answer to one frame; raises MalformedRequest to close without answering."""
+    async def receive(self, frame: bytes, session: Session) -> bytearray | EncodedFrame | None:
+        """The answer to one frame; raises MalformedRequest to close without answering. Once
+        authenticated, the session's principal is the authenticated user."""
         if self.state is SaslState.COMPLETE:
-            return await dispatch(self._broker, frame, self._listener, client_host)
+            return await dispatch(self._broker, frame, self._listener, session)
         if self.state is SaslState.FAILED:
             raise MalformedRequest("SASL authentication failed")
         if self.state is SaslState.AUTHENTICATE:
-            return self._raw_token(frame) if self._raw_tokens else self._authenticate(frame)
-        return await self._handshake_phase(frame, client_host)
+            answer = self._raw_token(frame) if self._raw_tokens else self._authenticate(frame)
+            if self.principal is not None:
+                session.principal = self.principal
+            return answer
+        return await self._handshake_phase(frame, session)
 
     def _fail(self, reason: str) -> MalformedRequest:
         self.state = SaslState.FAILED
         return MalformedRequest(reason)
 
     async def _handshake_phase(
-        self, frame: bytes, client_host: str
+        self, frame: bytes, session: Session
     ) -> bytearray | EncodedFrame | None:
         view = memoryview(frame)
         api_key, api_version, _ = peek_key_version_correlation(view)
@@ -114,7 +119,7 @@ class SaslAuthenticator:
                 raise self._fail("Unexpected ApiVersions request during SASL authentication")
             if REGISTRY[ApiKey.ApiVersions].advertises(api_version):
                 self.state = SaslState.HANDSHAKE
-            return await dispatch(self._broker, frame, self._listener, client_host)
+            return await dispatch(self._broker, frame, self._listener, session)
         if api_key != ApiKey.SaslHandshake:
             raise self._fail(
                 f"Unexpected Kafka request of type {ApiKey.name_of(api_key)} during SASL handshake"

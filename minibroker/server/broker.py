@@ -21,6 +21,8 @@ from functools import partial
 from pathlib import Path
 
 from minibroker import handlers
+from minibroker.auth.authorizer import Authorizer
+from minibroker.auth.principal import parse_mapping_rules
 from minibroker.cluster.dynamic_configs import DynamicConfigs
 from minibroker.cluster.features import Features
 from minibroker.cluster.fetch_sessions import FetchSessionCache
@@ -78,6 +80,7 @@ class Broker:
             config.get_int("max.incremental.fetch.session.cache.slots")
         )
         self.share_sessions = ShareSessionCache(config.get_int("group.share.max.share.sessions"))
+        self.principal_rules = parse_mapping_rules(config.get_str("ssl.principal.mapping.rules"))
         if shared_with is not None:
             self._share_state(shared_with)
             return
@@ -114,6 +117,7 @@ class Broker:
         self.nodes = Nodes(self)
         self.faults = Faults()
         self.scram_credentials = ScramCredentials.open(config, self.data_dir)
+        self.authorizer = Authorizer.from_config(config, self.data_dir)
         self.dynamic_configs = DynamicConfigs.open(self.data_dir)
         self.dynamic_configs.apply([self], self, self.cluster)
         self.telemetry = ClientTelemetry.open(config.get_int("telemetry.max.bytes"), self.data_dir)
@@ -137,6 +141,7 @@ class Broker:
         self.nodes = owner.nodes
         self.faults = owner.faults
         self.scram_credentials = owner.scram_credentials
+        self.authorizer = owner.authorizer
         self.dynamic_configs = owner.dynamic_configs
         self.group_configs = owner.group_configs
         self.share_deliveries = owner.share_deliveries

@@ -11,7 +11,10 @@ buffered and reading pauses until responses drain; the same happens while the re
 being handled on all connections hold `queued.max.request.bytes`. A new connection first
 claims a slot from the broker's `ConnectionQuotas` (closed at once, or not read from until a
 slot frees); the broker closes connections idle for `connections.max.idle.ms`, where only
-whole requests and responses count as activity.
+whole requests and responses count as activity. A client a quota throttles (its session's
+`throttled_until`) gets its answer at once, then is not read from until the throttle time has
+passed, as Kafka mutes the channel (KIP-219). The connection's principal comes from its TLS
+client certificate (`ssl.principal.mapping.rules`) or SASL login, else User:ANONYMOUS.
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ from collections import deque
 from collections.abc import Coroutine, Generator
 from typing import TYPE_CHECKING, Any, cast
 
+from minibroker.auth.principal import NoMatchingRule, tls_principal
 from minibroker.protocol.codec import EncodedFrame, MalformedRequest
 from minibroker.server.authenticator import SaslAuthenticator
+from minibroker.server.context import Session
 from minibroker.server.dispatch import dispatch
 from minibroker.server.framing import FrameDecoder, FramingError
 from minibroker.server.quotas import Admission, Slot
@@ -86,7 +91,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._writer: ResponseWriter | None = None
         self._reading_paused = False
         self._closed = False
-        self._client_host = ""
+        self._session = Session()
+        self._throttle_timer: asyncio.TimerHandle | None = None
         self._slot: Slot | None = None
         self._waiting_for_slot = False
         self._waiting_for_request_bytes = False
@@ -102,11 +108,13 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._writer = ResponseWriter(self._transport, self._start_buffered_frames, self.abort)
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and peer:
-            self._client_host = f"/{peer[0]}"
+            self._session.client_host = f"/{peer[0]}"
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._broker.connections.add(self)
+        if not self._set_tls_principal(transport):
+            return
         address = peer[0] if isinstance(peer, tuple) and peer else ""
         self._slot = Slot(address, self._admitted, self._rejected)
         admission = self._broker.quotas.open(self._slot)
@@ -115,6 +123,21 @@ class BrokerConnection(asyncio.BufferedProtocol):
         elif admission == Admission.WAIT:
             self._waiting_for_slot = True
             self._update_reading()
+
+    def _set_tls_principal(self, transport: asyncio.BaseTransport) -> bool:
+        """The client certificate's principal, on a TLS listener; False when no mapping rule
+        applies to its DN (the connection is then closed, as Kafka fails its authentication)."""
+        if transport.get_extra_info("ssl_object") is None:
+            return True
+        certificate = transport.get_extra_info("peercert") or {}
+        try:
+            self._session.principal = tls_principal(
+                certificate.get("subject"), self._broker.principal_rules
+            )
+        except NoMatchingRule as exc:
+            self.abort(f"TLS principal: {exc}")
+            return False
+        return True
 
     def _admitted(self) -> None:
         self._waiting_for_slot = False
@@ -129,6 +152,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._broker.connections.discard(self)
         if self._slot is not None:
             self._broker.quotas.close(self._slot)
+        if self._throttle_timer is not None:
+            self._throttle_timer.cancel()
         for task, _frame in self._in_flight:
             task.cancel()
         held = sum(len(frame) for _task, frame in self._in_flight)
@@ -157,6 +182,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             while (
                 not self._closed
                 and self._unwritten < MAX_IN_FLIGHT_REQUESTS
+                and self._throttle_timer is None
                 and self._may_start_request()
                 and (frame := self._decoder.next_frame()) is not None
             ):
@@ -190,6 +216,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             self._waiting_for_slot
             or self._waiting_for_request_bytes
             or self._unwritten >= MAX_IN_FLIGHT_REQUESTS
+            or self._throttle_timer is not None
         )
         if pause and not self._reading_paused:
             self._transport.pause_reading()
@@ -207,10 +234,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._last_active = time.monotonic()
         answer: asyncio.Future[Answer]
         if self._authenticator is not None and not self._authenticator.complete:
-            work = self._authenticator.receive(bytes(frame), self._client_host)
+            work = self._authenticator.receive(bytes(frame), self._session)
             answer = self._in_task(work)
         else:
-            answer = self._run(dispatch(self._broker, frame, self._listener, self._client_host))
+            answer = self._run(dispatch(self._broker, frame, self._listener, self._session))
         self._in_flight.append((answer, frame))
         self._broker.quotas.add_request_bytes(len(frame))
 
@@ -270,6 +297,19 @@ class BrokerConnection(asyncio.BufferedProtocol):
         if responses and self._writer is not None and not self._closed:
             self._writer.write(responses)
             self._last_active = time.monotonic()
+            self._mute_while_throttled()
+
+    def _mute_while_throttled(self) -> None:
+        delay = self._session.throttled_until - time.monotonic()
+        if delay <= 0 or self._throttle_timer is not None or self._closed:
+            return
+        self._throttle_timer = asyncio.get_running_loop().call_later(delay, self._unmute)
+        self._update_reading()
+
+    def _unmute(self) -> None:
+        self._throttle_timer = None
+        self._mute_while_throttled()
+        self._start_buffered_frames()
 
     def _close_after_failed_authentication(self) -> None:
         """Kafka closes a connection whose authentication failed after its answer and

@@ -1,12 +1,21 @@
-"""What a handler gets besides its request: the broker, the header and the listener."""
+"""What a handler gets besides its request: the broker, the header, the listener and the
+connection's session (its principal and peer); and the authorization checks handlers make,
+which allow everything when no authorizer is configured (`minibroker/auth/authorizer.py`)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from minibroker.auth.acls import (
+    ANONYMOUS,
+    CLUSTER_NAME,
+    SUPPORTED_OPERATIONS,
+    AclOperation,
+    ResourceType,
+)
 from minibroker.protocol.codec import RequestHeader
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.nodes import GROUP_KEY_TYPE
@@ -18,13 +27,28 @@ if TYPE_CHECKING:
     from minibroker.server.faults import EntryKey
 
 
+@dataclass(slots=True)
+class Session:
+    """One connection's identity, and until when its client is throttled (a quota)."""
+
+    principal: str = ANONYMOUS
+    client_host: str = ""
+    """The peer's address as Kafka shows it in DescribeGroups ("/127.0.0.1")."""
+    throttled_until: float = 0.0
+    """`time.monotonic()` until which the connection is muted after a throttled answer."""
+
+    @property
+    def host(self) -> str:
+        """The peer's address as ACLs name hosts ("127.0.0.1")."""
+        return self.client_host.removeprefix("/")
+
+
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     broker: Broker
     header: RequestHeader
     listener: Listener
-    client_host: str = ""
-    """The peer's address as Kafka shows it in DescribeGroups ("/127.0.0.1")."""
+    session: Session = field(default_factory=Session)
     entry_errors: Mapping[EntryKey, ErrorCode] = field(default_factory=dict)
     """Errors pushed by a test for some partitions, for a handler that answers them itself
     (Fetch: `dispatch.ANSWERS_ENTRY_ERRORS`)."""
@@ -32,6 +56,54 @@ class RequestContext:
     @property
     def api_version(self) -> int:
         return self.header.api_version
+
+    @property
+    def client_host(self) -> str:
+        return self.session.client_host
+
+    @property
+    def principal(self) -> str:
+        return self.session.principal
+
+    def authorize(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        authorizer = self.broker.authorizer
+        if authorizer is None:
+            return True
+        session = self.session
+        return authorizer.authorize(session.principal, session.host, operation, resource_type, name)
+
+    def authorize_cluster(self, operation: AclOperation) -> bool:
+        return self.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+    def authorized_names(
+        self, operation: AclOperation, resource_type: ResourceType, names: Iterable[str]
+    ) -> set[str]:
+        """The names among `names` the principal may do `operation` on."""
+        if self.broker.authorizer is None:
+            return set(names)
+        return {name for name in set(names) if self.authorize(operation, resource_type, name)}
+
+    def authorize_by_resource_type(
+        self, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        authorizer = self.broker.authorizer
+        if authorizer is None:
+            return True
+        session = self.session
+        return authorizer.authorize_by_resource_type(
+            session.principal, session.host, operation, resource_type
+        )
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> set[int]:
+        """The operation codes Kafka reports in `authorized_operations` for the resource."""
+        authorizer = self.broker.authorizer
+        if authorizer is None:
+            return {int(operation) for operation in SUPPORTED_OPERATIONS[resource_type]}
+        session = self.session
+        allowed = authorizer.authorized_operations(
+            session.principal, session.host, resource_type, name
+        )
+        return {int(operation) for operation in allowed}
 
     @staticmethod
     def now_ms() -> int:

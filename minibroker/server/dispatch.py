@@ -38,7 +38,7 @@ from minibroker.protocol.codec import (
     struct_type,
 )
 from minibroker.protocol.errors import ErrorCode
-from minibroker.server.context import RequestContext
+from minibroker.server.context import RequestContext, Session
 from minibroker.server.faults import (
     EntryErrors,
     EntryKey,
@@ -85,7 +85,7 @@ async def dispatch(
     broker: Broker,
     frame: bytes | bytearray | memoryview,
     listener: Listener,
-    client_host: str = "",
+    session: Session,
 ) -> bytearray | EncodedFrame | None:
     """The response frame, None when the request expects none (acks=0 Produce).
 
@@ -104,11 +104,13 @@ async def dispatch(
     # Recorded requests must keep the records as sent: only unrecorded ones are stamped in place.
     in_place = not broker.faults.active and not view.readonly
     request: Any = decode_body(api_key, api_version, view, body_pos, records_in_place=in_place)
-    context = RequestContext(broker, header, listener, client_host)
+    context = RequestContext(broker, header, listener, session)
     response: Any = None
     entry_errors: dict[EntryKey, ErrorCode] = {}
     if broker.faults.active:
-        response = await broker.faults.intercept(_recorded(broker, header, client_host, request))
+        response = await broker.faults.intercept(
+            _recorded(broker, header, session.client_host, request)
+        )
         if isinstance(response, EntryErrors):
             entry_errors, response = dict(response.errors), None
     if response is None:

@@ -1,0 +1,2 @@
+"""Authorization (ACL bindings, Kafka's StandardAuthorizer decisions, connection principals)
+and client quotas."""
