@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from minibroker.server.faults import CLOSE, Call, Hold, RecordedRequest
     from minibroker.telemetry.manager import PushedMetric
     from minibroker.testing.cluster import (
+        AUTHORIZER_CONFIG,
         AsyncKafkaBroker,
         AsyncKafkaCluster,
         KafkaBroker,
@@ -40,6 +41,7 @@ _EXPORTS = {
     "Call": "minibroker.server.faults",
     "Hold": "minibroker.server.faults",
     "RecordedRequest": "minibroker.server.faults",
+    "AUTHORIZER_CONFIG": "minibroker.testing.security",
     "AsyncKafkaBroker": "minibroker.testing.cluster",
     "AsyncKafkaCluster": "minibroker.testing.cluster",
     "KafkaBroker": "minibroker.testing.cluster",
@@ -50,6 +52,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "AUTHORIZER_CONFIG",
     "CLOSE",
     "ApiKey",
     "AsyncKafkaBroker",

@@ -43,6 +43,7 @@ from minibroker.server.faults import (
 from minibroker.server.nodes import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, NodeError
 from minibroker.telemetry.manager import PushedMetric
 from minibroker.telemetry.subscriptions import DEFAULT_INTERVAL_MS, Subscription
+from minibroker.testing.security import AUTHORIZER_CONFIG, SecurityHelpers
 from minibroker.testing.share_groups import (
     ShareGroupView,
     SharePartitionView,
@@ -58,6 +59,7 @@ READ_CHUNK_BYTES = 1 << 20
 THREAD_CALL_TIMEOUT_S = 60.0
 
 __all__ = [
+    "AUTHORIZER_CONFIG",
     "AsyncKafkaBroker",
     "AsyncKafkaCluster",
     "ConsumerGroupView",
@@ -134,7 +136,7 @@ def _bytes(data: str | bytes | None) -> bytes | None:
     return data.encode() if isinstance(data, str) else data
 
 
-class _Helpers:
+class _Helpers(SecurityHelpers):
     """Assertion helpers and fault injection over a running cluster's state."""
 
     def _owner(self) -> Broker:
