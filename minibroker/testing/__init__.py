@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         NodeError,
         StoredRecord,
     )
+    from minibroker.testing.security import secured_config
 
 _EXPORTS = {
     "ApiKey": "minibroker.protocol.api_keys",
@@ -42,6 +43,7 @@ _EXPORTS = {
     "Hold": "minibroker.server.faults",
     "RecordedRequest": "minibroker.server.faults",
     "AUTHORIZER_CONFIG": "minibroker.testing.security",
+    "secured_config": "minibroker.testing.security",
     "AsyncKafkaBroker": "minibroker.testing.cluster",
     "AsyncKafkaCluster": "minibroker.testing.cluster",
     "KafkaBroker": "minibroker.testing.cluster",
@@ -67,6 +69,7 @@ __all__ = [
     "PushedMetric",
     "RecordedRequest",
     "StoredRecord",
+    "secured_config",
 ]
 
 

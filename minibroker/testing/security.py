@@ -5,10 +5,11 @@ run an authorizer: `KafkaBroker(config=AUTHORIZER_CONFIG)` (or `authorizer.class
 Kafka's StandardAuthorizer); principals are `User:<name>`, from SASL logins (`add_user`), TLS
 client certificates, or `User:ANONYMOUS` on PLAINTEXT listeners.
 
-    broker.add_user("alice", "alice-secret")            # SCRAM-SHA-256 and -512
-    broker.add_acl("User:alice", "WRITE", topic="orders-", pattern="prefixed")
-    broker.add_acl("User:alice", "READ", group="billing")
-    broker.remove_acls(principal="User:alice")
+    with KafkaBroker(config=secured_config()) as broker:  # SASL/SCRAM listener, ACLs on
+        broker.add_user("alice", "alice-secret")            # SCRAM-SHA-256 and -512
+        broker.add_acl("User:alice", "WRITE", topic="orders-", pattern="prefixed")
+        broker.add_acl("User:alice", "READ", group="billing")
+        broker.remove_acls(principal="User:alice")
 """
 
 from __future__ import annotations
@@ -33,6 +34,25 @@ T = TypeVar("T")
 
 AUTHORIZER_CONFIG = {"authorizer.class.name": STANDARD_AUTHORIZER}
 """Broker settings that turn ACL authorization on (add `super.users` as needed)."""
+
+
+def secured_config(
+    super_user: str = "admin", password: str = "admin-secret", host: str = "127.0.0.1"
+) -> dict[str, str]:
+    """Broker settings for authorization tests: one SASL_PLAINTEXT listener (free port) with
+    SCRAM-SHA-256/512 and PLAIN, ACLs on, and `super_user` (a SCRAM user with `password`)
+    allowed everything. Clients log in with `sasl.mechanism=SCRAM-SHA-256`; add the users a
+    test needs with `add_user`."""
+    return {
+        **AUTHORIZER_CONFIG,
+        "listeners": f"SASL_PLAINTEXT://{host}:0",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+        "super.users": f"User:{super_user}",
+        "minibroker.scram.credentials": (
+            f"SCRAM-SHA-256=[name={super_user},password={password}],"
+            f"SCRAM-SHA-512=[name={super_user},password={password}]"
+        ),
+    }
 
 
 def _resource(
