@@ -14,6 +14,13 @@ metadata records (a topic, its configs and partitions each count one) fails whol
 POLICY_VIOLATION, which also bounds the work one request can cause. The timeout is not
 used: creation is immediate.
 
+Authorization, as Kafka's ControllerApis: a topic needs CREATE on the cluster or on the topic,
+else TOPIC_AUTHORIZATION_FAILED ("Authorization failed."), listed after the other answers
+(the duplicates' included) and not checked further; `__cluster_metadata` and duplicates are
+answered as above whatever the ACLs. A topic created for a principal without DESCRIBE_CONFIGS
+on it is answered with `topic_config_error_code` TOPIC_AUTHORIZATION_FAILED and no configs,
+partition count or replication factor (-1).
+
 Version notes: v5+ answers the new topic's partition count, replication factor and every
 config with its source (num_partitions/replication_factor -1 on errors); v7 adds the
 topic id (in a validate-only answer a random id, as Kafka does).
@@ -26,6 +33,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.cluster.assignments import (
     MAX_RECORDS_PER_USER_OP,
     TOO_LARGE_OPERATION,
@@ -48,6 +56,7 @@ _Config = struct_type(
 _NULL_TOPIC_ID = uuid.UUID(int=0)
 USE_DEFAULT = -1
 METADATA_TOPIC = "__cluster_metadata"
+_DENIED = "Authorization failed."
 
 
 def _unified(name: str) -> str:
@@ -207,7 +216,7 @@ def _plan(ctx: RequestContext, topic: Any) -> _Plan | Any:
         return _failed(topic.name, exc.error_code, exc.message)
 
 
-def _create(ctx: RequestContext, plan: _Plan, validate_only: bool) -> Any:
+def _create(ctx: RequestContext, plan: _Plan, validate_only: bool, describable: set[str]) -> Any:
     cluster = ctx.broker.cluster
     try:
         if validate_only:
@@ -217,13 +226,35 @@ def _create(ctx: RequestContext, plan: _Plan, validate_only: bool) -> Any:
             topic_id = cluster.create_topic(plan.name, plan.num_partitions, plan.configs).topic_id
     except TopicError as exc:
         return _failed(plan.name, exc.error_code, exc.message)
+    if plan.name not in describable:
+        return _created_without_configs(plan.name, topic_id)
     return _created(ctx, plan.name, plan.num_partitions, topic_id, plan.configs)
+
+
+def _created_without_configs(name: str, topic_id: uuid.UUID) -> Any:
+    """A topic created for a principal that may not DESCRIBE_CONFIGS it (Kafka's controller
+    leaves out the configs, partition count and replication factor)."""
+    result = _failed(name, ErrorCode.NO_ERROR, None)
+    result.topic_id = topic_id
+    result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return result
+
+
+def _creatable(ctx: RequestContext, names: set[str]) -> set[str]:
+    """The names the principal may create: all with CREATE on the cluster, else those with
+    CREATE on the topic."""
+    if ctx.authorize_cluster(AclOperation.CREATE):
+        return names
+    return ctx.authorized_names(AclOperation.CREATE, ResourceType.TOPIC, names)
 
 
 @handles(ApiKey.CreateTopics, 2, 7)
 async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
     counts = Counter(topic.name for topic in request.topics)
-    planned = [_plan(ctx, topic) for topic in request.topics if counts[topic.name] == 1]
+    unique = {name for name, count in counts.items() if count == 1}
+    creatable = _creatable(ctx, unique - {METADATA_TOPIC}) | ({METADATA_TOPIC} & unique)
+    describable = ctx.authorized_names(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, unique)
+    planned = [_plan(ctx, topic) for topic in request.topics if topic.name in creatable]
     plans = [plan for plan in planned if isinstance(plan, _Plan)]
     if sum(plan.metadata_records for plan in plans) > MAX_RECORDS_PER_USER_OP:
         results = [
@@ -232,10 +263,15 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
         ]
     else:
         results = [
-            _create(ctx, plan, request.validate_only) if isinstance(plan, _Plan) else plan
+            _create(ctx, plan, request.validate_only, describable)
+            if isinstance(plan, _Plan)
+            else plan
             for plan in planned
         ]
         # Kafka answers a name given more than once with a single error entry.
         for name in dict.fromkeys(name for name, count in counts.items() if count > 1):
             results.append(_failed(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+        for name in dict.fromkeys(topic.name for topic in request.topics):
+            if name in unique and name not in creatable:
+                results.append(_failed(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, _DENIED))
     return new_response(ApiKey.CreateTopics, ctx.api_version, throttle_time_ms=0, topics=results)

@@ -2,9 +2,10 @@
 
 Behaviour: the brokers are the live nodes (one, unless this is an in-process cluster), at
 the addresses advertised on the listener the request came in on, and, as KRaft brokers
-answer, the controller id is one of them (the lowest). Cluster authorized
-operations, when asked for, are every operation Kafka defines on a cluster (there is no
-authorizer); otherwise INT32_MIN, Kafka's "not requested".
+answer, the controller id is one of them (the lowest). Nothing is authorized to ask; the
+cluster authorized operations, when asked for, are the principal's on the cluster
+(`ctx.authorized_operations`), none (0) without DESCRIBE on the cluster, as Kafka's
+`AuthHelper.computeDescribeClusterResponse`; otherwise INT32_MIN, Kafka's "not requested".
 
 Version notes: v1 adds the endpoint type: this is a broker endpoint (1); asking for
 controllers (2) is MISMATCHED_ENDPOINT_TYPE, any other type UNSUPPORTED_ENDPOINT_TYPE.
@@ -18,7 +19,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any
 
-from minibroker.cluster.acl import CLUSTER_OPERATIONS, authorized_operations
+from minibroker.auth.acls import CLUSTER_NAME, AclOperation, ResourceType
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -79,9 +80,6 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
             brokers=[],
             authorized_operations=None,
         )
-    operations = authorized_operations(
-        request.include_cluster_authorized_operations, CLUSTER_OPERATIONS
-    )
     return new_response(
         ApiKey.DescribeCluster,
         ctx.api_version,
@@ -92,5 +90,15 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
         cluster_id=ctx.broker.cluster_id,
         controller_id=ctx.broker.nodes.controller_id(),
         brokers=_brokers(ctx, include_fenced=bool(request.include_fenced_brokers)),
-        authorized_operations=operations,
+        authorized_operations=_cluster_operations(ctx, request),
     )
+
+
+def _cluster_operations(ctx: RequestContext, request: Any) -> set[int] | None:
+    """As Kafka's `AuthHelper.computeDescribeClusterResponse`: none without DESCRIBE on the
+    cluster, None (INT32_MIN) when not asked for."""
+    if not request.include_cluster_authorized_operations:
+        return None
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        return set()
+    return ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)

@@ -5,7 +5,8 @@ Behaviour: for each requested partition, the producers with state on it, as Kafk
 coordinator epoch of the last transaction marker (-1 if none) and the first offset of its
 open transaction (-1 if none). Producer ids expire after `producer.id.expiration.ms`, as in
 Kafka. An unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION; a partition this node
-does not lead (in-process clusters) NOT_LEADER_OR_FOLLOWER.
+does not lead (in-process clusters) NOT_LEADER_OR_FOLLOWER. Each topic needs READ, checked
+first: else its partitions get TOPIC_AUTHORIZATION_FAILED ("Topic authorization failed.").
 
 Version notes: v0 is flexible.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -26,6 +28,13 @@ _Producer = struct_type(
     ApiKey.DescribeProducers, "response", "TopicResponse", "PartitionResponse", "ProducerState"
 )
 NO_TXN_START_OFFSET = -1
+_DENIED_MESSAGE = "Topic authorization failed."  # Kafka's ApiError carries the code's message
+
+
+def _error_entry(index: int, error: ErrorCode | None, message: str | None = None) -> Any:
+    return _Partition(
+        partition_index=index, error_code=error, error_message=message, active_producers=[]
+    )
 
 
 def _partition_entry(ctx: RequestContext, topic: str, index: int) -> Any:
@@ -34,12 +43,7 @@ def _partition_entry(ctx: RequestContext, topic: str, index: int) -> Any:
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if partition is None else ctx.leader_error(partition)
     )
     if error is not None or partition is None:
-        return _Partition(
-            partition_index=index,
-            error_code=error,
-            error_message=None,
-            active_producers=[],
-        )
+        return _error_entry(index, error)
     producers = ctx.broker.producers.active_producers(partition)
     return _Partition(
         partition_index=index,
@@ -65,11 +69,17 @@ def _partition_entry(ctx: RequestContext, topic: str, index: int) -> Any:
 
 @handles(ApiKey.DescribeProducers, 0, 0)
 async def handle_describe_producers(ctx: RequestContext, request: Any) -> Any:
+    allowed = ctx.authorized_names(
+        AclOperation.READ, ResourceType.TOPIC, (topic.name for topic in request.topics)
+    )
     topics = [
         _Topic(
             name=topic.name,
             partitions=[
-                _partition_entry(ctx, topic.name, index) for index in topic.partition_indexes
+                _partition_entry(ctx, topic.name, index)
+                if topic.name in allowed
+                else _error_entry(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED, _DENIED_MESSAGE)
+                for index in topic.partition_indexes
             ],
         )
         for topic in request.topics

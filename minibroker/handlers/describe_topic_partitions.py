@@ -11,8 +11,15 @@ out, and when it is reached exactly at a topic boundary, the next topic and part
 A named topic that does not exist gets UNKNOWN_TOPIC_OR_PARTITION (an illegal name
 INVALID_TOPIC_EXCEPTION), with no partitions and the null topic id, and does not count
 against the limit. Partitions are described as in Metadata (one replica, the leader; no
-eligible leader replicas); topic authorized operations are always given (every topic
-operation: there are no ACLs).
+eligible leader replicas); topic authorized operations are always given
+(`ctx.authorized_operations`), for those missing topics too.
+
+Authorization: each topic needs DESCRIBE, checked as the topics are walked in name order. A
+listing of every topic leaves the others out; a named topic refused (whether it exists or
+not) answers TOPIC_AUTHORIZATION_FAILED with the null topic id, not internal and no
+authorized operations (INT32_MIN), after the topics described, and does not count against
+the limit. As in Kafka, named topics past the point where the limit stops the walk are not
+looked at, so they are not listed as refused either.
 
 Bad input, as Kafka: a cursor whose partition is negative, or whose topic is not among the
 requested ones, answers INVALID_REQUEST for every requested topic (none when the request
@@ -24,7 +31,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from minibroker.cluster.acl import TOPIC_OPERATIONS
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.cluster.state import INTERNAL_TOPICS, Topic, TopicError, check_topic_name
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
@@ -43,9 +50,7 @@ _Partition = struct_type(
 )
 _Cursor = struct_type(ApiKey.DescribeTopicPartitions, "response", "Cursor")
 _NULL_TOPIC_ID = uuid.UUID(int=0)
-# The INT32 bitfield of every topic operation (a plain INT32 field here, not a codec bitfield).
 INT32_MIN = -(2**31)  # Kafka's "not given"
-_TOPIC_OPERATIONS_BITFIELD = sum(1 << operation for operation in TOPIC_OPERATIONS)
 
 
 class _InvalidRequest(Exception):
@@ -84,7 +89,13 @@ def _partitions(ctx: RequestContext, topic: Topic, start: int, limit: int) -> li
     ]
 
 
-def _missing(name: str) -> Any:
+def _operations(ctx: RequestContext, name: str) -> int:
+    """The topic's authorized operations as an INT32 bitfield (a plain INT32 field here, not a
+    codec bitfield)."""
+    return sum(1 << code for code in ctx.authorized_operations(ResourceType.TOPIC, name))
+
+
+def _missing(ctx: RequestContext, name: str) -> Any:
     try:
         check_topic_name(name)
         error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -96,23 +107,42 @@ def _missing(name: str) -> Any:
         topic_id=_NULL_TOPIC_ID,
         is_internal=name in INTERNAL_TOPICS,
         partitions=[],
+        topic_authorized_operations=_operations(ctx, name),
+    )
+
+
+def _denied(name: str) -> Any:
+    """A named topic the principal may not DESCRIBE (its id not disclosed)."""
+    return _Topic(
+        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        name=name,
+        topic_id=_NULL_TOPIC_ID,
+        is_internal=False,
+        partitions=[],
         topic_authorized_operations=INT32_MIN,
     )
 
 
-def _described(ctx: RequestContext, request: Any, names: list[str]) -> tuple[list[Any], Any]:
-    """The topics answered and the next cursor (None when everything fitted)."""
+def _described(
+    ctx: RequestContext, request: Any, names: list[str], denied: list[Any]
+) -> tuple[list[Any], Any]:
+    """The topics answered and the next cursor (None when everything fitted); the named topics
+    refused DESCRIBE on the way are added to `denied` (those after the cursor are not seen)."""
     cursor = request.cursor
     limit = ctx.broker.config.get_int("max.request.partition.size.limit")
     remaining = max(min(limit, request.response_partition_limit), 1)
     listed: list[Any] = []
     for name in names:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            if request.topics:
+                denied.append(_denied(name))
+            continue
         if remaining == 0:
             return listed, _Cursor(topic_name=name, partition_index=0)
         topic = ctx.broker.cluster.topics.get(name)
         if topic is None:
             if request.topics:
-                listed.append(_missing(name))
+                listed.append(_missing(ctx, name))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         partitions = _partitions(ctx, topic, start, remaining)
@@ -123,7 +153,7 @@ def _described(ctx: RequestContext, request: Any, names: list[str]) -> tuple[lis
                 topic_id=topic.topic_id,
                 is_internal=topic.internal,
                 partitions=partitions,
-                topic_authorized_operations=_TOPIC_OPERATIONS_BITFIELD,
+                topic_authorized_operations=_operations(ctx, name),
             )
         )
         if start + len(partitions) < len(topic.partitions):
@@ -159,7 +189,9 @@ async def handle_describe_topic_partitions(ctx: RequestContext, request: Any) ->
         names = _wanted_names(ctx, request)
     except _InvalidRequest:
         return _invalid_request(ctx, request)
-    topics, next_cursor = _described(ctx, request, names)
+    denied: list[Any] = []
+    topics, next_cursor = _described(ctx, request, names, denied)
+    topics.extend(denied)
     return new_response(
         ApiKey.DescribeTopicPartitions,
         ctx.api_version,

@@ -27,6 +27,13 @@ waiting one): INVALID_FETCH_SESSION_EPOCH; a session made with topic ids used be
 the other way round: FETCH_SESSION_TOPIC_ID_ERROR. These top-level errors come with no
 partitions and session id 0 (the overtaken fetch keeps its session's id).
 
+Authorization (Kafka's order, after the session is resolved): a follower fetch (replica id
+>= 0) needs CLUSTER_ACTION on the cluster, else every partition gets TOPIC_AUTHORIZATION_FAILED;
+a consumer's fetch needs READ on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions
+(ahead of UNKNOWN_TOPIC_OR_PARTITION; an unknown topic id stays UNKNOWN_TOPIC_ID). Refused
+partitions stay in the session and are answered with their error on every fetch; they are
+not read and do not end a long poll early.
+
 Version notes: v13+ name topics by id in request, forgotten topics and response: an unknown
 id gets UNKNOWN_TOPIC_ID for each of its partitions, and a session partition whose topic was
 deleted and re-created under its name INCONSISTENT_TOPIC_ID (its old id no longer matches).
@@ -46,6 +53,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.cluster.fetch_sessions import (
     Answer,
     FetchContext,
@@ -298,6 +306,32 @@ def _context(ctx: RequestContext, request: Any) -> FetchContext:
     )
 
 
+def _denied(ctx: RequestContext, request: Any, items: list[Requested]) -> set[PartitionKey]:
+    """The partitions answered TOPIC_AUTHORIZATION_FAILED, as Kafka: a follower (replica id
+    >= 0) without CLUSTER_ACTION is refused all of them; a consumer each topic it may not
+    READ (a topic id not known stays UNKNOWN_TOPIC_ID)."""
+    if ctx.broker.authorizer is None:
+        return set()
+    if _replica_id(ctx, request) >= 0:
+        if ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+            return set()
+        return {item.key for item in items}
+    named = [item for item in items if item.topic is not None]
+    allowed = ctx.authorized_names(
+        AclOperation.READ, ResourceType.TOPIC, (item.topic or "" for item in named)
+    )
+    return {item.key for item in named if item.topic not in allowed}
+
+
+def _with_denied(items: list[Requested], reads: list[PartitionRead]) -> list[PartitionRead]:
+    """`reads` with the denied partitions put back in the request's order."""
+    by_key = {read.key: read for read in reads}
+    return [
+        by_key.get(item.key) or PartitionRead(item, error=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        for item in items
+    ]
+
+
 # ---- the response ------------------------------------------------------------------------
 
 
@@ -370,7 +404,11 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> EncodedFrame:
         return _response(ctx, context.error, 0, [])
     cluster = ctx.broker.cluster
     items = context.partitions(lambda topic_id: _topic_name(cluster, topic_id))
-    reads = await _long_poll(ctx, request, items)
+    denied = _denied(ctx, request, items)
+    readable = [item for item in items if item.key not in denied] if denied else items
+    reads = await _long_poll(ctx, request, readable)
+    if denied:
+        reads = _with_denied(items, reads)
     answer = context.respond([(read.key, read.answer()) for read in reads], ctx.now_ms())
     included = set(answer.included)
     for read in reads:

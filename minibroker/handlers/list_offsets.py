@@ -13,6 +13,10 @@ in one request gets INVALID_REQUEST (each time), and a negative timestamp that i
 Kafka's special values, or one the request's version does not know yet, UNSUPPORTED_VERSION;
 both are checked before the partition is looked up, as Kafka's `ReplicaManager` does.
 
+Authorization: each topic needs DESCRIBE, else its partitions get TOPIC_AUTHORIZATION_FAILED
+(offset and timestamp -1) before anything else is checked; as in Kafka, those topics come
+after the authorized ones in the answer.
+
 The tiered-storage timestamps are answered as by a Kafka broker whose topics have no remote
 storage (`UnifiedLog.fetchOffsetByTimestamp`): -4 (earliest local) is the log start offset,
 -5 (latest tiered) and -6 (earliest pending upload) are offset -1, timestamp -1, epoch -1.
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.cluster.state import Partition
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
@@ -137,10 +142,10 @@ def _partition_entry(ctx: RequestContext, topic: str, wanted: Any, read_committe
     )
 
 
-def _duplicates(request: Any) -> set[tuple[str, int]]:
+def _duplicates(topics: list[Any]) -> set[tuple[str, int]]:
     seen: set[tuple[str, int]] = set()
     duplicates = set()
-    for topic in request.topics:
+    for topic in topics:
         for wanted in topic.partitions:
             key = (topic.name, wanted.partition_index)
             if key in seen:
@@ -152,7 +157,11 @@ def _duplicates(request: Any) -> set[tuple[str, int]]:
 @handles(ApiKey.ListOffsets, 1, 11)
 async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
     read_committed = request.isolation_level == READ_COMMITTED
-    duplicates = _duplicates(request)
+    allowed = ctx.authorized_names(
+        AclOperation.DESCRIBE, ResourceType.TOPIC, (topic.name for topic in request.topics)
+    )
+    authorized = [topic for topic in request.topics if topic.name in allowed]
+    duplicates = _duplicates(authorized)
     topics = [
         _Topic(
             name=topic.name,
@@ -163,6 +172,17 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
                 for wanted in topic.partitions
             ],
         )
-        for topic in request.topics
+        for topic in authorized
     ]
+    topics.extend(
+        _Topic(
+            name=topic.name,
+            partitions=[
+                _error_entry(wanted.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                for wanted in topic.partitions
+            ],
+        )
+        for topic in request.topics
+        if topic.name not in allowed
+    )
     return new_response(ApiKey.ListOffsets, ctx.api_version, throttle_time_ms=0, topics=topics)

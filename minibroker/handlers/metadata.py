@@ -14,10 +14,18 @@ the id field but not yet its meaning, a topic with a null name or a non-zero id 
 whole request invalid, as Kafka's KafkaApis refuses it: every listed topic answers
 INVALID_REQUEST, with no brokers.
 
+Authorization, as Kafka's KafkaApis: each topic needs DESCRIBE. An all-topics answer leaves
+the others out; a topic named and not describable answers TOPIC_AUTHORIZATION_FAILED whether
+it exists or not (zero topic id, not internal, no partitions; asked by id: null name and the
+id). A topic to auto-create needs CREATE on the cluster or on the topic, else
+TOPIC_AUTHORIZATION_FAILED (zero id, `is_internal` from its name). Refused topics come after
+the answered ones (those refused creation first) and carry no authorized operations.
+
 Version notes: the topic list means "all topics" when it is empty at v0 and when it is null
 at v1+; an empty list at v1+ means none. v8+ report authorized operations when asked
-(topic: v8+, cluster: v8-10): every operation Kafka supports, as there are no ACLs;
-otherwise INT32_MIN, Kafka's "not requested" value. v13 adds a top-level error code
+(`ctx.authorized_operations`): each answered topic's (topic: v8+; error entries included,
+as Kafka) and the cluster's (v8-10; none without DESCRIBE on the cluster); otherwise
+INT32_MIN, Kafka's "not requested" value. v13 adds a top-level error code
 (KIP-1102, for REBOOTSTRAP_REQUIRED); a Kafka broker always answers NO_ERROR there, so do we.
 """
 
@@ -26,8 +34,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from minibroker.cluster.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized_operations
-from minibroker.cluster.state import Topic, TopicError, check_topic_name
+from minibroker.auth.acls import CLUSTER_NAME, AclOperation, ResourceType
+from minibroker.cluster.state import INTERNAL_TOPICS, Topic, TopicError, check_topic_name
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -40,12 +48,47 @@ _Partition = struct_type(
     ApiKey.Metadata, "response", "MetadataResponseTopic", "MetadataResponsePartition"
 )
 _NULL_TOPIC_ID = uuid.UUID(int=0)
+FIRST_AUTHORIZED_OPERATIONS_VERSION = 8
+LAST_CLUSTER_OPERATIONS_VERSION = 10
+
+
+class _Answers:
+    """The topic entries in the order Kafka lists them: the topics answered (request order),
+    then those refused for auto-creation, then those refused DESCRIBE."""
+
+    def __init__(self) -> None:
+        self.answered: list[Any] = []
+        self.create_denied: list[Any] = []
+        self.describe_denied: list[Any] = []
+
+    def all(self) -> list[Any]:
+        return self.answered + self.create_denied + self.describe_denied
 
 
 def _wants_all_topics(ctx: RequestContext, request: Any) -> bool:
     if ctx.api_version == 0:
         return not request.topics
     return request.topics is None
+
+
+def _topic_operations(ctx: RequestContext, request: Any, name: str) -> set[int] | None:
+    """The topic's authorized operations when asked for (v8+), else None (INT32_MIN)."""
+    if not request.include_topic_authorized_operations:
+        return None
+    return ctx.authorized_operations(ResourceType.TOPIC, name)
+
+
+def _cluster_operations(ctx: RequestContext, request: Any) -> set[int] | None:
+    """The cluster's authorized operations when asked for at v8-10 (none without DESCRIBE on
+    the cluster), else None (INT32_MIN)."""
+    if not (
+        FIRST_AUTHORIZED_OPERATIONS_VERSION <= ctx.api_version <= LAST_CLUSTER_OPERATIONS_VERSION
+        and request.include_cluster_authorized_operations
+    ):
+        return None
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        return set()
+    return ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 def _topic_entry(ctx: RequestContext, request: Any, topic: Topic) -> Any:
@@ -67,58 +110,104 @@ def _topic_entry(ctx: RequestContext, request: Any, topic: Topic) -> Any:
             )
             for partition in topic.partitions
         ],
-        authorized_operations=authorized_operations(
-            request.include_topic_authorized_operations, TOPIC_OPERATIONS
-        ),
+        authorized_operations=_topic_operations(ctx, request, topic.name),
     )
 
 
-def _error_entry(name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> Any:
+def _error_entry(
+    name: str | None,
+    topic_id: uuid.UUID,
+    error: ErrorCode,
+    operations: set[int] | None = None,
+    *,
+    internal: bool = False,
+) -> Any:
     return _Topic(
         error_code=error,
         name=name,
         topic_id=topic_id,
-        is_internal=False,
+        is_internal=internal,
         partitions=[],
-        authorized_operations=None,
+        authorized_operations=operations,
     )
 
 
-def _find_or_create(ctx: RequestContext, request: Any, name: str) -> Any:
+def _may_create(ctx: RequestContext, name: str) -> bool:
+    return ctx.authorize_cluster(AclOperation.CREATE) or ctx.authorize(
+        AclOperation.CREATE, ResourceType.TOPIC, name
+    )
+
+
+def _find_or_create(ctx: RequestContext, request: Any, name: str, answers: _Answers) -> None:
     cluster = ctx.broker.cluster
     topic = cluster.topics.get(name)
     if topic is not None:
-        return _topic_entry(ctx, request, topic)
-    try:
-        check_topic_name(name)
-    except TopicError as exc:
-        return _error_entry(name, _NULL_TOPIC_ID, exc.error_code)
+        answers.answered.append(_topic_entry(ctx, request, topic))
+        return
     config = ctx.broker.config
     allow_create = ctx.api_version < 4 or request.allow_auto_topic_creation
-    if not (allow_create and config.get_bool("auto.create.topics.enable")):
-        return _error_entry(name, _NULL_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    auto_create = allow_create and config.get_bool("auto.create.topics.enable")
+    if auto_create and not _may_create(ctx, name):
+        answers.create_denied.append(
+            _error_entry(
+                name,
+                _NULL_TOPIC_ID,
+                ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                internal=name in INTERNAL_TOPICS,
+            )
+        )
+        return
     try:
-        topic = cluster.create_topic(name, config.get_int("num.partitions"))
+        check_topic_name(name)
+        if auto_create:
+            topic = cluster.create_topic(name, config.get_int("num.partitions"))
     except TopicError as exc:
-        return _error_entry(name, _NULL_TOPIC_ID, exc.error_code)
-    return _topic_entry(ctx, request, topic)
+        error = exc.error_code
+    else:
+        error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if topic is not None:
+        answers.answered.append(_topic_entry(ctx, request, topic))
+        return
+    operations = _topic_operations(ctx, request, name)
+    answers.answered.append(_error_entry(name, _NULL_TOPIC_ID, error, operations))
 
 
 def _requested_topics(ctx: RequestContext, request: Any) -> list[Any]:
-    cluster = ctx.broker.cluster
-    entries = []
+    answers = _Answers()
     for wanted in request.topics:
         topic_id = wanted.topic_id if ctx.api_version >= 10 else None
         if topic_id not in (None, _NULL_TOPIC_ID):  # by id: the name is ignored, as Kafka
-            topic = cluster.topics_by_id.get(topic_id)
-            entries.append(
-                _topic_entry(ctx, request, topic)
-                if topic is not None
-                else _error_entry(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
-            )
+            _by_id(ctx, request, topic_id, answers)
         else:
-            entries.append(_find_or_create(ctx, request, wanted.name or ""))
-    return entries
+            name = wanted.name or ""
+            if ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                _find_or_create(ctx, request, name, answers)
+            else:  # the topic's id is not disclosed, nor whether it exists
+                answers.describe_denied.append(
+                    _error_entry(name, _NULL_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                )
+    return answers.all()
+
+
+def _by_id(ctx: RequestContext, request: Any, topic_id: uuid.UUID, answers: _Answers) -> None:
+    topic = ctx.broker.cluster.topics_by_id.get(topic_id)
+    if topic is None:
+        answers.answered.append(_error_entry(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+    elif ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
+        answers.answered.append(_topic_entry(ctx, request, topic))
+    else:  # topic ids are not secret: Kafka answers the id, not the name
+        answers.describe_denied.append(
+            _error_entry(None, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        )
+
+
+def _all_topics(ctx: RequestContext, request: Any) -> list[Any]:
+    """Every topic the principal may DESCRIBE; the others are left out."""
+    topics = list(ctx.broker.cluster.topics.values())
+    allowed = ctx.authorized_names(
+        AclOperation.DESCRIBE, ResourceType.TOPIC, (topic.name for topic in topics)
+    )
+    return [_topic_entry(ctx, request, topic) for topic in topics if topic.name in allowed]
 
 
 def broker_entries(ctx: RequestContext) -> list[Any]:
@@ -155,12 +244,10 @@ def _invalid_request(ctx: RequestContext, request: Any) -> Any:
 
 @handles(ApiKey.Metadata, 0, 13)
 async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
-    if not _wants_all_topics(ctx, request) and _ids_before_v12(ctx, request):
+    all_topics = _wants_all_topics(ctx, request)
+    if not all_topics and _ids_before_v12(ctx, request):
         return _invalid_request(ctx, request)
-    if _wants_all_topics(ctx, request):
-        topics = [_topic_entry(ctx, request, topic) for topic in ctx.broker.cluster.topics.values()]
-    else:
-        topics = _requested_topics(ctx, request)
+    topics = _all_topics(ctx, request) if all_topics else _requested_topics(ctx, request)
     return new_response(
         ApiKey.Metadata,
         ctx.api_version,
@@ -169,8 +256,6 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
         cluster_id=ctx.broker.cluster_id,
         controller_id=ctx.broker.nodes.controller_id(),
         topics=topics,
-        authorized_operations=authorized_operations(
-            request.include_cluster_authorized_operations, CLUSTER_OPERATIONS
-        ),
+        authorized_operations=_cluster_operations(ctx, request),
         error_code=ErrorCode.NO_ERROR,
     )

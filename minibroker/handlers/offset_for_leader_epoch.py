@@ -9,6 +9,10 @@ start offset; -1, an epoch above the latest or any epoch on a never-written log 
 older one FENCED_LEADER_EPOCH (-1 skips the check); an unknown partition is
 UNKNOWN_TOPIC_OR_PARTITION.
 
+Authorization: with CLUSTER_ACTION on the cluster (a follower) every topic is answered;
+otherwise each topic needs DESCRIBE (KIP-320 consumers), else its partitions get
+TOPIC_AUTHORIZATION_FAILED, listed after the authorized topics as Kafka does.
+
 Version notes: v3 adds the replica id (consumers send -1, ignored here); v4 is flexible.
 """
 
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.cluster.state import Partition
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
@@ -44,6 +49,23 @@ def end_offset_for(partition: Partition, requested_epoch: int) -> tuple[int, int
     return requested_epoch, log.log_start_offset
 
 
+def _authorized_topics(ctx: RequestContext, request: Any) -> set[str]:
+    """Every topic for CLUSTER_ACTION on the cluster (a follower), else those it may DESCRIBE."""
+    names = (topic.topic for topic in request.topics)
+    if ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return set(names)
+    return ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+
+
+def _error(error: ErrorCode | None, wanted: Any) -> Any:
+    return _Partition(
+        error_code=error,
+        partition=wanted.partition,
+        leader_epoch=UNDEFINED_EPOCH,
+        end_offset=UNDEFINED_EPOCH_OFFSET,
+    )
+
+
 def _answer(ctx: RequestContext, topic: str, wanted: Any) -> Any:
     partition = ctx.broker.cluster.partition(topic, wanted.partition)
     error = (
@@ -53,12 +75,7 @@ def _answer(ctx: RequestContext, topic: str, wanted: Any) -> Any:
         or ctx.leader_error(partition)
     )
     if error is not None or partition is None:
-        return _Partition(
-            error_code=error,
-            partition=wanted.partition,
-            leader_epoch=UNDEFINED_EPOCH,
-            end_offset=UNDEFINED_EPOCH_OFFSET,
-        )
+        return _error(error, wanted)
     epoch, end_offset = end_offset_for(partition, wanted.leader_epoch)
     return _Partition(
         error_code=ErrorCode.NO_ERROR,
@@ -70,12 +87,22 @@ def _answer(ctx: RequestContext, topic: str, wanted: Any) -> Any:
 
 @handles(ApiKey.OffsetForLeaderEpoch, 2, 4)
 async def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
+    allowed = _authorized_topics(ctx, request)
     topics = [
         _Topic(
             topic=topic.topic, partitions=[_answer(ctx, topic.topic, p) for p in topic.partitions]
         )
         for topic in request.topics
+        if topic.topic in allowed
     ]
+    topics.extend(
+        _Topic(
+            topic=topic.topic,
+            partitions=[_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, p) for p in topic.partitions],
+        )
+        for topic in request.topics
+        if topic.topic not in allowed
+    )
     return new_response(
         ApiKey.OffsetForLeaderEpoch, ctx.api_version, throttle_time_ms=0, topics=topics
     )

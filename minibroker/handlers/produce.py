@@ -22,6 +22,13 @@ INVALID_PRODUCER_EPOCH; CONCURRENT_TRANSACTIONS (the previous transaction's mark
 written) and coordinator errors as the retriable NOT_ENOUGH_REPLICAS ("Unable to verify the
 partition has been added to the transaction. Underlying error: ...").
 
+Authorization (Kafka's order): a request whose first batch of some partition is transactional
+needs a transactional id with WRITE on it, else every partition gets
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED (a null id fails so even without an authorizer, as in
+Kafka); then each topic needs WRITE, else TOPIC_AUTHORIZATION_FAILED for its partitions — a
+topic not known included (v13: an unknown topic id is UNKNOWN_TOPIC_ID first) — before
+INVALID_REQUIRED_ACKS and the existence check.
+
 In a cluster a partition this node does not lead gets NOT_LEADER_OR_FOLLOWER; from v10 the
 answer carries the partition's CurrentLeader (id, epoch) and the leaders' NodeEndpoints
 (KIP-951), so clients go to the new leader without a Metadata round trip.
@@ -41,6 +48,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.cluster.state import Partition
 from minibroker.handlers.registry import handles
 from minibroker.log import RecordBatchTooLarge
@@ -48,6 +56,7 @@ from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import EncodedFrame, new_response, response_frame, struct_type
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.produce_response import encode_produce_answers
+from minibroker.records.batch import ATTR_TRANSACTIONAL, ATTRIBUTES_OFFSET, MAGIC_OFFSET, MAGIC_V2
 from minibroker.records.validate import InvalidRecords, ValidatedBatch, validate_produce_records
 from minibroker.server.context import RequestContext
 
@@ -80,6 +89,7 @@ FIRST_IMPLICIT_ADD_VERSION = 12
 FIRST_TOPIC_ID_VERSION = 13
 VALID_ACKS = (0, 1, -1)
 _NO_TOPIC_ID = uuid.UUID(int=0)
+_ATTRIBUTES_LOW_BYTE = ATTRIBUTES_OFFSET + 1
 # Coordinator answers a producer retries (Kafka: NOT_ENOUGH_REPLICAS on the produce path).
 _RETRIABLE_TXN_ERRORS = frozenset(
     {
@@ -236,11 +246,50 @@ def produce_to_partition(
 
 
 def _early_error(ctx: RequestContext, request: Any) -> ErrorCode | None:
+    """An error for every partition of the request, found before any topic is looked at."""
     if ctx.api_version < FIRST_SERVED_VERSION:
         return ErrorCode.UNSUPPORTED_VERSION
-    if request.acks not in VALID_ACKS:
-        return ErrorCode.INVALID_REQUIRED_ACKS
+    if not _transactional_id_authorized(ctx, request):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     return None
+
+
+def _transactional_id_authorized(ctx: RequestContext, request: Any) -> bool:
+    """Kafka's check for a request carrying transactional batches: it needs a transactional
+    id with WRITE on it (without an authorizer, only the id)."""
+    transactional_id = request.transactional_id
+    if ctx.broker.authorizer is None and transactional_id is not None:
+        return True
+    if not _has_transactional_records(request):
+        return True
+    return transactional_id is not None and ctx.authorize(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    )
+
+
+def _has_transactional_records(request: Any) -> bool:
+    """Whether the first batch of some partition is transactional (Kafka's
+    `RequestUtils.hasTransactionalRecords` looks at first batches only)."""
+    for topic_data in request.topic_data:
+        for data in topic_data.partition_data:
+            records = data.records
+            if (
+                records is not None
+                and len(records) > _ATTRIBUTES_LOW_BYTE
+                and records[MAGIC_OFFSET] == MAGIC_V2
+                and records[_ATTRIBUTES_LOW_BYTE] & ATTR_TRANSACTIONAL
+            ):
+                return True
+    return False
+
+
+def _authorized_topics(ctx: RequestContext, names: list[str | None]) -> set[str] | None:
+    """The topics the principal may WRITE to, or None when every topic is allowed."""
+    if ctx.broker.authorizer is None:
+        return None
+    return ctx.authorized_names(
+        AclOperation.WRITE, ResourceType.TOPIC, [name for name in names if name is not None]
+    )
 
 
 def _topic_name(ctx: RequestContext, topic_data: Any) -> str | None:
@@ -273,15 +322,21 @@ TopicResults = list[tuple[Any, list[tuple[int, PartitionResult]]]]
 @handles(ApiKey.Produce, FIRST_SERVED_VERSION, LAST_VERSION, advertise_from=0)
 async def handle_produce(ctx: RequestContext, request: Any) -> Any:
     early = _early_error(ctx, request)
+    names = [_topic_name(ctx, topic_data) for topic_data in request.topic_data]
+    authorized = _authorized_topics(ctx, names)
+    invalid_acks = request.acks not in VALID_ACKS
     topics: TopicResults = []
-    for topic_data in request.topic_data:
-        name = _topic_name(ctx, topic_data)
+    for topic_data, name in zip(request.topic_data, names, strict=True):
         partitions = []
         for data in topic_data.partition_data:
             if early is not None:
                 result = _rejected(early)
             elif name is None:
                 result = _rejected(ErrorCode.UNKNOWN_TOPIC_ID)
+            elif authorized is not None and name not in authorized:
+                result = _rejected(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            elif invalid_acks:
+                result = _rejected(ErrorCode.INVALID_REQUIRED_ACKS)
             else:
                 result = produce_to_partition(
                     ctx, name, data.index, data.records, request.transactional_id
