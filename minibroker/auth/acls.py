@@ -10,6 +10,9 @@ supports, how a filter matches a binding, and what a new binding must satisfy.
   `*`, PREFIXED with a prefix of it.
 - A new binding (CreateAcls) needs concrete types (not ANY/MATCH), a non-empty resource
   name (`kafka-cluster` for CLUSTER) and a `Type:name` principal; Kafka's messages otherwise.
+- Codes: 0 (UNKNOWN) in a request fails Kafka's request parsing (the connection closes);
+  any other code Kafka does not know reads as UNKNOWN, which a new binding or a DeleteAcls
+  filter refuses with INVALID_REQUEST and a DescribeAcls filter matches nothing with.
 """
 
 from __future__ import annotations
@@ -96,17 +99,19 @@ class InvalidAcl(ValueError):
 
 
 class UnknownAclElement(ValueError):
-    """A code Kafka reads as UNKNOWN: its request fails to parse and the connection closes."""
+    """A code 0 (UNKNOWN) in a request: Kafka's request fails to parse and the connection
+    closes."""
 
 
 def _enum_of(kind: type[IntEnum], code: int, what: str) -> IntEnum:
+    """The value of `code`, UNKNOWN for codes Kafka does not know (`fromCode`); a request
+    that sends code 0 itself fails Kafka's parsing."""
+    if code == 0:
+        raise UnknownAclElement(f"{what} code 0 (UNKNOWN)")
     try:
-        value = kind(code)
+        return kind(code)
     except ValueError:
-        value = kind(0)
-    if value == 0:
-        raise UnknownAclElement(f"unknown {what} code {code}")
-    return value
+        return kind(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +135,7 @@ class AclBinding:
         operation: int,
         permission: int,
     ) -> AclBinding:
-        """From a CreateAcls creation's codes; UnknownAclElement for codes Kafka reads as
-        UNKNOWN."""
+        """From a CreateAcls creation's codes; UnknownAclElement for a code 0."""
         return cls(
             ResourceType(_enum_of(ResourceType, resource_type, "resource type")),
             resource_name,
@@ -140,6 +144,17 @@ class AclBinding:
             host,
             AclOperation(_enum_of(AclOperation, operation, "operation")),
             PermissionType(_enum_of(PermissionType, permission, "permission type")),
+        )
+
+    @property
+    def has_filter_codes(self) -> bool:
+        """ANY (or MATCH) somewhere: Kafka cannot build such a binding (`ResourcePattern` and
+        `AccessControlEntry` refuse them), so its CreateAcls fails as a whole."""
+        return (
+            self.resource_type == ResourceType.ANY
+            or self.pattern_type in (PatternType.ANY, PatternType.MATCH)
+            or self.operation == AclOperation.ANY
+            or self.permission == PermissionType.ANY
         )
 
     def validate(self) -> None:
@@ -218,6 +233,13 @@ class AclBindingFilter:
             AclOperation(_enum_of(AclOperation, operation, "operation")),
             PermissionType(_enum_of(PermissionType, permission, "permission type")),
         )
+
+    def validate(self) -> None:
+        """Kafka's check on a DeleteAcls filter (AclControlManager.validateFilter)."""
+        if self.resource_type == ResourceType.UNKNOWN or self.pattern_type == PatternType.UNKNOWN:
+            raise InvalidAcl("Unknown patternFilter.")
+        if self.operation == AclOperation.UNKNOWN or self.permission == PermissionType.UNKNOWN:
+            raise InvalidAcl("Unknown entryFilter.")
 
     def matches(self, binding: AclBinding) -> bool:
         return self._matches_pattern(binding) and self._matches_entry(binding)

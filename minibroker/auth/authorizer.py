@@ -49,6 +49,13 @@ STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ACLS_FILE = "minibroker-acls.json"
 
 
+def cluster_denied_message(api_name: str, principal: str) -> str:
+    """Kafka's ClusterAuthorizationException message for a request lacking a cluster
+    permission ("Request <request> is not authorized."), the request named by API and principal
+    where Kafka prints its internal request object."""
+    return f"Request {api_name} from {principal} is not authorized."
+
+
 def _super_users(text: str) -> frozenset[str]:
     return frozenset(item.strip() for item in text.split(";") if item.strip())
 
@@ -130,6 +137,7 @@ class Authorizer:
             PatternType.PREFIXED: set(),
         }
         allowed: list[AclBinding] = []
+        wildcard_allowed = False
         for binding in self._by_type.get(resource_type, ()):
             if binding.host not in (host, WILDCARD) or binding.principal not in (
                 principal,
@@ -145,14 +153,12 @@ class Authorizer:
                 ):
                     return False
                 denied[binding.pattern_type].add(binding.resource_name)
+            elif binding.pattern_type == PatternType.LITERAL and binding.resource_name == WILDCARD:
+                # Not decided yet: a `*` DENY later in the list still wins.
+                wildcard_allowed = True
             else:
-                if (
-                    binding.pattern_type == PatternType.LITERAL
-                    and binding.resource_name == WILDCARD
-                ):
-                    return True
                 allowed.append(binding)
-        return any(_not_dominated(binding, denied) for binding in allowed)
+        return wildcard_allowed or any(_not_dominated(binding, denied) for binding in allowed)
 
     # -- bindings ------------------------------------------------------------------------
 
