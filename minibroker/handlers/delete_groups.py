@@ -5,6 +5,10 @@ Behaviour: deletes empty groups with their committed offsets (tombstones in
 NON_EMPTY_GROUP, unknown ones GROUP_ID_NOT_FOUND, an empty id INVALID_GROUP_ID. A deleted
 share group's share-partition state goes with it (Kafka's DeleteShareGroupState).
 
+Authorization, as Kafka's `handleDeleteGroupsRequest`: DELETE on each group (the request's
+ids taken once each); the groups without it answer GROUP_AUTHORIZATION_FAILED after the others
+and are not deleted.
+
 Version notes: v2 is flexible; the versions do not differ otherwise.
 """
 
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -23,7 +28,9 @@ _Result = struct_type(ApiKey.DeleteGroups, "response", "DeletableGroupResult")
 
 @handles(ApiKey.DeleteGroups, 0, 2)
 async def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
-    results = ctx.broker.groups.delete_groups(request.groups_names)
+    names = list(dict.fromkeys(request.groups_names))
+    allowed = ctx.authorized_names(AclOperation.DELETE, ResourceType.GROUP, names)
+    results = ctx.broker.groups.delete_groups([name for name in names if name in allowed])
     for group_id, error in results:
         if error == ErrorCode.NO_ERROR:
             ctx.broker.share_deliveries.forget_group(group_id)
@@ -31,5 +38,10 @@ async def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
         ApiKey.DeleteGroups,
         ctx.api_version,
         throttle_time_ms=0,
-        results=[_Result(group_id=group_id, error_code=error) for group_id, error in results],
+        results=[_Result(group_id=group_id, error_code=error) for group_id, error in results]
+        + [
+            _Result(group_id=name, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+            for name in names
+            if name not in allowed
+        ],
     )

@@ -6,9 +6,13 @@ as in Kafka. Unknown groups are answered as Kafka's group coordinator does: stat
 no members, and NO_ERROR before v6, GROUP_ID_NOT_FOUND with the message
 "Group <id> not found." from v6 (KIP-1043; no authorized operations on an error, as Kafka).
 
-Version notes: v3+ answer authorized operations (READ, DELETE, DESCRIBE: there are no ACLs)
-when asked, else INT32_MIN; v4+ carry members' `group_instance_id`; v5 is flexible; v6 adds
-each group's error message and GROUP_ID_NOT_FOUND for unknown groups.
+Authorization, as Kafka's `handleDescribeGroupsRequest`: DESCRIBE on each group; the groups
+without it come first, each GROUP_AUTHORIZATION_FAILED with an empty state and no members.
+
+Version notes: v3+ answer the group's authorized operations for the principal
+(`ctx.authorized_operations`) when asked and the group answers NO_ERROR, else INT32_MIN;
+v4+ carry members' `group_instance_id`; v5 is flexible; v6 adds each group's error message
+and GROUP_ID_NOT_FOUND for unknown groups.
 
 A KIP-848 consumer group or a KIP-932 share group is not a classic group: as Kafka 4.3, it is
 described "Dead" with no protocol type and no members, with NO_ERROR before v6 and from v6
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from minibroker.cluster.acl import GROUP_OPERATIONS, authorized_operations
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.groups.group import Group, GroupState, Member
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
@@ -74,21 +78,40 @@ def _described(group_id: str, group: Group, operations: set[int] | None) -> Any:
     )
 
 
+def _unauthorized(group_id: str) -> Any:
+    return _Group(
+        error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        error_message=None,
+        group_id=group_id,
+        group_state="",
+        protocol_type="",
+        protocol_data="",
+        members=[],
+        authorized_operations=None,
+    )
+
+
+def _describe(ctx: RequestContext, group_id: str, include_operations: bool) -> Any:
+    operations = None
+    if include_operations:
+        operations = ctx.authorized_operations(ResourceType.GROUP, group_id)
+    group = ctx.broker.groups.groups.get(group_id)
+    if group is None:
+        return _unknown(group_id, ctx.api_version, operations)
+    if group.consumer is not None or group.share is not None:
+        return _unknown(group_id, ctx.api_version, operations, "is not a classic group")
+    return _described(group_id, group, operations)
+
+
 @handles(ApiKey.DescribeGroups, 0, 6)
 async def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
-    operations = authorized_operations(request.include_authorized_operations, GROUP_OPERATIONS)
-    groups = ctx.broker.groups.groups
-    described = []
-    for group_id in request.groups:
-        group = groups.get(group_id)
-        if group is None:
-            described.append(_unknown(group_id, ctx.api_version, operations))
-        elif group.consumer is not None or group.share is not None:
-            described.append(
-                _unknown(group_id, ctx.api_version, operations, "is not a classic group")
-            )
-        else:
-            described.append(_described(group_id, group, operations))
+    allowed = ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.GROUP, request.groups)
+    described = [_unauthorized(group_id) for group_id in request.groups if group_id not in allowed]
+    described += [
+        _describe(ctx, group_id, request.include_authorized_operations)
+        for group_id in request.groups
+        if group_id in allowed
+    ]
     return new_response(
         ApiKey.DescribeGroups, ctx.api_version, throttle_time_ms=0, groups=described
     )

@@ -7,6 +7,14 @@ creates `__consumer_offsets` and a transaction lookup `__transaction_state` if i
 exist yet, as Kafka does. Key types other than GROUP (0) and TRANSACTION (1) get
 INVALID_REQUEST.
 
+Authorization, per key, as Kafka's `KafkaApis.getCoordinator`: DESCRIBE on the group
+(GROUP_AUTHORIZATION_FAILED) or on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+the key gets node -1, host "" and port -1, with the error's default message below v4 and
+none in v4+'s per-key entries, as Kafka answers. A SHARE key (2, v6) needs CLUSTER_ACTION on
+the cluster: without it the whole request fails with CLUSTER_AUTHORIZATION_FAILED ("Cluster
+authorization failed." for every key); with it the key is INVALID_REQUEST (minibroker has no
+share coordinator to name: brokers, not clients, look one up).
+
 Version notes: v0 has no key type (always a group); v4+ (KIP-699) batches the keys in
 `coordinator_keys` and answers one `coordinators` entry per key instead of the top-level
 node fields.
@@ -16,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -25,11 +34,29 @@ from minibroker.server.context import RequestContext
 _Coordinator = struct_type(ApiKey.FindCoordinator, "response", "Coordinator")
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+SHARE_KEY_TYPE = 2
 BATCHED_FROM_VERSION = 4
+SHARE_FROM_VERSION = 6
+# Kafka's default messages (`Errors.message()`) of the errors a key is answered with.
+_DEFAULT_MESSAGES = {
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+}
+_KEY_RESOURCES = {
+    GROUP_KEY_TYPE: (ResourceType.GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED),
+    TRANSACTION_KEY_TYPE: (
+        ResourceType.TRANSACTIONAL_ID,
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    ),
+}
 
 
 def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, int, str, int]:
     """(error, node id, host, port) for one key."""
+    resource = _KEY_RESOURCES.get(key_type)
+    if resource is not None and not ctx.authorize(AclOperation.DESCRIBE, resource[0], key):
+        return resource[1], -1, "", -1
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return ErrorCode.INVALID_REQUEST, -1, "", -1
     if key_type == GROUP_KEY_TYPE:
@@ -42,12 +69,55 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, in
 
 
 def _message(error: ErrorCode) -> str | None:
-    return None if error == ErrorCode.NO_ERROR else error.name
+    if error == ErrorCode.NO_ERROR:
+        return None
+    return _DEFAULT_MESSAGES.get(error, error.name)
+
+
+def _key_message(error: ErrorCode) -> str | None:
+    """A v4+ key's message: Kafka leaves it null for the authorization errors."""
+    return None if error in _DEFAULT_MESSAGES else _message(error)
+
+
+def _share_denied(ctx: RequestContext, key_type: int) -> bool:
+    return (
+        key_type == SHARE_KEY_TYPE
+        and ctx.api_version >= SHARE_FROM_VERSION
+        and not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION)
+    )
+
+
+def _failed(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """The whole request failed (Kafka's `getErrorResponse`)."""
+    keys = request.coordinator_keys if ctx.api_version >= BATCHED_FROM_VERSION else []
+    return new_response(
+        ApiKey.FindCoordinator,
+        ctx.api_version,
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=_message(error),
+        node_id=-1,
+        host="",
+        port=-1,
+        coordinators=[
+            _Coordinator(
+                key=key,
+                node_id=-1,
+                host="",
+                port=-1,
+                error_code=error,
+                error_message=_message(error),
+            )
+            for key in keys
+        ],
+    )
 
 
 @handles(ApiKey.FindCoordinator, 0, 6)
 async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
     key_type = request.key_type  # v0 decodes with the default, GROUP
+    if _share_denied(ctx, key_type):
+        return _failed(ctx, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if ctx.api_version >= BATCHED_FROM_VERSION:
         coordinators = []
         for key in request.coordinator_keys:
@@ -59,7 +129,7 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
                     host=host,
                     port=port,
                     error_code=error,
-                    error_message=_message(error),
+                    error_message=_key_message(error),
                 )
             )
         return new_response(

@@ -19,17 +19,22 @@ reconciled as a heartbeat's; SyncGroup then gives its assignment); its protocol 
 one every other classic member supports (INCONSISTENT_GROUP_PROTOCOL), the group below
 `group.consumer.max.size` (GROUP_MAX_SIZE_REACHED). A consumer-protocol member joining a
 classic group with members upgrades it to a consumer group (groups/consumer/migration.py).
+
+Authorization: READ on the group, checked first; without it GROUP_AUTHORIZATION_FAILED with
+generation -1, empty member ids and no members (Kafka's `JoinGroupRequest.getErrorResponse`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.groups.coordinator import JoinRequest
 from minibroker.groups.group import JoinResult
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
+from minibroker.protocol.errors import ErrorCode
 from minibroker.server.context import RequestContext
 
 _Member = struct_type(ApiKey.JoinGroup, "response", "JoinGroupResponseMember")
@@ -69,6 +74,10 @@ def _response(ctx: RequestContext, result: JoinResult) -> Any:
 
 @handles(ApiKey.JoinGroup, 0, 9)
 async def handle_join_group(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _response(
+            ctx, JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED, member_id="")
+        )
     rebalance_timeout = request.rebalance_timeout_ms
     if rebalance_timeout < 0:
         rebalance_timeout = request.session_timeout_ms

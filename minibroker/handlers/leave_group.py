@@ -10,12 +10,16 @@ the consumer protocol has gone, the group becomes a classic group again (online 
 Version notes: v0-2 name one member and answer its error at the top level; v3+ (KIP-345)
 take a batch of members (by member id and/or instance id) and answer one error per member;
 v5 adds a reason, which is only logged by Kafka and ignored here.
+
+Authorization: READ on the group, checked first; without it GROUP_AUTHORIZATION_FAILED at the
+top level and no members (Kafka's `LeaveGroupRequest.getErrorResponse`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -28,6 +32,14 @@ BATCHED_FROM_VERSION = 3
 
 @handles(ApiKey.LeaveGroup, 0, 5)
 async def handle_leave_group(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return new_response(
+            ApiKey.LeaveGroup,
+            ctx.api_version,
+            throttle_time_ms=0,
+            error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+            members=[],
+        )
     batched = ctx.api_version >= BATCHED_FROM_VERSION
     if batched:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]

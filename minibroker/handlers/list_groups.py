@@ -6,6 +6,9 @@ and Kafka's classic states; KIP-848 consumer groups type "consumer", protocol ty
 "consumer" and their states (Empty, Assigning, Reconciling, Stable); share groups (KIP-932)
 type "share", protocol type "share" and their states (Empty, Stable).
 
+Authorization, as Kafka's `handleListGroupsRequest`: DESCRIBE on the cluster lists every
+group; otherwise only the groups the principal may DESCRIBE are listed.
+
 Version notes: v4+ carry the group state and filter by `states_filter` (case-insensitive,
 empty = all); v5+ carry the group type ("classic", "consumer", "share") and filter by
 `types_filter` likewise.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.groups.group import CONSUMER_PROTOCOL_TYPE, Group
 from minibroker.groups.share.model import SHARE_PROTOCOL_TYPE
 from minibroker.handlers.registry import handles
@@ -59,11 +63,20 @@ def _listed(group: Group) -> Any:
     )
 
 
+def _visible(ctx: RequestContext, groups: list[Group]) -> list[Group]:
+    if ctx.authorize_cluster(AclOperation.DESCRIBE):
+        return groups
+    allowed = ctx.authorized_names(
+        AclOperation.DESCRIBE, ResourceType.GROUP, [group.group_id for group in groups]
+    )
+    return [group for group in groups if group.group_id in allowed]
+
+
 @handles(ApiKey.ListGroups, 0, 5)
 async def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
     groups = [
         _listed(group)
-        for group in ctx.broker.groups.listed_groups()
+        for group in _visible(ctx, ctx.broker.groups.listed_groups())
         if _passes(_type_and_state(group)[1], request.states_filter)
         and _passes(_type_and_state(group)[0], request.types_filter)
     ]

@@ -23,6 +23,11 @@ KIP-848 consumer groups (Kafka's `ConsumerGroup.validateOffsetCommit`):
 has no members (else UNKNOWN_MEMBER_ID); a member id the group does not know answers
 UNKNOWN_MEMBER_ID, another epoch than the member's STALE_MEMBER_EPOCH, and a member
 committing below v9 UNSUPPORTED_VERSION.
+
+Authorization, as Kafka's `handleOffsetCommitRequest`: READ on the group first (without it
+every partition of the request answers GROUP_AUTHORIZATION_FAILED); then READ on each topic:
+the partitions of a topic without it answer TOPIC_AUTHORIZATION_FAILED (after the unknown ids,
+before the existence check) and are not committed.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.groups.coordinator import OffsetCommit
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
@@ -84,18 +90,22 @@ def _response_topic(topic: _Wanted, partitions: list[Any]) -> Any:
     return _Topic(name=topic.name or "", topic_id=topic.topic_id, partitions=partitions)
 
 
-def _unknown_ids(wanted: list[_Wanted]) -> list[Any]:
-    return [
-        _response_topic(
-            topic,
-            [
-                _Partition(partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_ID)
-                for p in topic.partitions
-            ],
-        )
-        for topic in wanted
-        if topic.name is None
-    ]
+def _failed_topic(topic: _Wanted, error: ErrorCode) -> Any:
+    return _response_topic(
+        topic,
+        [_Partition(partition_index=p.partition_index, error_code=error) for p in topic.partitions],
+    )
+
+
+def _refused(wanted: list[_Wanted], readable: set[str]) -> list[Any]:
+    """Topics answered without committing, in request order: unknown ids, then unreadable."""
+    refused = []
+    for topic in wanted:
+        if topic.name is None:
+            refused.append(_failed_topic(topic, ErrorCode.UNKNOWN_TOPIC_ID))
+        elif topic.name not in readable:
+            refused.append(_failed_topic(topic, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+    return refused
 
 
 def _commit(ctx: RequestContext, request: Any, commits: list[OffsetCommit]) -> list[ErrorCode]:
@@ -116,7 +126,17 @@ def _commit(ctx: RequestContext, request: Any, commits: list[OffsetCommit]) -> l
 @handles(ApiKey.OffsetCommit, 2, 10)
 async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
     wanted = _wanted(ctx, request)
-    known = [(topic, _commits(topic, topic.name)) for topic in wanted if topic.name is not None]
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return new_response(
+            ApiKey.OffsetCommit,
+            ctx.api_version,
+            throttle_time_ms=0,
+            topics=[_failed_topic(t, ErrorCode.GROUP_AUTHORIZATION_FAILED) for t in wanted],
+        )
+    readable = ctx.authorized_names(
+        AclOperation.READ, ResourceType.TOPIC, [t.name for t in wanted if t.name is not None]
+    )
+    known = [(topic, _commits(topic, topic.name)) for topic in wanted if topic.name in readable]
     errors = iter(_commit(ctx, request, [c for _, topic_commits in known for c in topic_commits]))
     by_topic: dict[str, tuple[_Wanted, list[Any]]] = {}
     for topic, topic_commits in known:
@@ -129,6 +149,6 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
         ApiKey.OffsetCommit,
         ctx.api_version,
         throttle_time_ms=0,
-        topics=_unknown_ids(wanted)
+        topics=_refused(wanted, readable)
         + [_response_topic(topic, partitions) for topic, partitions in by_topic.values()],
     )

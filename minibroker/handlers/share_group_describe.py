@@ -5,18 +5,25 @@ group its state (Empty, Stable), group epoch, assignment epoch, assignor ("simpl
 member with its rack, epoch, client, subscribed topic names and current assignment (topic id,
 name, partitions). A group that does not exist answers GROUP_ID_NOT_FOUND ("Group <id> not
 found."), another kind of group GROUP_ID_NOT_FOUND ("Group <id> is not a share group.").
-Authorized operations (READ, DELETE, DESCRIBE: there are no ACLs) when asked, else INT32_MIN.
+Authorized operations (the principal's, `ctx.authorized_operations`) when asked, for groups
+answered NO_ERROR, else INT32_MIN.
 While the `share.version` feature is finalized below 1 every group answers
 UNSUPPORTED_VERSION, as Kafka.
 
 Version notes: v0 (Kafka 4.0's early access) is not served, as Kafka 4.1+.
+
+Authorization, as Kafka's `KafkaApis`: DESCRIBE on each group; the groups without it come
+first, each GROUP_AUTHORIZATION_FAILED. Then, with an authorizer, a described group whose
+members' assignments name a topic the principal may not DESCRIBE answers
+TOPIC_AUTHORIZATION_FAILED ("The group has described topic(s) that the client is not
+authorized to describe.") with no members.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from minibroker.cluster.acl import GROUP_OPERATIONS
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.groups.consumer.model import Assignment
 from minibroker.groups.share.assignor import ASSIGNOR_NAME
 from minibroker.groups.share.model import ShareGroup, ShareMember
@@ -30,7 +37,9 @@ from minibroker.server.context import RequestContext
 _Group = struct_type(ApiKey.ShareGroupDescribe, "response", "DescribedGroup")
 _Member = struct_type(ApiKey.ShareGroupDescribe, "response", "DescribedGroup", "Member")
 INT32_MIN = -(2**31)
-_GROUP_OPERATIONS_BITFIELD = sum(1 << operation for operation in GROUP_OPERATIONS)
+HIDDEN_TOPICS_MESSAGE = (
+    "The group has described topic(s) that the client is not authorized to describe."
+)
 
 
 def _assignment(ctx: RequestContext, assignment: Assignment) -> Any:
@@ -79,7 +88,14 @@ def _group(ctx: RequestContext, group: ShareGroup, operations: int) -> Any:
     )
 
 
-def _described(ctx: RequestContext, group_id: str, operations: int) -> Any:
+def _operations(ctx: RequestContext, group_id: str, requested: bool) -> int:
+    if not requested:
+        return INT32_MIN
+    return sum(1 << code for code in ctx.authorized_operations(ResourceType.GROUP, group_id))
+
+
+def _described(ctx: RequestContext, group_id: str, requested_operations: bool) -> Any:
+    operations = _operations(ctx, group_id, requested_operations)
     if not ctx.broker.features.share_groups_enabled:
         return _failed(group_id, ErrorCode.UNSUPPORTED_VERSION, None)
     container = ctx.broker.groups.groups.get(group_id)
@@ -92,12 +108,51 @@ def _described(ctx: RequestContext, group_id: str, operations: int) -> Any:
     return _group(ctx, container.share, operations)
 
 
+def _topic_names(group: Any) -> set[str]:
+    return {
+        topic.topic_name
+        for member in group.members
+        for assignment in (member.assignment,)
+        for topic in assignment.topic_partitions
+    }
+
+
+def _without_hidden_topics(ctx: RequestContext, groups: list[Any]) -> list[Any]:
+    """Groups naming a topic the principal may not DESCRIBE fail (Kafka checks this only with
+    an authorizer; without one every name is allowed)."""
+    names = set().union(*(_topic_names(group) for group in groups))
+    allowed = ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+    return [
+        group
+        if _topic_names(group) <= allowed
+        else _failed(group.group_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, HIDDEN_TOPICS_MESSAGE)
+        for group in groups
+    ]
+
+
+def _groups(ctx: RequestContext, request: Any) -> list[Any]:
+    ids = request.group_ids
+    allowed = ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.GROUP, ids)
+    if not ctx.broker.features.share_groups_enabled:
+        allowed = set(ids)  # every group answers UNSUPPORTED_VERSION, as Kafka
+    refused = [
+        _failed(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
+        for group_id in ids
+        if group_id not in allowed
+    ]
+    described = [
+        _described(ctx, group_id, request.include_authorized_operations)
+        for group_id in ids
+        if group_id in allowed
+    ]
+    return _without_hidden_topics(ctx, refused + described)
+
+
 @handles(ApiKey.ShareGroupDescribe, 1, 1)
 async def handle_share_group_describe(ctx: RequestContext, request: Any) -> Any:
-    operations = _GROUP_OPERATIONS_BITFIELD if request.include_authorized_operations else INT32_MIN
     return new_response(
         ApiKey.ShareGroupDescribe,
         ctx.api_version,
         throttle_time_ms=0,
-        groups=[_described(ctx, group_id, operations) for group_id in request.group_ids],
+        groups=_groups(ctx, request),
     )

@@ -486,7 +486,8 @@ def test_list_and_describe_groups(client: WireClient) -> None:
     assert [
         (m.member_id, m.client_id, m.member_metadata, m.member_assignment) for m in active.members
     ] == [(joined.member_id, "wire", b"m", b"asg")]
-    assert set(active.authorized_operations) == {3, 6, 8}
+    # READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: Kafka 4.x's group operations
+    assert set(active.authorized_operations) == {3, 6, 8, 10, 11}
     assert (by_id["simple"].group_state, by_id["simple"].protocol_type) == ("Empty", "")
     assert (by_id["nope"].group_state, by_id["nope"].error_code) == ("Dead", 0)
 
