@@ -52,6 +52,80 @@ def headers_in(record: Mapping[str, Any]) -> list[tuple[str, bytes | None]]:
     return [(name, unb64(value)) for name, value in record.get("headers") or []]
 
 
+# --- ACL bindings and filters (README.md): Kafka's enum names in jobs, its codes on the wire ---
+
+
+def _codes(*names: str) -> dict[str, int]:
+    return {name: code for code, name in enumerate(names)}
+
+
+ACL_CODES = {
+    "resource_type": _codes(
+        "UNKNOWN",
+        "ANY",
+        "TOPIC",
+        "GROUP",
+        "CLUSTER",
+        "TRANSACTIONAL_ID",
+        "DELEGATION_TOKEN",
+        "USER",
+    ),
+    "pattern_type": _codes("UNKNOWN", "ANY", "MATCH", "LITERAL", "PREFIXED"),
+    "operation": _codes(
+        "UNKNOWN",
+        "ANY",
+        "ALL",
+        "READ",
+        "WRITE",
+        "CREATE",
+        "DELETE",
+        "ALTER",
+        "DESCRIBE",
+        "CLUSTER_ACTION",
+        "DESCRIBE_CONFIGS",
+        "ALTER_CONFIGS",
+        "IDEMPOTENT_WRITE",
+        "CREATE_TOKENS",
+        "DESCRIBE_TOKENS",
+        "TWO_PHASE_COMMIT",
+    ),
+    "permission_type": _codes("UNKNOWN", "ANY", "DENY", "ALLOW"),
+}
+ACL_FIELDS = (
+    "resource_type",
+    "resource_name",
+    "pattern_type",
+    "principal",
+    "host",
+    "operation",
+    "permission_type",
+)
+# A binding's optional fields; a filter's absent fields match anything.
+ACL_BINDING_DEFAULTS = {"pattern_type": "LITERAL", "host": "*", "permission_type": "ALLOW"}
+ACL_FILTER_DEFAULTS = {
+    "resource_type": "ANY",
+    "pattern_type": "ANY",
+    "operation": "ANY",
+    "permission_type": "ANY",
+}
+
+
+def acl_codes(spec: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """A job's binding or filter with its enum fields as Kafka's codes (names stay names)."""
+    fields = {name: spec.get(name, defaults.get(name)) for name in ACL_FIELDS}
+    for name, codes in ACL_CODES.items():
+        fields[name] = codes[fields[name]]
+    return fields
+
+
+def acl_names(*values: Any) -> dict[str, Any]:
+    """A binding for the result, from its seven fields in ACL_FIELDS order (enums as codes)."""
+    fields = dict(zip(ACL_FIELDS, values, strict=True))
+    for name, codes in ACL_CODES.items():
+        fields[name] = next(known for known, code in codes.items() if code == int(fields[name]))
+    return fields
+
+
 class Deadline:
     """Milliseconds left of a job's `timeout_ms`."""
 

@@ -27,11 +27,16 @@ from confluent_kafka import (
     Message,
     Producer,
     ShareConsumer,
+    ThrottleEvent,
     TopicPartition,
 )
 
 # confluent_kafka.admin re-exports these without marking them as exported.
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
@@ -40,6 +45,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     NewPartitions,
     NewTopic,
     OffsetSpec,
+    ResourcePatternType,
     ResourceType,
 )
 from jobio import Deadline, Job, Result, b64, headers_in, headers_out, unb64
@@ -61,42 +67,53 @@ def error_name(exc: BaseException) -> str | None:
     return None
 
 
-def produce(job: Job) -> Result:
-    deadline = Deadline(job)
+def producer_config(job: Job, deadline: Deadline, throttle: ThrottleWatch) -> dict[str, Any]:
+    """A produce job's producer settings, `config` last (it may override them)."""
     config: dict[str, Any] = {
         "bootstrap.servers": job["bootstrap"],
         "acks": job.get("acks", "all"),
         "compression.type": job.get("compression", "none"),
         "message.timeout.ms": deadline.remaining_ms(),
+        "throttle_cb": throttle,
     }
     if job.get("idempotent") is not None:
         config["enable.idempotence"] = job["idempotent"]
     config.update(transactional_config(job))
-    config.update(job.get("config") or {})
-    producer = Producer(config)
-    delivered: dict[int, Message] = {}
-    if job.get("transactional_id") is not None:
-        producer.init_transactions(deadline.remaining_ms() / 1000)
-        producer.begin_transaction()
+    return config | (job.get("config") or {})
 
-    def on_delivery(index: int) -> Any:
-        return lambda error, message: delivered.__setitem__(index, message)
 
-    for index, record in enumerate(job["records"]):
-        headers: list[tuple[str, str | bytes | None]] = [*headers_in(record)]
-        optional = {k: record[k] for k in ("partition", "timestamp") if record.get(k) is not None}
-        producer.produce(
-            job["topic"],
-            key=unb64(record.get("key")),
-            value=unb64(record.get("value")),
-            headers=headers,
-            on_delivery=on_delivery(index),
-            **optional,
-        )
+class ThrottleWatch:
+    """librdkafka's throttle_cb: the largest throttle time a broker's answers asked for."""
+
+    def __init__(self) -> None:
+        self.max_ms = 0.0
+
+    def __call__(self, event: ThrottleEvent) -> None:
+        self.max_ms = max(self.max_ms, event.throttle_time * 1000)
+
+
+def send(producer: Producer, job: Job, index: int, delivered: dict[int, Message]) -> None:
+    """Hand the job's record `index` to the producer; its delivery report goes to `delivered`."""
+    record = job["records"][index]
+    headers: list[tuple[str, str | bytes | None]] = [*headers_in(record)]
+    optional = {k: record[k] for k in ("partition", "timestamp") if record.get(k) is not None}
+    producer.produce(
+        job["topic"],
+        key=unb64(record.get("key")),
+        value=unb64(record.get("value")),
+        headers=headers,
+        on_delivery=lambda _error, message: delivered.__setitem__(index, message),
+        **optional,
+    )
+
+
+def acknowledged(
+    producer: Producer, job: Job, deadline: Deadline, delivered: dict[int, Message]
+) -> list[dict[str, Any]]:
+    """Flush, then each record's acknowledgement in job order (the first failure raises)."""
     producer.flush(deadline.remaining_ms() / 1000)
     if len(delivered) < len(job["records"]):
         raise TimeoutError(f"{len(delivered)} of {len(job['records'])} records acknowledged")
-    ending = end_transaction(producer, job, deadline)
     results = []
     for index in range(len(job["records"])):
         message = delivered[index]
@@ -107,7 +124,22 @@ def produce(job: Job) -> Result:
         results.append(
             {"partition": message.partition(), "offset": message.offset(), "timestamp": timestamp}
         )
-    return {"ok": True, "results": results, **ending}
+    return results
+
+
+def produce(job: Job) -> Result:
+    deadline = Deadline(job)
+    throttle = ThrottleWatch()
+    producer = Producer(producer_config(job, deadline, throttle))
+    delivered: dict[int, Message] = {}
+    if job.get("transactional_id") is not None:
+        producer.init_transactions(deadline.remaining_ms() / 1000)
+        producer.begin_transaction()
+    for index in range(len(job["records"])):
+        send(producer, job, index, delivered)
+    results = acknowledged(producer, job, deadline, delivered)
+    ending = end_transaction(producer, job, deadline)
+    return {"ok": True, "results": results, "throttle_time_ms_max": throttle.max_ms, **ending}
 
 
 # --- transactions ---
@@ -487,45 +519,15 @@ def fence(job: Job) -> Result:
 
 def produce_paced(job: Job) -> Result:
     deadline = Deadline(job)
-    config: dict[str, Any] = {
-        "bootstrap.servers": job["bootstrap"],
-        "acks": job.get("acks", "all"),
-        "compression.type": job.get("compression", "none"),
-        "message.timeout.ms": deadline.remaining_ms(),
-    }
-    if job.get("idempotent") is not None:
-        config["enable.idempotence"] = job["idempotent"]
-    config.update(job.get("config") or {})
-    producer = Producer(config)
+    throttle = ThrottleWatch()
+    producer = Producer(producer_config(job, deadline, throttle))
     delivered: dict[int, Message] = {}
-    for index, record in enumerate(job["records"]):
-        optional = {k: record[k] for k in ("partition", "timestamp") if record.get(k) is not None}
-        producer.produce(
-            job["topic"],
-            key=unb64(record.get("key")),
-            value=unb64(record.get("value")),
-            headers=[*headers_in(record)],
-            on_delivery=lambda _error, message, index=index: delivered.__setitem__(index, message),
-            **optional,
-        )
+    for index in range(len(job["records"])):
+        send(producer, job, index, delivered)
         producer.poll(0)
         time.sleep(job.get("interval_ms", 50) / 1000)
-    producer.flush(deadline.remaining_ms() / 1000)
-    if len(delivered) < len(job["records"]):
-        raise TimeoutError(f"{len(delivered)} of {len(job['records'])} records acknowledged")
-    results = []
-    for index in range(len(job["records"])):
-        message = delivered[index]
-        if message.error() is not None:
-            raise DeliveryFailed(message.error())
-        results.append(
-            {
-                "partition": message.partition(),
-                "offset": message.offset(),
-                "timestamp": message.timestamp()[1],
-            }
-        )
-    return {"ok": True, "results": results}
+    results = acknowledged(producer, job, deadline, delivered)
+    return {"ok": True, "results": results, "throttle_time_ms_max": throttle.max_ms}
 
 
 # --- group_member: a long-running group consumer (README.md) ---
@@ -735,6 +737,69 @@ def alter_group_offsets(job: Job) -> Result:
     }
 
 
+# --- ACLs (README.md); librdkafka calls Kafka's CLUSTER resource type BROKER (same code) ---
+
+
+def acl_binding(spec: dict[str, Any], kind: type = AclBinding) -> Any:
+    defaults = jobio.ACL_BINDING_DEFAULTS if kind is AclBinding else jobio.ACL_FILTER_DEFAULTS
+    fields = jobio.acl_codes(spec, defaults)
+    return kind(
+        ResourceType(fields["resource_type"]),
+        fields["resource_name"],
+        ResourcePatternType(fields["pattern_type"]),
+        fields["principal"],
+        fields["host"],
+        AclOperation(fields["operation"]),
+        AclPermissionType(fields["permission_type"]),
+    )
+
+
+def binding_out(binding: Any) -> dict[str, Any]:
+    return jobio.acl_names(
+        binding.restype.value,
+        binding.name,
+        binding.resource_pattern_type.value,
+        binding.principal,
+        binding.host,
+        binding.operation.value,
+        binding.permission_type.value,
+    )
+
+
+def create_acls(job: Job) -> Result:
+    bindings = [acl_binding(spec) for spec in job["acls"]]
+    admin = admin_for(job)  # alive until its futures resolve
+    futures = admin.create_acls(bindings, request_timeout=request_timeout(job))
+    items = []
+    for binding in bindings:
+        item = binding_out(binding)
+        outcome(item, futures[binding])
+        items.append(item)
+    return {"ok": True, "acls": items}
+
+
+def describe_acls(job: Job) -> Result:
+    acl_filter = acl_binding(job.get("filter") or {}, AclBindingFilter)
+    admin = admin_for(job)  # alive until its future resolves
+    result: Result = {"ok": True}
+    found = outcome(result, admin.describe_acls(acl_filter, request_timeout=request_timeout(job)))
+    return result | {"acls": [binding_out(binding) for binding in found or []]}
+
+
+def delete_acls(job: Job) -> Result:
+    """librdkafka gives the bindings each filter deleted, without per-binding errors."""
+    filters = [acl_binding(spec, AclBindingFilter) for spec in job["filters"]]
+    admin = admin_for(job)  # alive until its futures resolve
+    futures = admin.delete_acls(filters, request_timeout=request_timeout(job))
+    items = []
+    for acl_filter in filters:
+        item: dict[str, Any] = {}
+        deleted = outcome(item, futures[acl_filter]) or []
+        item["acls"] = [binding_out(b) | {"error": None, "error_name": None} for b in deleted]
+        items.append(item)
+    return {"ok": True, "filters": items}
+
+
 # --- share groups (KIP-932) ---
 
 SHARE_ACKS = {
@@ -822,6 +887,9 @@ OPS = {
     "list_group_offsets": list_group_offsets,
     "alter_group_offsets": alter_group_offsets,
     "share_consume": share_consume,
+    "create_acls": create_acls,
+    "describe_acls": describe_acls,
+    "delete_acls": delete_acls,
 }
 
 if __name__ == "__main__":

@@ -37,8 +37,8 @@ def extra_config(job: Job) -> dict[str, Any]:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}
 
 
-def produce(job: Job) -> Result:
-    deadline = Deadline(job)
+def producer_config(job: Job) -> dict[str, Any]:
+    """A produce job's producer settings, `config` last (it may override them)."""
     config: dict[str, Any] = {
         "bootstrap_servers": job["bootstrap"],
         "acks": ACKS[job.get("acks", "all")],
@@ -49,34 +49,54 @@ def produce(job: Job) -> Result:
     if job.get("idempotent") is not None:
         config["enable_idempotence"] = job["idempotent"]
     config.update(transactional_config(job))
-    config.update(extra_config(job))
-    producer = KafkaProducer(**config)
+    return config | extra_config(job)
+
+
+def send(producer: Any, job: Job, record: dict[str, Any]) -> Any:
+    return producer.send(
+        job["topic"],
+        key=unb64(record.get("key")),
+        value=unb64(record.get("value")),
+        headers=headers_in(record),
+        partition=record.get("partition"),
+        timestamp_ms=record.get("timestamp"),
+    )
+
+
+def acknowledged(producer: Any, futures: list[Any], deadline: Deadline) -> Result:
+    """Flush; the produce result: each record's acknowledgement and the throttle time."""
+    producer.flush(timeout=deadline.remaining_ms() / 1000)
+    sent = [future.get(timeout=deadline.remaining_ms() / 1000) for future in futures]
+    results = [
+        {"partition": m.partition, "offset": m.offset, "timestamp": m.timestamp} for m in sent
+    ]
+    return {"ok": True, "results": results, "throttle_time_ms_max": throttle_time_ms_max(producer)}
+
+
+def throttle_time_ms_max(producer: Any) -> float | None:
+    """The producer-metrics `throttle-time-max` (the largest throttle_time_ms the broker's
+    answers carried in the metrics window; -inf before any answer), None without metrics."""
+    found = (producer.metrics() or {}).get("producer-metrics", {}).get("throttle-time-max")
+    if found is None:
+        return None
+    return max(float(found), 0.0)
+
+
+def produce(job: Job) -> Result:
+    deadline = Deadline(job)
+    producer = KafkaProducer(**producer_config(job))
     crash = False
     try:
         if job.get("transactional_id") is not None:
             producer.init_transactions()
             producer.begin_transaction()
-        futures = [
-            producer.send(
-                job["topic"],
-                key=unb64(record.get("key")),
-                value=unb64(record.get("value")),
-                headers=headers_in(record),
-                partition=record.get("partition"),
-                timestamp_ms=record.get("timestamp"),
-            )
-            for record in job["records"]
-        ]
-        producer.flush(timeout=deadline.remaining_ms() / 1000)
-        sent = [future.get(timeout=deadline.remaining_ms() / 1000) for future in futures]
+        futures = [send(producer, job, record) for record in job["records"]]
+        result = acknowledged(producer, futures, deadline)
         crash = end_transaction(producer, job)
     finally:
         if not crash:  # a closing producer would abort the transaction left open
             producer.close(timeout=5)
-    results = [
-        {"partition": m.partition, "offset": m.offset, "timestamp": m.timestamp} for m in sent
-    ]
-    return {"ok": True, "results": results, "crash": crash}
+    return result | {"crash": crash}
 
 
 # --- transactions ---
@@ -631,39 +651,15 @@ def delete_records(job: Job) -> Result:
 
 def produce_paced(job: Job) -> Result:
     deadline = Deadline(job)
-    config: dict[str, Any] = {
-        "bootstrap_servers": job["bootstrap"],
-        "acks": ACKS[job.get("acks", "all")],
-        "compression_type": None
-        if job.get("compression", "none") == "none"
-        else job["compression"],
-    }
-    if job.get("idempotent") is not None:
-        config["enable_idempotence"] = job["idempotent"]
-    config.update(extra_config(job))
-    producer = KafkaProducer(**config)
+    producer = KafkaProducer(**producer_config(job))
     futures = []
     try:
         for record in job["records"]:
-            futures.append(
-                producer.send(
-                    job["topic"],
-                    key=unb64(record.get("key")),
-                    value=unb64(record.get("value")),
-                    headers=headers_in(record),
-                    partition=record.get("partition"),
-                    timestamp_ms=record.get("timestamp"),
-                )
-            )
+            futures.append(send(producer, job, record))
             time.sleep(job.get("interval_ms", 50) / 1000)
-        producer.flush(timeout=deadline.remaining_ms() / 1000)
-        sent = [future.get(timeout=deadline.remaining_ms() / 1000) for future in futures]
+        return acknowledged(producer, futures, deadline)
     finally:
         producer.close(timeout=5)
-    results = [
-        {"partition": m.partition, "offset": m.offset, "timestamp": m.timestamp} for m in sent
-    ]
-    return {"ok": True, "results": results}
 
 
 # --- group admin ---
@@ -808,6 +804,98 @@ def delete_group_offsets(job: Job) -> Result:
     }
 
 
+# --- ACLs (README.md; KafkaAdminClient, one request per binding or filter) ---
+
+
+def acl_binding(spec: dict[str, Any], concrete: bool = True) -> Any:
+    from kafka.admin import (
+        ACL,
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        ResourcePattern,
+        ResourcePatternFilter,
+        ResourceType,
+    )
+
+    fields = jobio.acl_codes(
+        spec, jobio.ACL_BINDING_DEFAULTS if concrete else jobio.ACL_FILTER_DEFAULTS
+    )
+    pattern = (ResourcePattern if concrete else ResourcePatternFilter)(
+        ResourceType(fields["resource_type"]),
+        fields["resource_name"],
+        ACLResourcePatternType(fields["pattern_type"]),
+    )
+    return (ACL if concrete else ACLFilter)(
+        fields["principal"],
+        fields["host"],
+        ACLOperation(fields["operation"]),
+        ACLPermissionType(fields["permission_type"]),
+        pattern,
+    )
+
+
+def binding_out(acl: Any) -> dict[str, Any]:
+    return jobio.acl_names(
+        acl.resource_pattern.resource_type,
+        acl.resource_pattern.resource_name,
+        acl.resource_pattern.pattern_type,
+        acl.principal,
+        acl.host,
+        acl.operation,
+        acl.permission_type,
+    )
+
+
+def create_acls(job: Job) -> Result:
+    """kafka-python answers failures without saying which binding failed: one request each."""
+    admin = admin_for(job)
+    items = []
+    try:
+        for spec in job["acls"]:
+            acl = acl_binding(spec)
+            item = binding_out(acl)
+            try:
+                failed = admin.create_acls([acl])["failed"]
+                item.update(error_class_fields(failed[0] if failed else "NoError"))
+            except KafkaError as exc:
+                item.update(exception_fields(exc))
+            items.append(item)
+    finally:
+        admin.close()
+    return {"ok": True, "acls": items}
+
+
+def describe_acls(job: Job) -> Result:
+    admin = admin_for(job)
+    result: Result = {"ok": True, "acls": []}
+    try:
+        found, _ = admin.describe_acls(acl_binding(job.get("filter") or {}, concrete=False))
+        result.update(error=None, error_name=None, acls=[binding_out(acl) for acl in found])
+    except KafkaError as exc:  # the answer's error code, raised
+        result.update(exception_fields(exc))
+    finally:
+        admin.close()
+    return result
+
+
+def delete_acls(job: Job) -> Result:
+    """kafka-python drops each deleted binding's own error code (reported as none)."""
+    admin = admin_for(job)
+    items = []
+    try:
+        for spec in job["filters"]:
+            (answer,) = admin.delete_acls([acl_binding(spec, concrete=False)])
+            _, deleted, error = answer
+            item = error_class_fields(error)
+            item["acls"] = [binding_out(acl) | error_class_fields("NoError") for acl in deleted]
+            items.append(item)
+    finally:
+        admin.close()
+    return {"ok": True, "filters": items}
+
+
 OPS = {
     "produce": produce,
     "produce_paced": produce_paced,
@@ -827,6 +915,9 @@ OPS = {
     "list_group_offsets": list_group_offsets,
     "alter_group_offsets": alter_group_offsets,
     "delete_group_offsets": delete_group_offsets,
+    "create_acls": create_acls,
+    "describe_acls": describe_acls,
+    "delete_acls": delete_acls,
 }
 
 

@@ -68,6 +68,8 @@ GROUP_ADMIN_OPS = frozenset(
     }
 )
 
+ACL_OPS = frozenset({"create_acls", "describe_acls", "delete_acls"})
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -84,29 +86,43 @@ class Capabilities:
     ack_timestamps: bool = True  # produce results carry the acknowledged timestamp
     consume_without_group: bool = True  # consumes by assignment, no group APIs needed
     transactions: bool = True  # produce jobs may carry a transactional_id
+    # produce results carry throttle_time_ms_max, the broker's throttle time as the client saw it
+    throttle_time: bool = True
 
 
 CAPABILITIES: dict[str, Capabilities] = {
-    "java-4.3": Capabilities(PRODUCE_CONSUME | ADMIN_OPS | GROUP_ADMIN_OPS | TRANSACTION_OPS),
-    "java-3.9": Capabilities(PRODUCE_CONSUME | ADMIN_OPS | GROUP_ADMIN_OPS | TRANSACTION_OPS),
+    "java-4.3": Capabilities(
+        PRODUCE_CONSUME | ADMIN_OPS | GROUP_ADMIN_OPS | TRANSACTION_OPS | ACL_OPS
+    ),
+    "java-3.9": Capabilities(
+        PRODUCE_CONSUME | ADMIN_OPS | GROUP_ADMIN_OPS | TRANSACTION_OPS | ACL_OPS
+    ),
     "kafka-python-3": Capabilities(
-        PRODUCE_CONSUME | ADMIN_OPS | GROUP_ADMIN_OPS,
+        PRODUCE_CONSUME | ADMIN_OPS | GROUP_ADMIN_OPS | ACL_OPS,
         null_header_values=False,
         null_key_and_value=False,
     ),
     "kafka-python-2": Capabilities(
         PRODUCE_CONSUME, null_header_values=False, null_key_and_value=False
     ),
-    "aiokafka": Capabilities(PRODUCE_CONSUME),
+    "aiokafka": Capabilities(PRODUCE_CONSUME, throttle_time=False),
     # confluent-kafka's AdminClient has no DeleteConsumerGroupOffsets.
     "confluent-kafka": Capabilities(
-        PRODUCE_CONSUME | ADMIN_OPS | GROUP_ADMIN_OPS - {"delete_group_offsets"} | TRANSACTION_OPS
+        PRODUCE_CONSUME
+        | ADMIN_OPS
+        | GROUP_ADMIN_OPS - {"delete_group_offsets"}
+        | TRANSACTION_OPS
+        | ACL_OPS
     ),
     "kcat": Capabilities(
-        PRODUCE_CONSUME, record_timestamps=False, ack_timestamps=False, transactions=False
+        PRODUCE_CONSUME,
+        record_timestamps=False,
+        ack_timestamps=False,
+        transactions=False,
+        throttle_time=False,
     ),
     "kafkajs": Capabilities(
-        PRODUCE_CONSUME | ADMIN_OPS,
+        PRODUCE_CONSUME | ADMIN_OPS | ACL_OPS,
         null_header_values=False,
         header_order=False,
         consume_without_group=False,

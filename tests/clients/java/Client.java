@@ -26,6 +26,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.DeleteAclsResult;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
@@ -55,6 +56,12 @@ import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.acl.AccessControlEntry;
+import org.apache.kafka.common.acl.AccessControlEntryFilter;
+import org.apache.kafka.common.acl.AclBinding;
+import org.apache.kafka.common.acl.AclBindingFilter;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.acl.AclPermissionType;
 import org.apache.kafka.common.errors.FencedMemberEpochException;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.StaleMemberEpochException;
@@ -64,6 +71,10 @@ import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.record.TimestampType;
+import org.apache.kafka.common.resource.PatternType;
+import org.apache.kafka.common.resource.ResourcePattern;
+import org.apache.kafka.common.resource.ResourcePatternFilter;
+import org.apache.kafka.common.resource.ResourceType;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -153,6 +164,12 @@ public final class Client {
         return shareAdmin(job);
       case "list_config_resources":
         return listConfigResources(job);
+      case "create_acls":
+        return createAcls(job);
+      case "describe_acls":
+        return describeAcls(job);
+      case "delete_acls":
+        return deleteAcls(job);
       default:
         ObjectNode unsupported = JSON.createObjectNode().put("ok", false);
         unsupported.put("error", "unsupported op '" + job.get("op").asText() + "'");
@@ -206,20 +223,48 @@ public final class Client {
   private static <T> T outcome(ObjectNode item, KafkaFuture<T> future) throws InterruptedException {
     try {
       T value = future.get();
-      item.putNull("error");
-      item.putNull("error_name");
+      putError(item, null);
       return value;
     } catch (ExecutionException e) {
-      Throwable cause = cause(e);
-      item.put("error", cause.getClass().getName() + ": " + cause.getMessage());
-      item.put("error_name", Errors.forException(cause).name());
+      putError(item, cause(e));
       return null;
     }
+  }
+
+  /** `error` and `error_name` of an item: null when `error` is null. */
+  private static ObjectNode putError(ObjectNode item, Throwable error) {
+    if (error == null) {
+      return item.putNull("error").putNull("error_name");
+    }
+    item.put("error", error.getClass().getName() + ": " + error.getMessage());
+    return item.put("error_name", Errors.forException(error).name());
   }
 
   // --- produce and consume ---
 
   private static ObjectNode produce(JsonNode job) throws Exception {
+    Properties props = producerProperties(job);
+    addTransactionalConfig(props, job);
+    addConfig(props, job);
+    String topic = job.get("topic").asText();
+    List<Future<RecordMetadata>> futures = new ArrayList<>();
+    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
+      if (job.hasNonNull("transactional_id")) {
+        producer.initTransactions();
+        producer.beginTransaction();
+      }
+      for (JsonNode record : job.get("records")) {
+        futures.add(producer.send(producerRecord(topic, record)));
+      }
+      producer.flush();
+      ObjectNode result = acknowledged(job, futures, producer);
+      endTransaction(producer, job, result);
+      return result;
+    }
+  }
+
+  /** A producer's settings from a produce job (before `config`, which may override them). */
+  private static Properties producerProperties(JsonNode job) {
     Properties props = properties(job);
     props.put("key.serializer", ByteArraySerializer.class.getName());
     props.put("value.serializer", ByteArraySerializer.class.getName());
@@ -233,46 +278,58 @@ public final class Client {
     if (job.hasNonNull("idempotent")) {
       props.put("enable.idempotence", job.get("idempotent").asText());
     }
-    addTransactionalConfig(props, job);
-    addConfig(props, job);
-    String topic = job.get("topic").asText();
-    List<Future<RecordMetadata>> futures = new ArrayList<>();
-    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
-      if (job.hasNonNull("transactional_id")) {
-        producer.initTransactions();
-        producer.beginTransaction();
-      }
-      for (JsonNode record : job.get("records")) {
-        List<Header> headers = new ArrayList<>();
-        for (JsonNode header : record.path("headers")) {
-          headers.add(new RecordHeader(header.get(0).asText(), bytes(header.get(1))));
-        }
-        Long timestamp = record.hasNonNull("timestamp") ? record.get("timestamp").asLong() : null;
-        futures.add(
-            producer.send(
-                new ProducerRecord<>(
-                    topic,
-                    optionalInt(record.get("partition")),
-                    timestamp,
-                    bytes(record.get("key")),
-                    bytes(record.get("value")),
-                    headers)));
-      }
-      producer.flush();
-      ArrayNode results = JSON.createArrayNode();
-      for (Future<RecordMetadata> future : futures) {
-        RecordMetadata sent = future.get(timeoutMs(job), TimeUnit.MILLISECONDS);
-        results
-            .addObject()
-            .put("partition", sent.partition())
-            .put("offset", sent.offset())
-            .put("timestamp", sent.timestamp());
-      }
-      ObjectNode result = JSON.createObjectNode().put("ok", true);
-      result.set("results", results);
-      endTransaction(producer, job, result);
-      return result;
+    return props;
+  }
+
+  private static ProducerRecord<byte[], byte[]> producerRecord(String topic, JsonNode record) {
+    List<Header> headers = new ArrayList<>();
+    for (JsonNode header : record.path("headers")) {
+      headers.add(new RecordHeader(header.get(0).asText(), bytes(header.get(1))));
     }
+    Long timestamp = record.hasNonNull("timestamp") ? record.get("timestamp").asLong() : null;
+    return new ProducerRecord<>(
+        topic,
+        optionalInt(record.get("partition")),
+        timestamp,
+        bytes(record.get("key")),
+        bytes(record.get("value")),
+        headers);
+  }
+
+  /** The produce result: each record's acknowledgement, and the producer's throttle time. */
+  private static ObjectNode acknowledged(
+      JsonNode job, List<Future<RecordMetadata>> futures, KafkaProducer<byte[], byte[]> producer)
+      throws Exception {
+    ArrayNode results = JSON.createArrayNode();
+    for (Future<RecordMetadata> future : futures) {
+      RecordMetadata sent = future.get(timeoutMs(job), TimeUnit.MILLISECONDS);
+      results
+          .addObject()
+          .put("partition", sent.partition())
+          .put("offset", sent.offset())
+          .put("timestamp", sent.timestamp());
+    }
+    ObjectNode result = JSON.createObjectNode().put("ok", true);
+    result.set("results", results);
+    return putThrottleTime(result, producer);
+  }
+
+  /**
+   * `throttle_time_ms_max`: the producer-metrics `produce-throttle-time-max` (the largest
+   * throttle_time_ms of the Produce answers in the metrics window), null while it has none.
+   */
+  private static ObjectNode putThrottleTime(ObjectNode result, KafkaProducer<?, ?> producer) {
+    result.putNull("throttle_time_ms_max");
+    producer.metrics().forEach(
+        (name, metric) -> {
+          if (name.group().equals("producer-metrics")
+              && name.name().equals("produce-throttle-time-max")
+              && metric.metricValue() instanceof Double max
+              && Double.isFinite(max)) {
+            result.put("throttle_time_ms_max", max);
+          }
+        });
+    return result;
   }
 
   // --- transactions ---
@@ -420,54 +477,18 @@ public final class Client {
   // --- produce_paced: one record at a time, for a broker restart while a producer sends ---
 
   private static ObjectNode producePaced(JsonNode job) throws Exception {
-    Properties props = properties(job);
-    props.put("key.serializer", ByteArraySerializer.class.getName());
-    props.put("value.serializer", ByteArraySerializer.class.getName());
-    props.put("acks", job.path("acks").asText("all"));
-    props.put("compression.type", job.path("compression").asText("none"));
-    long requestTimeoutMs = Math.min(timeoutMs(job), 30_000);
-    props.put("request.timeout.ms", String.valueOf(requestTimeoutMs));
-    props.put("linger.ms", "5");
-    // Kafka requires delivery.timeout.ms >= linger.ms + request.timeout.ms.
-    props.put("delivery.timeout.ms", String.valueOf(Math.max(timeoutMs(job), requestTimeoutMs + 5)));
-    if (job.hasNonNull("idempotent")) {
-      props.put("enable.idempotence", job.get("idempotent").asText());
-    }
+    Properties props = producerProperties(job);
     addConfig(props, job);
     String topic = job.get("topic").asText();
     long intervalMs = job.path("interval_ms").asLong(50);
     List<Future<RecordMetadata>> futures = new ArrayList<>();
     try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
       for (JsonNode record : job.get("records")) {
-        List<Header> headers = new ArrayList<>();
-        for (JsonNode header : record.path("headers")) {
-          headers.add(new RecordHeader(header.get(0).asText(), bytes(header.get(1))));
-        }
-        Long timestamp = record.hasNonNull("timestamp") ? record.get("timestamp").asLong() : null;
-        futures.add(
-            producer.send(
-                new ProducerRecord<>(
-                    topic,
-                    optionalInt(record.get("partition")),
-                    timestamp,
-                    bytes(record.get("key")),
-                    bytes(record.get("value")),
-                    headers)));
+        futures.add(producer.send(producerRecord(topic, record)));
         Thread.sleep(intervalMs);
       }
       producer.flush();
-      ArrayNode results = JSON.createArrayNode();
-      for (Future<RecordMetadata> future : futures) {
-        RecordMetadata sent = future.get(timeoutMs(job), TimeUnit.MILLISECONDS);
-        results
-            .addObject()
-            .put("partition", sent.partition())
-            .put("offset", sent.offset())
-            .put("timestamp", sent.timestamp());
-      }
-      ObjectNode result = JSON.createObjectNode().put("ok", true);
-      result.set("results", results);
-      return result;
+      return acknowledged(job, futures, producer);
     }
   }
 
@@ -1142,6 +1163,96 @@ public final class Client {
         outcome(partitionItem(items, partition), deleted.partitionResult(partition));
       }
       return itemsResult("partitions", items);
+    }
+  }
+
+  // --- ACLs: bindings and filters by Kafka's enum names (README.md) ---
+
+  private static String optionalText(JsonNode node) {
+    return node == null || node.isNull() ? null : node.asText();
+  }
+
+  private static AclBinding aclBinding(JsonNode spec) {
+    return new AclBinding(
+        new ResourcePattern(
+            ResourceType.valueOf(spec.get("resource_type").asText()),
+            spec.get("resource_name").asText(),
+            PatternType.valueOf(spec.path("pattern_type").asText("LITERAL"))),
+        new AccessControlEntry(
+            spec.get("principal").asText(),
+            spec.path("host").asText("*"),
+            AclOperation.valueOf(spec.get("operation").asText()),
+            AclPermissionType.valueOf(spec.path("permission_type").asText("ALLOW"))));
+  }
+
+  /** A filter: an absent or null field matches anything (ANY, or a null name). */
+  private static AclBindingFilter aclFilter(JsonNode spec) {
+    return new AclBindingFilter(
+        new ResourcePatternFilter(
+            ResourceType.valueOf(spec.path("resource_type").asText("ANY")),
+            optionalText(spec.get("resource_name")),
+            PatternType.valueOf(spec.path("pattern_type").asText("ANY"))),
+        new AccessControlEntryFilter(
+            optionalText(spec.get("principal")),
+            optionalText(spec.get("host")),
+            AclOperation.valueOf(spec.path("operation").asText("ANY")),
+            AclPermissionType.valueOf(spec.path("permission_type").asText("ANY"))));
+  }
+
+  private static ObjectNode bindingOut(ObjectNode out, AclBinding binding) {
+    out.put("resource_type", binding.pattern().resourceType().name());
+    out.put("resource_name", binding.pattern().name());
+    out.put("pattern_type", binding.pattern().patternType().name());
+    out.put("principal", binding.entry().principal());
+    out.put("host", binding.entry().host());
+    out.put("operation", binding.entry().operation().name());
+    return out.put("permission_type", binding.entry().permissionType().name());
+  }
+
+  private static ObjectNode createAcls(JsonNode job) throws Exception {
+    List<AclBinding> bindings = new ArrayList<>();
+    job.get("acls").forEach(spec -> bindings.add(aclBinding(spec)));
+    try (Admin admin = admin(job)) {
+      Map<AclBinding, KafkaFuture<Void>> futures = admin.createAcls(bindings).values();
+      ArrayNode items = JSON.createArrayNode();
+      for (AclBinding binding : bindings) {
+        outcome(bindingOut(items.addObject(), binding), futures.get(binding));
+      }
+      return itemsResult("acls", items);
+    }
+  }
+
+  private static ObjectNode describeAcls(JsonNode job) throws Exception {
+    try (Admin admin = admin(job)) {
+      ObjectNode result = JSON.createObjectNode().put("ok", true);
+      Collection<AclBinding> found =
+          outcome(result, admin.describeAcls(aclFilter(job.path("filter"))).values());
+      ArrayNode acls = result.putArray("acls");
+      if (found != null) {
+        found.forEach(binding -> bindingOut(acls.addObject(), binding));
+      }
+      return result;
+    }
+  }
+
+  private static ObjectNode deleteAcls(JsonNode job) throws Exception {
+    List<AclBindingFilter> filters = new ArrayList<>();
+    job.get("filters").forEach(spec -> filters.add(aclFilter(spec)));
+    try (Admin admin = admin(job)) {
+      Map<AclBindingFilter, KafkaFuture<DeleteAclsResult.FilterResults>> futures =
+          admin.deleteAcls(filters).values();
+      ArrayNode items = JSON.createArrayNode();
+      for (AclBindingFilter filter : filters) {
+        ObjectNode item = items.addObject();
+        DeleteAclsResult.FilterResults matched = outcome(item, futures.get(filter));
+        ArrayNode acls = item.putArray("acls");
+        if (matched != null) {
+          for (DeleteAclsResult.FilterResult deleted : matched.values()) {
+            putError(bindingOut(acls.addObject(), deleted.binding()), deleted.exception());
+          }
+        }
+      }
+      return itemsResult("filters", items);
     }
   }
 

@@ -11,6 +11,10 @@ const {
   ConfigSource,
   Partitioners,
   logLevel,
+  AclResourceTypes,
+  AclOperationTypes,
+  AclPermissionTypes,
+  ResourcePatternTypes,
 } = require('kafkajs')
 const SnappyCodec = require('kafkajs-snappy')
 const lz4 = require('lz4js')
@@ -48,12 +52,22 @@ console.log = console.error
 const stderrLogger = () => ({ namespace, level, log }) =>
   process.stderr.write(`${namespace} ${level} ${JSON.stringify(log)}\n`)
 
-function kafkaFor(job) {
+// kafkajs tells of a broker's throttle time (KIP-219: Produce v6+) only in a debug log line of
+// its request queue; a producer's logger keeps the largest, and logs warnings and errors.
+const THROTTLED = /^Client side throttling in effect for (\d+)ms$/
+const throttle = { maxMs: 0 }
+const throttleWatchingLogger = () => ({ namespace, level, log }) => {
+  const throttled = THROTTLED.exec(log.message)
+  if (throttled) throttle.maxMs = Math.max(throttle.maxMs, Number(throttled[1]))
+  if (level <= logLevel.WARN) stderrLogger()({ namespace, level, log })
+}
+
+function kafkaFor(job, { watchThrottle = false } = {}) {
   return new Kafka({
     clientId: 'minibroker-kafkajs',
     brokers: [job.bootstrap],
-    logLevel: logLevel.WARN,
-    logCreator: stderrLogger,
+    logLevel: watchThrottle ? logLevel.DEBUG : logLevel.WARN,
+    logCreator: watchThrottle ? throttleWatchingLogger : stderrLogger,
     ...(job.config || {}),
   })
 }
@@ -86,7 +100,7 @@ async function produce(job) {
       return partition
     }
   }
-  const producer = kafkaFor(job).producer({
+  const producer = kafkaFor(job, { watchThrottle: true }).producer({
     idempotent: job.idempotent === true,
     createPartitioner: recordingPartitioner,
     ...transactionalOptions(job),
@@ -125,7 +139,7 @@ async function produce(job) {
       }
     })
     crash = await endTransaction(sender, job)
-    return { ok: true, results, crash }
+    return { ok: true, results, throttle_time_ms_max: throttle.maxMs, crash }
   } finally {
     // a crash leaves the transaction open: nothing is closed, main() exits at once
     if (!crash) await producer.disconnect()
@@ -155,7 +169,7 @@ async function endTransaction(transaction, job) {
 // kafkajs acknowledges each send() on its own, so each record waits for its ack before the
 // next one (then interval_ms).
 async function producePaced(job) {
-  const producer = kafkaFor(job).producer({ idempotent: job.idempotent === true })
+  const producer = kafkaFor(job, { watchThrottle: true }).producer({ idempotent: job.idempotent === true })
   await producer.connect()
   const results = []
   try {
@@ -178,7 +192,7 @@ async function producePaced(job) {
       results.push({ partition: ack.partition, offset: Number(ack.baseOffset), timestamp: -1 })
       await new Promise(resolve => setTimeout(resolve, job.interval_ms ?? 50))
     }
-    return { ok: true, results }
+    return { ok: true, results, throttle_time_ms_max: throttle.maxMs }
   } finally {
     await producer.disconnect()
   }
@@ -485,6 +499,83 @@ const deleteRecords = job =>
     return { ok: true, partitions }
   })
 
+// --- ACLs: Kafka's enum names in jobs, kafkajs takes and gives their codes ---
+
+const ACL_ENUMS = {
+  resource_type: AclResourceTypes,
+  pattern_type: ResourcePatternTypes,
+  operation: AclOperationTypes,
+  permission_type: AclPermissionTypes,
+}
+const ACL_BINDING_DEFAULTS = { pattern_type: 'LITERAL', host: '*', permission_type: 'ALLOW' }
+const ACL_FILTER_DEFAULTS = { resource_type: 'ANY', pattern_type: 'ANY', operation: 'ANY', permission_type: 'ANY' }
+
+function aclCodes(spec, defaults) {
+  // kafkajs takes an absent (undefined) name, principal or host as null; it refuses null.
+  const field = name => spec[name] ?? defaults[name] ?? undefined
+  const code = name => {
+    const found = ACL_ENUMS[name][field(name)]
+    if (found === undefined) throw new Error(`kafkajs has no ${name} ${field(name)}`)
+    return found
+  }
+  return {
+    resourceType: code('resource_type'),
+    resourceName: field('resource_name'),
+    resourcePatternType: code('pattern_type'),
+    principal: field('principal'),
+    host: field('host'),
+    operation: code('operation'),
+    permissionType: code('permission_type'),
+  }
+}
+
+const enumName = (name, code) => Object.keys(ACL_ENUMS[name]).find(key => ACL_ENUMS[name][key] === code)
+
+// kafkajs describes bindings grouped by resource: `resource` gives the pattern, `acl` the entry.
+const bindingOut = (resource, acl) => ({
+  resource_type: enumName('resource_type', resource.resourceType),
+  resource_name: resource.resourceName,
+  pattern_type: enumName('pattern_type', resource.resourcePatternType),
+  principal: acl.principal,
+  host: acl.host,
+  operation: enumName('operation', acl.operation),
+  permission_type: enumName('permission_type', acl.permissionType),
+})
+
+const createAcls = job =>
+  withAdmin(job, async admin => {
+    const acls = []
+    for (const spec of job.acls) {
+      const acl = aclCodes(spec, ACL_BINDING_DEFAULTS)
+      const item = bindingOut(acl, acl)
+      await itemOutcome(item, () => admin.createAcls({ acl: [acl] }))
+      acls.push(item)
+    }
+    return { ok: true, acls }
+  })
+
+const describeAcls = job =>
+  withAdmin(job, async admin => {
+    const result = { ok: true }
+    const found = await itemOutcome(result, () => admin.describeAcls(aclCodes(job.filter ?? {}, ACL_FILTER_DEFAULTS)))
+    result.acls = (found ? found.resources : []).flatMap(resource => resource.acls.map(acl => bindingOut(resource, acl)))
+    return result
+  })
+
+// kafkajs throws the first error of a DeleteAcls answer (a filter's or a deleted binding's).
+const deleteAcls = job =>
+  withAdmin(job, async admin => {
+    const filters = []
+    for (const spec of job.filters) {
+      const item = {}
+      const deleted = await itemOutcome(item, () => admin.deleteAcls({ filters: [aclCodes(spec, ACL_FILTER_DEFAULTS)] }))
+      const matching = deleted ? deleted.filterResponses[0].matchingAcls : []
+      item.acls = matching.map(acl => ({ ...bindingOut(acl, acl), error: null, error_name: null }))
+      filters.push(item)
+    }
+    return { ok: true, filters }
+  })
+
 const OPS = {
   produce,
   produce_paced: producePaced,
@@ -498,6 +589,9 @@ const OPS = {
   list_offsets: listOffsets,
   delete_records: deleteRecords,
   group_member: groupMember,
+  create_acls: createAcls,
+  describe_acls: describeAcls,
+  delete_acls: deleteAcls,
 }
 
 function errorResult(error) {
