@@ -14,6 +14,14 @@ each partition answers NO_ERROR if it is in the producer's ongoing transaction,
 INVALID_TXN_STATE if not; nothing is added. Without VerifyOnly the partitions are added, for a
 client on transactions V2 (Kafka: a v4+ add is TV2).
 
+Authorization, as Kafka's `handleAddPartitionsToTxnRequest`. v0-3 (clients): WRITE on the
+transactional id (else every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then WRITE on each
+topic: partitions of a topic without it, and of internal topics (always, as Kafka), answer
+TOPIC_AUTHORIZATION_FAILED, unknown ones UNKNOWN_TOPIC_OR_PARTITION, the others
+OPERATION_NOT_ATTEMPTED, and nothing is added. v4+ (brokers): CLUSTER_ACTION on the cluster,
+else CLUSTER_AUTHORIZATION_FAILED at the top level with no results; the transactions and topics
+themselves are not checked.
+
 Version notes: v0-3 are the client versions (one transaction per request). PRODUCER_FENCED
 exists from v2; older versions get INVALID_PRODUCER_EPOCH. v3 is flexible; v5 only adds
 TRANSACTION_ABORTABLE (never answered here).
@@ -23,6 +31,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
+from minibroker.cluster.state import INTERNAL_TOPICS
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -52,14 +62,9 @@ def _errors(
     verify_only: bool = False,
 ) -> dict[TopicPartition, ErrorCode]:
     wanted = [(topic.name, partition) for topic in topics for partition in topic.partitions]
-    unknown = {tp for tp in wanted if ctx.broker.cluster.partition(*tp) is None}
-    if unknown:
-        return {
-            tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if tp in unknown
-            else ErrorCode.OPERATION_NOT_ATTEMPTED
-            for tp in wanted
-        }
+    refused = _refused(ctx, wanted)
+    if refused:
+        return {tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}
     coordinator = ctx.broker.transactions
     if verify_only:
         return coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, wanted)
@@ -69,6 +74,32 @@ def _errors(
     )
     error = error_for_version(error, ctx.api_version, PRODUCER_FENCED_FROM_VERSION)
     return dict.fromkeys(wanted, error)
+
+
+def _refused(ctx: RequestContext, wanted: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+    """Partitions that may not be added: topics without WRITE (v0-3), unknown partitions."""
+    names = {topic for topic, _ in wanted}
+    if ctx.api_version < FIRST_BATCHED_VERSION:
+        names = ctx.authorized_names(
+            AclOperation.WRITE, ResourceType.TOPIC, names - set(INTERNAL_TOPICS)
+        )
+    refused = {}
+    for tp in wanted:
+        if tp[0] not in names:
+            refused[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif ctx.broker.cluster.partition(*tp) is None:
+            refused[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return refused
+
+
+def _txn_errors(
+    ctx: RequestContext, transactional_id: str, producer_id: int, producer_epoch: int, topics: Any
+) -> dict[TopicPartition, ErrorCode]:
+    """v0-3: the transaction's partitions, after WRITE on its transactional id."""
+    if ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return _errors(ctx, transactional_id, producer_id, producer_epoch, topics)
+    error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    return {(topic.name, partition): error for topic in topics for partition in topic.partitions}
 
 
 def _topic_results(errors: dict[TopicPartition, ErrorCode]) -> list[Any]:
@@ -83,6 +114,14 @@ def _topic_results(errors: dict[TopicPartition, ErrorCode]) -> list[Any]:
 
 
 def _batched(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return new_response(
+            ApiKey.AddPartitionsToTxn,
+            ctx.api_version,
+            throttle_time_ms=0,
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            results_by_transaction=[],
+        )
     results = [
         _Transaction(
             transactional_id=txn.transactional_id,
@@ -112,7 +151,7 @@ def _batched(ctx: RequestContext, request: Any) -> Any:
 async def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= FIRST_BATCHED_VERSION:
         return _batched(ctx, request)
-    errors = _errors(
+    errors = _txn_errors(
         ctx,
         request.v3_and_below_transactional_id,
         request.v3_and_below_producer_id,

@@ -17,14 +17,22 @@ epoch below -2), UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, GROUP_ID_NOT_
 such group when the epoch is not 0, or a classic group with members), UNKNOWN_MEMBER_ID,
 FENCED_MEMBER_EPOCH, FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED.
 
+Authorization, as Kafka 4.3's `KafkaApis` and group coordinator, after the feature check: READ
+on the group (GROUP_AUTHORIZATION_FAILED), then DESCRIBE on every subscribed topic name
+(TOPIC_AUTHORIZATION_FAILED if one is missing; both answers carry member epoch 0 and no
+message). A subscription regex resolves only to the topics the principal of the heartbeat that
+resolves it may DESCRIBE (Kafka's `filterTopicDescribeAuthorizedTopics`).
+
 Version notes: v0 lets the coordinator generate the member id when the request's is empty;
 v1 (KIP-1082) requires the client to generate it, and adds `SubscribedTopicRegex`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.groups.consumer.manager import ConsumerGroupError, HeartbeatRequest
 from minibroker.groups.consumer.model import Assignment
 from minibroker.handlers.registry import handles
@@ -59,7 +67,23 @@ def _heartbeat_request(ctx: RequestContext, request: Any) -> HeartbeatRequest:
         client_id=ctx.header.client_id or "",
         client_host=ctx.client_host,
         api_version=ctx.api_version,
+        describable=_describable(ctx),
     )
+
+
+def _describable(ctx: RequestContext) -> Callable[[Iterable[str]], set[str]] | None:
+    if ctx.broker.authorizer is None:
+        return None
+    return lambda names: ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+
+
+def _refused(ctx: RequestContext, request: Any) -> ErrorCode | None:
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    names = set(request.subscribed_topic_names or ())
+    if ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names) != names:
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return None
 
 
 @handles(ApiKey.ConsumerGroupHeartbeat, 0, 1)
@@ -67,6 +91,11 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any) -> 
     if not ctx.broker.features.consumer_groups_enabled:
         return heartbeat_error(
             ApiKey.ConsumerGroupHeartbeat, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION, None
+        )
+    refused = _refused(ctx, request)
+    if refused is not None:
+        return new_response(
+            ApiKey.ConsumerGroupHeartbeat, ctx.api_version, throttle_time_ms=0, error_code=refused
         )
     try:
         result = ctx.broker.groups.consumer.heartbeat(_heartbeat_request(ctx, request))

@@ -9,6 +9,10 @@ GROUP_ID_NOT_FOUND ("Group <id> not found."), a group of another kind GROUP_ID_N
 unknown topic is UNKNOWN_TOPIC_OR_PARTITION with Kafka's default message, a topic the group
 has no state for UNKNOWN_TOPIC_OR_PARTITION ("There is no offset information to delete.").
 The deleted topics come first (with their ids), then the failed ones (zero id), as in Kafka.
+Authorization, as Kafka's `handleDeleteShareGroupOffsetsRequest`, after the feature check:
+DELETE on the group (else GROUP_AUTHORIZATION_FAILED, "Group authorization failed.", no
+topics); READ on each topic: a topic without it answers TOPIC_AUTHORIZATION_FAILED ("Topic
+authorization failed.", zero id), first, and keeps its state (a group error answers none).
 An empty group id is INVALID_GROUP_ID; while the `share.version` feature is finalized below 1,
 UNSUPPORTED_VERSION.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.groups.share.offsets_admin import UNKNOWN_TOPIC_MESSAGE, check_empty_share_group
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
@@ -30,15 +35,14 @@ _Topic = struct_type(
 )
 ZERO_ID = uuid.UUID(int=0)
 NO_OFFSETS_MESSAGE = "There is no offset information to delete."
+GROUP_AUTHORIZATION_FAILED_MESSAGE = "Group authorization failed."
+TOPIC_AUTHORIZATION_FAILED_MESSAGE = "Topic authorization failed."
 
 
-def _failed(name: str, message: str) -> Any:
-    return _Topic(
-        topic_name=name,
-        topic_id=ZERO_ID,
-        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        error_message=message,
-    )
+def _failed(
+    name: str, message: str, error: ErrorCode = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+) -> Any:
+    return _Topic(topic_name=name, topic_id=ZERO_ID, error_code=error, error_message=message)
 
 
 def _delete(ctx: RequestContext, group_id: str, names: list[str]) -> list[Any]:
@@ -64,17 +68,27 @@ def _delete(ctx: RequestContext, group_id: str, names: list[str]) -> list[Any]:
     return deleted + failed
 
 
+def _group_error(ctx: RequestContext, group_id: str) -> tuple[ErrorCode, str | None]:
+    enabled = ctx.broker.features.share_groups_enabled
+    if enabled and not ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED_MESSAGE
+    return check_empty_share_group(ctx.broker.groups, group_id, enabled, create=False)
+
+
 @handles(ApiKey.DeleteShareGroupOffsets, 0, 0)
 async def handle_delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
-    error, message = check_empty_share_group(
-        ctx.broker.groups,
-        request.group_id,
-        ctx.broker.features.share_groups_enabled,
-        create=False,
-    )
+    error, message = _group_error(ctx, request.group_id)
     topics = []
     if error == ErrorCode.NO_ERROR:
-        topics = _delete(ctx, request.group_id, [topic.topic_name for topic in request.topics])
+        names = [topic.topic_name for topic in request.topics]
+        readable = ctx.authorized_names(AclOperation.READ, ResourceType.TOPIC, names)
+        refused = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        topics = [
+            _failed(name, TOPIC_AUTHORIZATION_FAILED_MESSAGE, refused)
+            for name in names
+            if name not in readable
+        ]
+        topics += _delete(ctx, request.group_id, [name for name in names if name in readable])
     return new_response(
         ApiKey.DeleteShareGroupOffsets,
         ctx.api_version,

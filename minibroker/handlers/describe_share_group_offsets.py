@@ -10,6 +10,12 @@ an unknown topic answers the zero topic id. The group is not looked up, as in Ka
 unknown group, or a group of another kind, simply has no share state. While the
 `share.version` feature is finalized below 1 every group answers UNSUPPORTED_VERSION.
 
+Authorization, as Kafka's `handleDescribeShareGroupOffsetsRequest`, per group after the feature
+check: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED, no topics); DESCRIBE on each
+topic: named topics without it answer, after the others, start offset -1 and
+TOPIC_AUTHORIZATION_FAILED ("Topic authorization failed.") with the zero topic id; when all of
+the group's partitions are asked for, those topics are left out.
+
 Lag is Kafka 4.3's: the high watermark minus the start offset minus the records past the start
 offset whose delivery is complete (acknowledged or archived).
 
@@ -21,6 +27,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.cluster.state import Partition, Topic
 from minibroker.groups.share.partition import FINISHED, SharePartition
 from minibroker.handlers.registry import handles
@@ -46,6 +53,7 @@ _Partition = struct_type(
     "DescribeShareGroupOffsetsResponsePartition",
 )
 UNINITIALIZED = -1
+TOPIC_AUTHORIZATION_FAILED_MESSAGE = "Topic authorization failed."
 ZERO_ID = uuid.UUID(int=0)
 SharePartitions = dict[tuple[uuid.UUID, int], SharePartition]
 
@@ -108,22 +116,43 @@ def _initialized(ctx: RequestContext, shares: SharePartitions) -> list[tuple[str
     return [(name, sorted(indexes)) for name, indexes in sorted(wanted.items())]
 
 
+def _unauthorized_topic(name: str, indexes: list[int]) -> Any:
+    partitions = [
+        _Partition(
+            partition_index=index,
+            start_offset=UNINITIALIZED,
+            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            error_message=TOPIC_AUTHORIZATION_FAILED_MESSAGE,
+        )
+        for index in indexes
+    ]
+    return _Topic(topic_name=name, topic_id=ZERO_ID, partitions=partitions)
+
+
+def _failed(group_id: str, error: ErrorCode) -> Any:
+    return _Group(group_id=group_id, topics=[], error_code=error, error_message=None)
+
+
 def _group(ctx: RequestContext, group_id: str, topics: list[Any] | None) -> Any:
     if not ctx.broker.features.share_groups_enabled:
-        return _Group(
-            group_id=group_id,
-            topics=[],
-            error_code=ErrorCode.UNSUPPORTED_VERSION,
-            error_message=None,
-        )
+        return _failed(group_id, ErrorCode.UNSUPPORTED_VERSION)
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return _failed(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     shares = ctx.broker.share_deliveries.partitions_of(group_id)
     if topics is None:
         wanted = _initialized(ctx, shares)
     else:
         wanted = [(topic.topic_name, list(topic.partitions)) for topic in topics]
+    allowed = ctx.authorized_names(
+        AclOperation.DESCRIBE, ResourceType.TOPIC, [name for name, _ in wanted]
+    )
+    refused = []
+    if topics is not None:
+        refused = [_unauthorized_topic(n, indexes) for n, indexes in wanted if n not in allowed]
     return _Group(
         group_id=group_id,
-        topics=_topics(ctx, wanted, shares),
+        topics=_topics(ctx, [(n, indexes) for n, indexes in wanted if n in allowed], shares)
+        + refused,
         error_code=ErrorCode.NO_ERROR,
         error_message=None,
     )

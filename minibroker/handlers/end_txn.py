@@ -15,6 +15,9 @@ with the new epoch and answers the producer id and new epoch, which the client u
 next transaction. A retry (the previous epoch, after the end completed) answers NO_ERROR with
 the current epoch; an abort with nothing in the transaction bumps the epoch too.
 
+Authorization first: WRITE on the transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+(producer id and epoch -1), as Kafka.
+
 Version notes: PRODUCER_FENCED exists from v2; older versions get INVALID_PRODUCER_EPOCH. v3 is
 flexible; v4 only adds TRANSACTION_ABORTABLE (never answered here); v5 adds ProducerId and
 ProducerEpoch to the response (-1 with an error, as Kafka).
@@ -24,9 +27,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response
+from minibroker.protocol.errors import ErrorCode
 from minibroker.server.context import RequestContext
 from minibroker.txn.coordinator import InitResult, error_for_version
 
@@ -35,6 +40,10 @@ TRANSACTIONS_V2_VERSION = 5
 
 
 def _end(ctx: RequestContext, request: Any) -> InitResult:
+    if not ctx.authorize(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+    ):
+        return InitResult(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     coordinator = ctx.broker.transactions
     args = (
         request.transactional_id,

@@ -15,6 +15,11 @@ Behaviour (Kafka's `KafkaApis.handleInitProducerIdRequest` and
   committed or aborted): the client retries. v3+ may carry the producer's current id and
   epoch (KIP-360, resuming after an abortable error): a stale one is PRODUCER_FENCED.
 
+Authorization first, as Kafka: a transactional id needs WRITE on it
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer needs IDEMPOTENT_WRITE on the
+cluster or WRITE on some topic (`authorize_by_resource_type`), else
+CLUSTER_AUTHORIZATION_FAILED. (Kafka's TWO_PHASE_COMMIT check belongs to v6, not served.)
+
 Under transactions V2 (`transaction.version` 2) the coordinator behaves the same here; the
 per-transaction epoch bump happens in EndTxn v5. Errors carry producer id -1 and epoch -1.
 v6 (KIP-939 two-phase commit: Enable2Pc, KeepPreparedTxn) is marked unstable in Kafka 4.3 and
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response
@@ -37,7 +43,22 @@ from minibroker.txn.coordinator import error_for_version
 PRODUCER_FENCED_FROM_VERSION = 4
 
 
+def _refused(ctx: RequestContext, transactional_id: str | None) -> ErrorCode | None:
+    if transactional_id is not None:
+        if ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return None
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if ctx.authorize_cluster(AclOperation.IDEMPOTENT_WRITE) or ctx.authorize_by_resource_type(
+        AclOperation.WRITE, ResourceType.TOPIC
+    ):
+        return None
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
 def _init(ctx: RequestContext, request: Any) -> tuple[ErrorCode, int, int]:
+    refused = _refused(ctx, request.transactional_id)
+    if refused is not None:
+        return refused, -1, -1
     if (request.producer_id == -1) != (request.producer_epoch == -1):
         return ErrorCode.INVALID_REQUEST, -1, -1
     if request.transactional_id is None:

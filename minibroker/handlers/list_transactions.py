@@ -11,12 +11,16 @@ matches every id, otherwise the whole id must match the pattern (Java `matches()
 `find()`). Kafka compiles it with RE2/J; here it is translated as KIP-848 subscription
 regexes are (`groups/consumer/regex.py`).
 A pattern that does not compile answers INVALID_REGULAR_EXPRESSION with nothing listed.
+
+Authorization, as Kafka's `handleListTransactionsRequest`: only the transactional ids the
+principal may DESCRIBE are listed.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.groups.consumer.regex import InvalidRegex, compile_re2
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
@@ -54,6 +58,9 @@ async def handle_list_transactions(ctx: RequestContext, request: Any) -> Any:
         listed = ctx.broker.transactions.listed(
             states, set(request.producer_id_filters or []), request.duration_filter
         )
+    describable = ctx.authorized_names(
+        AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, [t.transactional_id for t in listed]
+    )
     return new_response(
         ApiKey.ListTransactions,
         ctx.api_version,
@@ -67,6 +74,7 @@ async def handle_list_transactions(ctx: RequestContext, request: Any) -> Any:
                 transaction_state=txn.state.display_name,
             )
             for txn in listed
-            if matcher is None or matcher.fullmatch(txn.transactional_id)
+            if (matcher is None or matcher.fullmatch(txn.transactional_id))
+            and txn.transactional_id in describable
         ],
     )

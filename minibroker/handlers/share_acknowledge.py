@@ -14,6 +14,10 @@ holds). Epoch 0 is INVALID_SHARE_SESSION_EPOCH (acknowledgements need an open se
 session SHARE_SESSION_NOT_FOUND, another epoch INVALID_SHARE_SESSION_EPOCH; UNSUPPORTED_VERSION
 while the `share.version` feature is below 1.
 
+Authorization, as Kafka's `handleShareAcknowledgeRequest`, after the feature check: READ on the
+group (else GROUP_AUTHORIZATION_FAILED at the top level); READ on each topic: the partitions of
+a topic without it answer TOPIC_AUTHORIZATION_FAILED and their acknowledgements are not applied.
+
 Version notes: v2 adds IsRenewAck, and AcquisitionLockTimeoutMs in the response.
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.groups.share.delivery import acknowledgements_of, now_ms
 from minibroker.groups.share.sessions import (
     FINAL_EPOCH,
@@ -88,6 +93,8 @@ def _response(
 async def handle_share_acknowledge(ctx: RequestContext, request: Any) -> Any:
     if not ctx.broker.features.share_groups_enabled:
         return _response(ctx, ErrorCode.UNSUPPORTED_VERSION, None, {}, 0)
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _response(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED, None, {}, 0)
     if not request.group_id or not request.member_id:
         return _response(
             ctx, ErrorCode.INVALID_REQUEST, "Group id and member id are required.", {}, 0
@@ -104,9 +111,17 @@ async def handle_share_acknowledge(ctx: RequestContext, request: Any) -> Any:
         return _response(ctx, exc.error, exc.message, {}, 0)
     renew = ctx.api_version >= 2 and request.is_renew_ack
     deliveries = ctx.broker.share_deliveries
+    acknowledgements = acknowledgements_of(request.topics)
+    denied = ctx.denied_topic_ids(AclOperation.READ, [topic.topic_id for topic in request.topics])
     results = deliveries.acknowledge_all(
-        session.group_id, session.member_id, acknowledgements_of(request.topics), renew, now_ms()
+        session.group_id,
+        session.member_id,
+        {key: acks for key, acks in acknowledgements.items() if key[0] not in denied},
+        renew,
+        now_ms(),
     )
+    refused = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+    results.update({key: refused for key in acknowledgements if key[0] in denied})
     if epoch == FINAL_EPOCH:
         ctx.broker.share_sessions.close(session)
         deliveries.release(session)

@@ -18,6 +18,13 @@ SHARE_SESSION_LIMIT_REACHED, INVALID_REQUEST (no group or member id), UNSUPPORTE
 while the `share.version` feature is below 1. Per partition: UNKNOWN_TOPIC_ID,
 UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER (in a cluster), KAFKA_STORAGE_ERROR.
 
+Authorization, as Kafka's `handleShareFetchRequest`, after the feature check: READ on the group
+(else GROUP_AUTHORIZATION_FAILED at the top level, nothing else done); READ on each topic of the
+request and of the session: a partition of a topic without it answers
+TOPIC_AUTHORIZATION_FAILED (after UNKNOWN_TOPIC_ID, before the partition's existence) and
+acquires nothing, and its acknowledgements are not applied (AcknowledgeErrorCode
+TOPIC_AUTHORIZATION_FAILED).
+
 Version notes: v2 adds IsRenewAck (RENEW acknowledgements; such a request fetches nothing)
 and ShareAcquireMode (record-limit mode is served as batch-optimized: whole batches).
 """
@@ -25,11 +32,15 @@ and ShareAcquireMode (record-limit mode is served as batch-optimized: whole batc
 from __future__ import annotations
 
 import asyncio
+import uuid
+from collections.abc import Set
 from dataclasses import dataclass, field
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.cluster.state import Partition, wait_for_append
 from minibroker.groups.share.delivery import Delivered, acknowledgements_of, now_ms
+from minibroker.groups.share.partition import AcknowledgementBatch
 from minibroker.groups.share.sessions import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
@@ -55,6 +66,7 @@ _Leader = struct_type(
     "PartitionData",
     "LeaderIdAndEpoch",
 )
+RENEW_FROM_VERSION = 2
 _Acquired = struct_type(
     ApiKey.ShareFetch, "response", "ShareFetchableTopicResponse", "PartitionData", "AcquiredRecords"
 )
@@ -103,10 +115,14 @@ def _session(ctx: RequestContext, request: Any, has_acks: bool) -> ShareSession:
     return session
 
 
-def _partition(ctx: RequestContext, key: SharePartitionKey) -> Partition | ErrorCode:
+def _partition(
+    ctx: RequestContext, key: SharePartitionKey, denied: Set[uuid.UUID]
+) -> Partition | ErrorCode:
     topic = ctx.broker.cluster.topics_by_id.get(key[0])
     if topic is None:
         return ErrorCode.UNKNOWN_TOPIC_ID
+    if key[0] in denied:
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if not 0 <= key[1] < len(topic.partitions):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     partition = topic.partitions[key[1]]
@@ -118,6 +134,7 @@ def _acquire_all(
     request: Any,
     session: ShareSession,
     answers: dict[SharePartitionKey, PartitionAnswer],
+    denied: Set[uuid.UUID],
 ) -> bool:
     """One pass over the session's partitions; whether anything was acquired."""
     records_left = max(request.max_records, 1)
@@ -125,7 +142,7 @@ def _acquire_all(
     acquired = False
     for key in session.partitions:
         answer = answers.setdefault(key, PartitionAnswer())
-        found = _partition(ctx, key)
+        found = _partition(ctx, key, denied)
         if isinstance(found, ErrorCode):
             answer.error = found
             continue
@@ -158,10 +175,11 @@ async def _long_poll(
     request: Any,
     session: ShareSession,
     answers: dict[SharePartitionKey, PartitionAnswer],
+    denied: Set[uuid.UUID],
 ) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
-    while not _acquire_all(ctx, request, session, answers):
+    while not _acquire_all(ctx, request, session, answers, denied):
         remaining = deadline - loop.time()
         if remaining <= 0 or any(a.error != ErrorCode.NO_ERROR for a in answers.values()):
             return
@@ -169,7 +187,9 @@ async def _long_poll(
         if expiry is not None:
             remaining = min(remaining, max(expiry - now_ms(), 0) / 1000 + 0.001)
         partitions = [
-            p for key in session.partitions if isinstance(p := _partition(ctx, key), Partition)
+            p
+            for key in session.partitions
+            if isinstance(p := _partition(ctx, key, denied), Partition)
         ]
         await wait_for_append(partitions, remaining)
 
@@ -232,10 +252,33 @@ def _response(
     )
 
 
+def _renews(ctx: RequestContext, request: Any) -> bool:
+    return ctx.api_version >= RENEW_FROM_VERSION and bool(request.is_renew_ack)
+
+
+def _acknowledged(
+    ctx: RequestContext,
+    request: Any,
+    session: ShareSession,
+    acknowledgements: dict[SharePartitionKey, list[AcknowledgementBatch]],
+    denied: Set[uuid.UUID],
+) -> dict[SharePartitionKey, PartitionAnswer]:
+    """The acknowledgements applied (those of unreadable topics refused), as answers."""
+    allowed = {key: acks for key, acks in acknowledgements.items() if key[0] not in denied}
+    acked = ctx.broker.share_deliveries.acknowledge_all(
+        session.group_id, session.member_id, allowed, _renews(ctx, request), now_ms()
+    )
+    refused = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+    acked.update({key: refused for key in acknowledgements if key[0] in denied})
+    return {key: PartitionAnswer(acknowledged=result) for key, result in acked.items()}
+
+
 @handles(ApiKey.ShareFetch, 1, 2)
 async def handle_share_fetch(ctx: RequestContext, request: Any) -> Any:
     if not ctx.broker.features.share_groups_enabled:
         return _error(ctx, ErrorCode.UNSUPPORTED_VERSION, None)
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _error(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
     if not request.group_id or not request.member_id:
         return _error(ctx, ErrorCode.INVALID_REQUEST, "Group id and member id are required.")
     acknowledgements = acknowledgements_of(request.topics)
@@ -243,11 +286,9 @@ async def handle_share_fetch(ctx: RequestContext, request: Any) -> Any:
         session = _session(ctx, request, bool(acknowledgements))
     except ShareSessionError as exc:
         return _error(ctx, exc.error, exc.message)
-    renew = ctx.api_version >= 2 and request.is_renew_ack
-    acked = ctx.broker.share_deliveries.acknowledge_all(
-        session.group_id, session.member_id, acknowledgements, renew, now_ms()
-    )
-    answers = {key: PartitionAnswer(acknowledged=result) for key, result in acked.items()}
+    topic_ids = [key[0] for key in session.partitions] + [t.topic_id for t in request.topics]
+    denied = ctx.denied_topic_ids(AclOperation.READ, topic_ids)
+    answers = _acknowledged(ctx, request, session, acknowledgements, denied)
     if request.share_session_epoch == FINAL_EPOCH:
         ctx.broker.share_sessions.close(session)
         ctx.broker.share_deliveries.release(session)
@@ -255,7 +296,7 @@ async def handle_share_fetch(ctx: RequestContext, request: Any) -> Any:
     session.update(_requested(request), _forgotten(request))
     if request.share_session_epoch != INITIAL_EPOCH:
         session.advance()
-    if not renew:
-        await _long_poll(ctx, request, session, answers)
+    if not _renews(ctx, request):
+        await _long_poll(ctx, request, session, answers, denied)
     full = request.share_session_epoch == INITIAL_EPOCH
     return _response(ctx, session.group_id, answers, full)

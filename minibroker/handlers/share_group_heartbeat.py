@@ -18,6 +18,11 @@ request without topic names, an epoch below -1), GROUP_ID_NOT_FOUND (no such sha
 the epoch is not 0, or a group id used by a classic or consumer group), UNKNOWN_MEMBER_ID,
 FENCED_MEMBER_EPOCH, GROUP_MAX_SIZE_REACHED (`group.share.max.size`).
 
+Authorization, as Kafka 4.3's `KafkaApis`, after the feature check: READ on the group
+(GROUP_AUTHORIZATION_FAILED), then DESCRIBE on every subscribed topic name
+(TOPIC_AUTHORIZATION_FAILED if one is missing); both answers carry member epoch 0 and no
+message.
+
 Version notes: v0 (Kafka 4.0's early access) is not served, as Kafka 4.1+; v1 is the first
 stable version.
 """
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.groups.share.manager import ShareGroupError, ShareHeartbeatRequest
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
@@ -50,11 +56,25 @@ def _heartbeat_request(ctx: RequestContext, request: Any) -> ShareHeartbeatReque
     )
 
 
+def _refused(ctx: RequestContext, request: Any) -> ErrorCode | None:
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    names = set(request.subscribed_topic_names or ())
+    if ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names) != names:
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return None
+
+
 @handles(ApiKey.ShareGroupHeartbeat, 1, 1)
 async def handle_share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     if not ctx.broker.features.share_groups_enabled:
         return heartbeat_error(
             ApiKey.ShareGroupHeartbeat, ctx.api_version, ErrorCode.UNSUPPORTED_VERSION, None
+        )
+    refused = _refused(ctx, request)
+    if refused is not None:
+        return new_response(
+            ApiKey.ShareGroupHeartbeat, ctx.api_version, throttle_time_ms=0, error_code=refused
         )
     try:
         result = ctx.broker.groups.share.heartbeat(_heartbeat_request(ctx, request))

@@ -4,6 +4,11 @@ Behaviour (Kafka's `GroupCoordinator.handleTxnCommitOffsets`): offsets committed
 transaction. They are written to the group's `__consumer_offsets` partition in a
 transactional batch of the producer and count as the group's committed offsets only once
 EndTxn writes the COMMIT marker there (ABORT drops them). Checks, in order:
+- authorization, as Kafka's `handleTxnOffsetCommitRequest`: WRITE on the transactional id
+  (else every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (else
+  GROUP_AUTHORIZATION_FAILED), then READ on each topic: the partitions of a topic without it
+  answer TOPIC_AUTHORIZATION_FAILED (first) and are not committed; with nothing left to
+  commit the transaction is not touched.
 - INVALID_GROUP_ID for an empty group id; partitions of unknown topics get
   UNKNOWN_TOPIC_OR_PARTITION (the others are committed).
 - the transaction (Kafka's verification): INVALID_PRODUCER_ID_MAPPING for an unknown
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.groups.coordinator import OffsetCommit
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
@@ -111,11 +117,38 @@ def _implicit_add_error(ctx: RequestContext, request: Any, offsets_partition: in
     return error
 
 
+def _request_error(ctx: RequestContext, request: Any) -> ErrorCode | None:
+    if not ctx.authorize(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+    ):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    return None
+
+
+def _outcomes(ctx: RequestContext, request: Any) -> list[tuple[OffsetCommit, ErrorCode]]:
+    """Each partition's answer: refused ones first, then the committed ones."""
+    commits = _commits(request)
+    error = _request_error(ctx, request)
+    if error is not None:
+        return [(commit, error) for commit in commits]
+    readable = ctx.authorized_names(
+        AclOperation.READ, ResourceType.TOPIC, {commit.topic for commit in commits}
+    )
+    refused = [
+        (c, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for c in commits if c.topic not in readable
+    ]
+    allowed = [commit for commit in commits if commit.topic in readable]
+    if not allowed:
+        return refused
+    return refused + list(zip(allowed, _errors(ctx, request, allowed), strict=True))
+
+
 @handles(ApiKey.TxnOffsetCommit, 0, 5)
 async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
-    commits = _commits(request)
     topics: dict[str, list[Any]] = {}
-    for commit, error in zip(commits, _errors(ctx, request, commits), strict=True):
+    for commit, error in _outcomes(ctx, request):
         topics.setdefault(commit.topic, []).append(
             _Partition(partition_index=commit.partition, error_code=error)
         )

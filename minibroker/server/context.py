@@ -5,6 +5,7 @@ which allow everything when no authorizer is configured (`minibroker/auth/author
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -82,6 +83,18 @@ class RequestContext:
         if self.broker.authorizer is None:
             return set(names)
         return {name for name in set(names) if self.authorize(operation, resource_type, name)}
+
+    def denied_topic_ids(
+        self, operation: AclOperation, topic_ids: Iterable[uuid.UUID]
+    ) -> set[uuid.UUID]:
+        """The ids among `topic_ids` naming a topic the principal may not do `operation` on
+        (ids of no topic are left out)."""
+        topics = self.broker.cluster.topics_by_id
+        named = {
+            topic_id: topics[topic_id].name for topic_id in set(topic_ids) if topic_id in topics
+        }
+        allowed = self.authorized_names(operation, ResourceType.TOPIC, named.values())
+        return {topic_id for topic_id, name in named.items() if name not in allowed}
 
     def authorize_by_resource_type(
         self, operation: AclOperation, resource_type: ResourceType

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -81,6 +81,8 @@ class HeartbeatRequest:
     client_id: str
     client_host: str
     api_version: int
+    describable: Callable[[Iterable[str]], set[str]] | None = None
+    """The topics among these the member may DESCRIBE (its regex resolves only to those)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,6 +312,8 @@ class ConsumerGroups:
             )
         if regex and pattern is not None:
             group.patterns.setdefault(regex, pattern)
+        if request.describable is not None:
+            group.describable = request.describable
         if request.instance_id is None:
             member = self._dynamic_member(group, member_id, request)
         else:
@@ -478,7 +482,10 @@ class ConsumerGroups:
             pattern = group.patterns.get(regex)
             if pattern is None:
                 pattern = group.patterns[regex] = compile_subscription_regex(regex)
-            topics = tuple(sorted(self._matching_topics(pattern)))
+            matching = self._matching_topics(pattern)
+            if group.describable is not None:
+                matching = list(group.describable(matching))
+            topics = tuple(sorted(matching))
             names.update(topics)
             previous = group.resolved_regexes.get(regex)
             resolved[regex] = previous if previous and previous[0] == topics else (topics, now_ms())
@@ -499,11 +506,11 @@ class ConsumerGroups:
 
     def _member_topics(self, group: ConsumerGroup, member: ConsumerMember) -> frozenset[uuid.UUID]:
         wanted = set(member.subscribed_topic_names)
-        pattern = group.patterns.get(member.subscribed_topic_regex or "")
+        resolved = group.resolved_regexes.get(member.subscribed_topic_regex or "")
+        if resolved is not None:
+            wanted.update(resolved[0])
         return frozenset(
-            info.topic_id
-            for name, info in group.subscription_metadata.items()
-            if name in wanted or (pattern is not None and pattern.fullmatch(name))
+            info.topic_id for name, info in group.subscription_metadata.items() if name in wanted
         )
 
     def _select_assignor(self, group: ConsumerGroup) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -122,6 +123,9 @@ class ConsumerGroup:
     assignor_name: str = "uniform"
     # Each subscription regex with the topics it resolved to and when (ms).
     resolved_regexes: dict[str, tuple[tuple[str, ...], int]] = field(default_factory=dict)
+    # The topics among these the principal of the last heartbeat may DESCRIBE: regexes resolve
+    # only to those, as Kafka resolves them with the triggering request's context.
+    describable: Callable[[Iterable[str]], set[str]] | None = None
     # The hash of the subscribed topics' metadata when the group was written (a restart
     # compares it with the topics as they are then).
     metadata_hash: int = 0
