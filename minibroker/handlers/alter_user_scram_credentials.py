@@ -7,7 +7,9 @@ per user, Kafka's checks and messages: a user altered twice in one request (even
 mechanisms) gets DUPLICATE_RESOURCE; an empty name UNACCEPTABLE_CREDENTIAL; an unknown
 mechanism UNSUPPORTED_SASL_MECHANISM; iterations below the mechanism's minimum (4096) or
 above 16384 UNACCEPTABLE_CREDENTIAL; deleting what does not exist RESOURCE_NOT_FOUND.
-Accepted changes apply together.
+Accepted changes apply together. It needs ALTER on the cluster (checked by Kafka's
+controller), else every user named gets CLUSTER_AUTHORIZATION_FAILED ("Request ... is not
+authorized.") and nothing changes.
 
 Version notes: v0 is the only version, and flexible.
 """
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation
+from minibroker.auth.authorizer import cluster_denied_message
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -75,8 +79,27 @@ def _upsert(upsertion: Any) -> Change:
     return upsertion.name, mechanism.name, credential
 
 
+def _denied(ctx: RequestContext, request: Any) -> Any:
+    """Kafka's error answer: one result per user named, sorted."""
+    message = cluster_denied_message("AlterUserScramCredentials", ctx.principal)
+    users = {change.name for change in [*request.deletions, *request.upsertions]}
+    return new_response(
+        ApiKey.AlterUserScramCredentials,
+        ctx.api_version,
+        throttle_time_ms=0,
+        results=[
+            _Result(
+                user=user, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=message
+            )
+            for user in sorted(users)
+        ],
+    )
+
+
 @handles(ApiKey.AlterUserScramCredentials, 0, 0)
 async def handle_alter_user_scram_credentials(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.ALTER):
+        return _denied(ctx, request)
     store = ctx.broker.scram_credentials
     changes: dict[str, Change] = {}
     errors: dict[str, Error] = {}

@@ -9,6 +9,10 @@ and adds nothing. More than 10000 new partitions in one request fail it whole wi
 POLICY_VIOLATION, as Kafka's controller does. The new partitions' logs are created at
 once; the timeout is not used.
 
+Authorization, as Kafka's ControllerApis: each topic named once needs ALTER, else
+TOPIC_AUTHORIZATION_FAILED (no message, listed before the other answers) whether it exists or
+not.
+
 Version notes: v2 is the first flexible version; v3 adds nothing for a broker.
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.cluster.assignments import (
     MAX_RECORDS_PER_USER_OP,
     TOO_LARGE_OPERATION,
@@ -88,7 +93,16 @@ def _checked(ctx: RequestContext, topics: list[Any]) -> tuple[list[Any], list[An
 async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
     counts = Counter(topic.name for topic in request.topics)
     unique = [topic for topic in request.topics if counts[topic.name] == 1]
-    accepted, results = _checked(ctx, unique)
+    allowed = ctx.authorized_names(
+        AclOperation.ALTER, ResourceType.TOPIC, (topic.name for topic in unique)
+    )
+    denied = [
+        _result(topic.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+        for topic in unique
+        if topic.name not in allowed
+    ]
+    accepted, refused = _checked(ctx, [topic for topic in unique if topic.name in allowed])
+    results = denied + refused
     cluster = ctx.broker.cluster
     added = sum(wanted.count - len(cluster.topics[wanted.name].partitions) for wanted in accepted)
     if added > MAX_RECORDS_PER_USER_OP:

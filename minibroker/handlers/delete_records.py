@@ -10,6 +10,9 @@ INVALID_TOPIC_EXCEPTION; errors answer low watermark -1. The new start is checkp
 once (the log's `on_log_start_moved`); there are no replicas to wait for, so the timeout is
 not used.
 
+Authorization: each topic needs DELETE, checked first: else its partitions get
+TOPIC_AUTHORIZATION_FAILED (low watermark -1).
+
 Version notes: v2 is the flexible encoding of v1.
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.cluster.state import Partition
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
@@ -50,6 +54,14 @@ def _error(
     return None
 
 
+def _refused(wanted: Any, error: ErrorCode | None) -> Any:
+    return _Partition(
+        partition_index=wanted.partition_index,
+        low_watermark=INVALID_LOW_WATERMARK,
+        error_code=error,
+    )
+
+
 def _delete(ctx: RequestContext, topic: str, wanted: Any) -> Any:
     partition = ctx.broker.cluster.partition(topic, wanted.partition_index)
     offset = wanted.offset
@@ -57,11 +69,7 @@ def _delete(ctx: RequestContext, topic: str, wanted: Any) -> Any:
         offset = partition.high_watermark
     error = _error(ctx, topic, partition, offset)
     if error is not None or partition is None:
-        return _Partition(
-            partition_index=wanted.partition_index,
-            low_watermark=INVALID_LOW_WATERMARK,
-            error_code=error,
-        )
+        return _refused(wanted, error)
     return _Partition(
         partition_index=wanted.partition_index,
         low_watermark=partition.log.delete_records_before(offset),
@@ -71,8 +79,19 @@ def _delete(ctx: RequestContext, topic: str, wanted: Any) -> Any:
 
 @handles(ApiKey.DeleteRecords, 0, 2)
 async def handle_delete_records(ctx: RequestContext, request: Any) -> Any:
+    allowed = ctx.authorized_names(
+        AclOperation.DELETE, ResourceType.TOPIC, (topic.name for topic in request.topics)
+    )
     topics = [
-        _Topic(name=topic.name, partitions=[_delete(ctx, topic.name, p) for p in topic.partitions])
+        _Topic(
+            name=topic.name,
+            partitions=[
+                _delete(ctx, topic.name, p)
+                if topic.name in allowed
+                else _refused(p, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                for p in topic.partitions
+            ],
+        )
         for topic in request.topics
     ]
     return new_response(ApiKey.DeleteRecords, ctx.api_version, throttle_time_ms=0, topics=topics)

@@ -10,6 +10,13 @@ timeout is not used. Groups' committed offsets of a deleted topic go too, tombst
 `__consumer_offsets`, and Empty groups left without offsets are dropped (Kafka's
 GroupMetadataManager cleanup), so OffsetFetch shows no offset for it.
 
+Authorization, as Kafka's ControllerApis (after the checks above; DELETE on the cluster
+allows every topic): a topic named needs DESCRIBE, else TOPIC_AUTHORIZATION_FAILED whether it
+exists or not, then (existing) DELETE, else TOPIC_AUTHORIZATION_FAILED (zero topic id); a
+known topic id needs DELETE, else TOPIC_AUTHORIZATION_FAILED with its name only when the
+principal may DESCRIBE it (an unknown id stays UNKNOWN_TOPIC_ID). Message: "Topic
+authorization failed.".
+
 Version notes: v1-5 carry names only (`topic_names`); v6 carries `topics` entries with a
 name or an id, and the answer gives both; error messages are v5+.
 """
@@ -18,8 +25,10 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
+from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -32,6 +41,7 @@ FIRST_VERSION_WITH_DELETION_DISABLED_ERROR = 3
 # Kafka's default messages for these errors (`Errors.java`).
 UNKNOWN_TOPIC = "This server does not host this topic-partition."
 UNKNOWN_TOPIC_ID = "This server does not host this topic ID."
+_DENIED = "Topic authorization failed."
 
 
 def _result(name: str | None, topic_id: uuid.UUID, error: ErrorCode, message: str | None) -> Any:
@@ -44,9 +54,32 @@ def _requested(ctx: RequestContext, request: Any) -> list[tuple[str | None, uuid
     return [(topic.name, topic.topic_id or _NULL_TOPIC_ID) for topic in request.topics]
 
 
-def _delete_by_name(ctx: RequestContext, name: str) -> Any:
+@dataclass(frozen=True)
+class _Access:
+    """What the principal may do to topics: everything with DELETE on the cluster."""
+
+    ctx: RequestContext
+    cluster_delete: bool
+
+    def may(self, operation: AclOperation, name: str) -> bool:
+        return self.cluster_delete or self.ctx.authorize(operation, ResourceType.TOPIC, name)
+
+
+def _denied(name: str | None, topic_id: uuid.UUID) -> Any:
+    return _result(name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, _DENIED)
+
+
+def _delete_by_name(ctx: RequestContext, access: _Access, name: str) -> Any:
+    if not access.may(AclOperation.DESCRIBE, name):  # whether it exists is not disclosed
+        return _denied(name, _NULL_TOPIC_ID)
     if name not in ctx.broker.cluster.topics:
         return _result(name, _NULL_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC)
+    if not access.may(AclOperation.DELETE, name):
+        return _denied(name, _NULL_TOPIC_ID)
+    return _delete(ctx, name)
+
+
+def _delete(ctx: RequestContext, name: str) -> Any:
     topic = ctx.broker.cluster.delete_topic(name)
     for partition in topic.partitions:
         ctx.broker.producers.forget(partition)
@@ -54,11 +87,14 @@ def _delete_by_name(ctx: RequestContext, name: str) -> Any:
     return _result(name, topic.topic_id, ErrorCode.NO_ERROR, None)
 
 
-def _delete_by_id(ctx: RequestContext, topic_id: uuid.UUID) -> Any:
+def _delete_by_id(ctx: RequestContext, access: _Access, topic_id: uuid.UUID) -> Any:
     topic = ctx.broker.cluster.topics_by_id.get(topic_id)
     if topic is None:
         return _result(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_ID)
-    return _delete_by_name(ctx, topic.name)
+    if not access.may(AclOperation.DELETE, topic.name):
+        describable = access.may(AclOperation.DESCRIBE, topic.name)
+        return _denied(topic.name if describable else None, topic_id)
+    return _delete(ctx, topic.name)
 
 
 def _disabled(ctx: RequestContext, requested: list[tuple[str | None, uuid.UUID]]) -> list[Any]:
@@ -72,6 +108,7 @@ def _disabled(ctx: RequestContext, requested: list[tuple[str | None, uuid.UUID]]
 def _delete_all(ctx: RequestContext, requested: list[tuple[str | None, uuid.UUID]]) -> list[Any]:
     names = Counter(name for name, topic_id in requested if topic_id == _NULL_TOPIC_ID)
     ids = Counter(topic_id for name, topic_id in requested if name is None)
+    access = _Access(ctx, ctx.authorize_cluster(AclOperation.DELETE))
     results = []
     for name, topic_id in requested:
         if name is None and topic_id == _NULL_TOPIC_ID:
@@ -93,9 +130,9 @@ def _delete_all(ctx: RequestContext, requested: list[tuple[str | None, uuid.UUID
                 )
             )
         elif name is not None and names[name] == 1:
-            results.append(_delete_by_name(ctx, name))
+            results.append(_delete_by_name(ctx, access, name))
         elif name is None and ids[topic_id] == 1:
-            results.append(_delete_by_id(ctx, topic_id))
+            results.append(_delete_by_id(ctx, access, topic_id))
     for name, count in names.items():
         if count > 1 and name is not None:
             results.append(

@@ -20,6 +20,11 @@ resource: an illegal topic name INVALID_TOPIC_EXCEPTION, an unknown topic
 UNKNOWN_TOPIC_OR_PARTITION, another broker id or a non-integer name INVALID_REQUEST, other
 resource types INVALID_REQUEST.
 
+Authorization, as Kafka's ConfigHelper: DESCRIBE_CONFIGS on the cluster for broker,
+broker-logger and client-metrics resources, on the topic or the group for the others; a
+resource refused gets CLUSTER_/TOPIC_/GROUP_AUTHORIZATION_FAILED with Kafka's message and no
+configs, listed after the resources described.
+
 Version notes: synonyms are only listed when `include_synonyms` (v1+) is set; config type
 and documentation are v3+, documentation only when asked for.
 """
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation
 from minibroker.cluster.alter_configs import (
     GROUP_NAME_EMPTY_MESSAGE,
     ConfigChangeError,
@@ -44,6 +50,7 @@ from minibroker.cluster.describe_configs import (
     topic_config_entries,
 )
 from minibroker.cluster.state import TopicError, check_topic_name
+from minibroker.handlers.alter_configs import DENIED_MESSAGES, config_access_error
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -172,11 +179,27 @@ def _result(ctx: RequestContext, request: Any, resource: Any) -> Any:
     )
 
 
+def _denied(resource: Any, error: ErrorCode) -> Any:
+    return _Result(
+        error_code=error,
+        error_message=DENIED_MESSAGES[error],
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+        configs=[],
+    )
+
+
 @handles(ApiKey.DescribeConfigs, 1, 4)
 async def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
+    described, denied = [], []
+    for resource in request.resources:
+        error = config_access_error(
+            ctx, AclOperation.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name
+        )
+        if error is None:
+            described.append(_result(ctx, request, resource))
+        else:
+            denied.append(_denied(resource, error))
     return new_response(
-        ApiKey.DescribeConfigs,
-        ctx.api_version,
-        throttle_time_ms=0,
-        results=[_result(ctx, request, resource) for resource in request.resources],
+        ApiKey.DescribeConfigs, ctx.api_version, throttle_time_ms=0, results=described + denied
     )

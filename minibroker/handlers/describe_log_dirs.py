@@ -4,7 +4,9 @@ Behaviour: one log dir, the broker's data directory (absolute path), listing eac
 requested partition (null: every partition) with its size on disk; partitions that don't
 exist are left out, as Kafka does. This node leads every partition, so the offset lag is
 0, and there are no future (moving) replicas. A memory-backed broker reports a single
-pseudo directory named "memory:" whose space is unknown (-1).
+pseudo directory named "memory:" whose space is unknown (-1). It needs DESCRIBE on the
+cluster, else the answer lists no log dir with CLUSTER_AUTHORIZATION_FAILED (v3+; before v3
+only the empty list tells, as in Kafka).
 
 Version notes: v3 adds the top-level error code; v4 adds the directory's total and usable
 bytes; v5 adds `IsCordoned` (KIP-1066): minibroker's single log dir is never cordoned.
@@ -16,6 +18,7 @@ import shutil
 from collections.abc import Iterator
 from typing import Any
 
+from minibroker.auth.acls import AclOperation
 from minibroker.cluster.state import Partition
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
@@ -66,6 +69,14 @@ def _topics(partitions: Iterator[Partition]) -> list[Any]:
 
 @handles(ApiKey.DescribeLogDirs, 1, 5)
 async def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        return new_response(
+            ApiKey.DescribeLogDirs,
+            ctx.api_version,
+            throttle_time_ms=0,
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            results=[],
+        )
     data_dir = ctx.broker.data_dir
     if data_dir is None:
         log_dir, total, usable = MEMORY_LOG_DIR, UNKNOWN_SPACE, UNKNOWN_SPACE

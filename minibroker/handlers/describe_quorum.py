@@ -9,7 +9,9 @@ end offset (every replica is caught up); the leader's last fetch and caught-up t
 and so are the observers' (they share the process). Replica directory ids are the null id,
 as for voters of a static quorum. As Kafka's `KafkaRaftClient`, a request that is not
 exactly one topic `__cluster_metadata` with one partition 0 gets UNKNOWN_TOPIC_OR_PARTITION
-for each partition it names.
+for each partition it names. It needs DESCRIBE on the cluster (checked first, by Kafka's
+controller), else the top-level error is CLUSTER_AUTHORIZATION_FAILED ("Cluster authorization
+failed.") with no topics.
 
 Version notes: v1 adds the replicas' last fetch and last caught-up timestamps (KIP-836); v2
 (KIP-853) adds error messages, each replica's directory id and `Nodes`: the voter's
@@ -21,6 +23,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from minibroker.auth.acls import AclOperation
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -100,6 +103,15 @@ def _voter_node(ctx: RequestContext, leader_id: int) -> Any:
 
 @handles(ApiKey.DescribeQuorum, 0, 2)
 async def handle_describe_quorum(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        return new_response(
+            ApiKey.DescribeQuorum,
+            ctx.api_version,
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            error_message="Cluster authorization failed.",
+            topics=[],
+            nodes=[],
+        )
     if not _is_metadata_partition(request):
         return _unknown_partitions(ctx, request)
     nodes = ctx.broker.nodes

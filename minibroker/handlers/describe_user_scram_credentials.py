@@ -4,7 +4,10 @@ Behaviour: as Kafka's ScramImage.describe. No users (null or empty) describes ev
 with a SCRAM credential; each user gets its mechanisms (1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512)
 and iteration counts, never salts or keys. A user named twice gets DUPLICATE_RESOURCE, an
 unknown one RESOURCE_NOT_FOUND, each with Kafka's message; the top-level error is NONE.
-Credentials live in `broker.scram_credentials` (minibroker/security/credentials.py).
+Credentials live in `broker.scram_credentials` (minibroker/security/credentials.py). It needs
+DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED ("Cluster authorization failed.")
+at the top and in one result per user named, each with an empty user name, as Kafka's
+error answer.
 
 Version notes: v0 is the only version, and flexible.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from minibroker.auth.acls import AclOperation
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -25,10 +29,33 @@ _Result = struct_type(
     ApiKey.DescribeUserScramCredentials, "response", "DescribeUserScramCredentialsResult"
 )
 _CredentialInfo = _Result.CredentialInfo
+_DENIED = "Cluster authorization failed."
+
+
+def _denied(ctx: RequestContext, request: Any) -> Any:
+    """Kafka's error answer: the error at the top and once per user named (with no name)."""
+    return new_response(
+        ApiKey.DescribeUserScramCredentials,
+        ctx.api_version,
+        throttle_time_ms=0,
+        error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        error_message=_DENIED,
+        results=[
+            _Result(
+                user="",
+                error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                error_message=_DENIED,
+                credential_infos=[],
+            )
+            for _user in request.users or []
+        ],
+    )
 
 
 @handles(ApiKey.DescribeUserScramCredentials, 0, 0)
 async def handle_describe_user_scram_credentials(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        return _denied(ctx, request)
     store = ctx.broker.scram_credentials
     requested = [user.name for user in request.users or []]
     counts = Counter(requested)

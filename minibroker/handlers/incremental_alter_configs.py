@@ -24,6 +24,11 @@ broker's `group.*` settings (INVALID_CONFIG with Kafka's messages; APPEND/SUBTRA
 INVALID_CONFIG, no group config being a LIST), kept in the data directory; a group needs
 not exist, and deleting a group keeps its configs, as in Kafka.
 
+Authorization (as AlterConfigs, `handlers/alter_configs.py`): ALTER_CONFIGS on the cluster
+for broker, broker-logger and client-metrics resources, on the topic or the group for the
+others, else CLUSTER_/TOPIC_/GROUP_AUTHORIZATION_FAILED with Kafka's message, checked after
+the broker's own checks (a broker logger's before its name, as Kafka's RuntimeLoggerManager).
+
 Version notes: v1 is the flexible encoding of v0.
 """
 

@@ -5,7 +5,9 @@ the requested types, in Kafka's order of types — GROUP, CLIENT_METRICS, BROKER
 BROKER, TOPIC — each type's names sorted: groups are this coordinator's groups and the
 groups with GROUP config overrides (a group id may have configs and no group), client
 metrics the telemetry subscriptions (KIP-714: each is a CLIENT_METRICS resource), brokers and
-broker loggers the live nodes' ids, topics every topic (internal ones included).
+broker loggers the live nodes' ids, topics every topic (internal ones included). It needs
+DESCRIBE_CONFIGS on the cluster, else the whole answer is CLUSTER_AUTHORIZATION_FAILED with no
+resources.
 
 Version notes: v0 (KIP-714's ListClientMetricsResources) lists client-metrics resources
 only. v1 adds `ResourceTypes`: empty means every type Kafka supports at v1 — TOPIC (2),
@@ -19,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from minibroker.auth.acls import AclOperation
 from minibroker.cluster.alter_configs import ResourceType
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
@@ -69,6 +72,14 @@ def _requested_types(ctx: RequestContext, request: Any) -> set[int] | None:
 
 @handles(ApiKey.ListConfigResources, 0, 1)
 async def handle_list_config_resources(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE_CONFIGS):
+        return new_response(
+            ApiKey.ListConfigResources,
+            ctx.api_version,
+            throttle_time_ms=0,
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            config_resources=[],
+        )
     types = _requested_types(ctx, request)
     resources = [
         _Resource(resource_name=name, resource_type=resource_type)

@@ -24,10 +24,11 @@ partition has been added to the transaction. Underlying error: ...").
 
 Authorization (Kafka's order): a request whose first batch of some partition is transactional
 needs a transactional id with WRITE on it, else every partition gets
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED (a null id fails so even without an authorizer, as in
-Kafka); then each topic needs WRITE, else TOPIC_AUTHORIZATION_FAILED for its partitions — a
-topic not known included (v13: an unknown topic id is UNKNOWN_TOPIC_ID first) — before
-INVALID_REQUIRED_ACKS and the existence check.
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED (a null id too; Kafka refuses that even without an
+authorizer, minibroker only with one); then each topic needs WRITE, else
+TOPIC_AUTHORIZATION_FAILED for its partitions — a topic not known included (v13: an unknown
+topic id is UNKNOWN_TOPIC_ID first) — before INVALID_REQUIRED_ACKS and the existence check.
+Without an authorizer none of this costs anything on the produce path.
 
 In a cluster a partition this node does not lead gets NOT_LEADER_OR_FOLLOWER; from v10 the
 answer carries the partition's CurrentLeader (id, epoch) and the leaders' NodeEndpoints
@@ -256,10 +257,10 @@ def _early_error(ctx: RequestContext, request: Any) -> ErrorCode | None:
 
 def _transactional_id_authorized(ctx: RequestContext, request: Any) -> bool:
     """Kafka's check for a request carrying transactional batches: it needs a transactional
-    id with WRITE on it (without an authorizer, only the id)."""
-    transactional_id = request.transactional_id
-    if ctx.broker.authorizer is None and transactional_id is not None:
+    id with WRITE on it."""
+    if ctx.broker.authorizer is None:
         return True
+    transactional_id = request.transactional_id
     if not _has_transactional_records(request):
         return True
     return transactional_id is not None and ctx.authorize(

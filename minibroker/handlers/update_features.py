@@ -11,7 +11,9 @@ know, "A feature version cannot be less than 0.", a downgrade without a downgrad
 downgrades), and nothing changes. Otherwise the levels are finalized (level 0 removes the
 feature), the finalized-features epoch goes up and the levels are stored in the data directory
 (`cluster/features.py`), unless ValidateOnly. ApiVersions shows the new levels at once; a
-change of `transaction.version` applies to the next transactions clients start.
+change of `transaction.version` applies to the next transactions clients start. It needs
+ALTER on the cluster (Kafka's controller checks it first), else the top-level error is
+CLUSTER_AUTHORIZATION_FAILED ("Request ... is not authorized.") with no results.
 
 Version notes: v0 has AllowDowngrade (true: SAFE_DOWNGRADE) where v1+ has UpgradeType (an
 unknown type is refused with "The controller does not support the given upgrade type.");
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.auth.acls import AclOperation
+from minibroker.auth.authorizer import cluster_denied_message
 from minibroker.cluster.features import UpdateResult, UpgradeType
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
@@ -57,7 +61,11 @@ def _update(ctx: RequestContext, request: Any) -> UpdateResult:
 
 @handles(ApiKey.UpdateFeatures, 0, 2)
 async def handle_update_features(ctx: RequestContext, request: Any) -> Any:
-    result = _update(ctx, request)
+    if not ctx.authorize_cluster(AclOperation.ALTER):
+        message = cluster_denied_message("UpdateFeatures", ctx.principal)
+        result = UpdateResult(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, message)
+    else:
+        result = _update(ctx, request)
     results = (
         [
             _Result(feature=update.feature, error_code=result.error, error_message=None)
