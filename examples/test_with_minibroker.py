@@ -6,10 +6,10 @@
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, Producer
 from kafka import KafkaConsumer, KafkaProducer
 
-from minibroker.testing import ApiKey, ErrorCode
+from minibroker.testing import ApiKey, ErrorCode, secured_config
 
 
 def test_kafka_python_round_trip(kafka_broker):
@@ -84,3 +84,34 @@ async def test_aiokafka_against_a_three_node_cluster(kafka_broker):
     finally:
         await consumer.stop()
     assert [first.value, second.value] == [b"hello", b"again"]
+
+
+@pytest.mark.minibroker(config=secured_config())
+def test_a_user_without_write_acl_cannot_produce(kafka_broker):
+    # A SASL/SCRAM listener with ACLs on: alice may write to topics starting with "orders-".
+    kafka_broker.add_user("alice", "alice-secret")
+    kafka_broker.add_acl("User:alice", "WRITE", topic="orders-", pattern="prefixed")
+    kafka_broker.create_topic("orders-eu")
+    kafka_broker.create_topic("payments")
+    producer = Producer(
+        {
+            "bootstrap.servers": kafka_broker.bootstrap_servers,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": "alice",
+            "sasl.password": "alice-secret",
+        }
+    )
+    errors = {}
+
+    def delivered(error, message):
+        errors[message.topic()] = error
+
+    producer.produce("orders-eu", b"ok", on_delivery=delivered)
+    producer.produce("payments", b"refused", on_delivery=delivered)
+    producer.flush(30)
+
+    assert errors["orders-eu"] is None
+    assert errors["payments"].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert kafka_broker.values("orders-eu") == [b"ok"]
+    assert kafka_broker.values("payments") == []

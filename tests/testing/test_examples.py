@@ -36,4 +36,4 @@ def test_example_file_passes(tmp_path: Path) -> None:
         timeout=240,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "3 passed" in result.stdout
+    assert "4 passed" in result.stdout
