@@ -23,6 +23,7 @@ from pathlib import Path
 from minibroker import handlers
 from minibroker.auth.authorizer import Authorizer
 from minibroker.auth.principal import parse_mapping_rules
+from minibroker.auth.quotas import ClientQuotas
 from minibroker.cluster.dynamic_configs import DynamicConfigs
 from minibroker.cluster.features import Features
 from minibroker.cluster.fetch_sessions import FetchSessionCache
@@ -118,6 +119,7 @@ class Broker:
         self.faults = Faults()
         self.scram_credentials = ScramCredentials.open(config, self.data_dir)
         self.authorizer = Authorizer.from_config(config, self.data_dir)
+        self.client_quotas = ClientQuotas.open(config, self.data_dir)
         self.dynamic_configs = DynamicConfigs.open(self.data_dir)
         self.dynamic_configs.apply([self], self, self.cluster)
         self.telemetry = ClientTelemetry.open(config.get_int("telemetry.max.bytes"), self.data_dir)
@@ -142,6 +144,7 @@ class Broker:
         self.faults = owner.faults
         self.scram_credentials = owner.scram_credentials
         self.authorizer = owner.authorizer
+        self.client_quotas = owner.client_quotas
         self.dynamic_configs = owner.dynamic_configs
         self.group_configs = owner.group_configs
         self.share_deliveries = owner.share_deliveries

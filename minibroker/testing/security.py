@@ -27,6 +27,10 @@ from minibroker.auth.acls import (
     ResourceType,
 )
 from minibroker.auth.authorizer import STANDARD_AUTHORIZER, Authorizer
+from minibroker.auth.quota_stats import DEFAULT as DEFAULT
+from minibroker.auth.quota_stats import Default
+from minibroker.auth.quotas import CLIENT_ID, IP, USER, Entity, entity_of
+from minibroker.protocol.errors import ErrorCode
 from minibroker.security.scram import DEFAULT_ITERATIONS, SCRAM_MECHANISMS, ScramCredential
 from minibroker.server.broker import Broker
 
@@ -177,3 +181,54 @@ class SecurityHelpers:
             store.apply([(name, mechanism, None) for mechanism in store.of(name)])
 
         self._run(remove)
+
+    def set_quota(
+        self,
+        *,
+        user: str | Default | None = None,
+        client_id: str | Default | None = None,
+        ip: str | Default | None = None,
+        **values: float,
+    ) -> None:
+        """Set client quota values (Kafka's keys: `producer_byte_rate=1024`,
+        `consumer_byte_rate`, `request_percentage`, `controller_mutation_rate`; for `ip`,
+        `connection_creation_rate`) for the entity named by `user`, `client_id` (or both) or
+        `ip`. The default entity is `DEFAULT` (`from minibroker.testing.security import
+        DEFAULT`), as kafka-configs' `--entity-default`: `set_quota(user=DEFAULT, ...)`.
+        Refused with ValueError where AlterClientQuotas would refuse it."""
+        self._alter_quota(_quota_entity(user, client_id, ip), list(values.items()))
+
+    def remove_quota(
+        self,
+        *keys: str,
+        user: str | Default | None = None,
+        client_id: str | Default | None = None,
+        ip: str | Default | None = None,
+    ) -> None:
+        """Remove the entity's quota `keys` (every key it has when none are named)."""
+        entity = _quota_entity(user, client_id, ip)
+        current = self._run(lambda: self._owner().client_quotas.entities().get(entity, {}))
+        self._alter_quota(entity, [(key, None) for key in keys or current])
+
+    def quotas(self) -> dict[Entity, dict[str, float]]:
+        """Every entity with quotas: ((type, name or None for the default), ...) -> values."""
+        return self._run(lambda: self._owner().client_quotas.entities())
+
+    def _alter_quota(self, entity: Entity, ops: list[tuple[str, float | None]]) -> None:
+        def alter() -> None:
+            [(_entity, (error, message))] = self._owner().client_quotas.alter([(entity, ops)])
+            if error != ErrorCode.NO_ERROR:
+                raise ValueError(f"{error.name}: {message}")
+
+        self._run(alter)
+
+
+def _quota_entity(
+    user: str | Default | None, client_id: str | Default | None, ip: str | Default | None
+) -> Entity:
+    named = {USER: user, CLIENT_ID: client_id, IP: ip}
+    return entity_of(
+        (kind, None if name is DEFAULT else name)
+        for kind, name in named.items()
+        if name is not None
+    )

@@ -136,6 +136,8 @@ SERVED: frozenset[ApiKey] = frozenset(
         ApiKey.DeleteGroups,
         ApiKey.IncrementalAlterConfigs,
         ApiKey.OffsetDelete,
+        ApiKey.DescribeClientQuotas,
+        ApiKey.AlterClientQuotas,
         ApiKey.DescribeUserScramCredentials,
         ApiKey.AlterUserScramCredentials,
         ApiKey.DescribeCluster,
