@@ -14,6 +14,10 @@ TOPIC_AUTHORIZATION_FAILED (no message, listed before the other answers) whether
 not.
 
 Version notes: v2 is the first flexible version; v3 adds nothing for a broker.
+
+With a `controller_mutation_rate` quota (minibroker/auth/quotas.py), the partitions added count
+against the client's token bucket: from v3 a topic is refused THROTTLING_QUOTA_EXCEEDED once
+it is exhausted (strict, as Kafka), before v3 only the throttle time is answered.
 """
 
 from __future__ import annotations
@@ -22,6 +26,12 @@ from collections import Counter
 from typing import Any
 
 from minibroker.auth.acls import AclOperation, ResourceType
+from minibroker.auth.quota_stats import MutationQuota
+from minibroker.auth.throttle import (
+    THROTTLING_QUOTA_EXCEEDED_MESSAGE,
+    mutation_quota,
+    mutation_throttle,
+)
 from minibroker.cluster.assignments import (
     MAX_RECORDS_PER_USER_OP,
     TOO_LARGE_OPERATION,
@@ -37,6 +47,7 @@ from minibroker.server.context import RequestContext
 
 _Result = struct_type(ApiKey.CreatePartitions, "response", "CreatePartitionsTopicResult")
 REPLICATION_FACTOR = 1
+STRICT_QUOTA_VERSION = 3  # THROTTLING_QUOTA_EXCEEDED per topic from v3; older: throttle only
 
 
 def _check_count(topic: Topic, count: int) -> None:
@@ -65,7 +76,7 @@ def _result(name: str, error: ErrorCode, message: str | None) -> Any:
     return _Result(name=name, error_code=error, error_message=message)
 
 
-def _check(ctx: RequestContext, wanted: Any) -> None:
+def _check(ctx: RequestContext, wanted: Any, quota: MutationQuota | None) -> None:
     """Raise TopicError when Kafka would refuse to grow the topic this way."""
     topic = ctx.broker.cluster.topics.get(wanted.name)
     if topic is None:
@@ -74,14 +85,18 @@ def _check(ctx: RequestContext, wanted: Any) -> None:
     additional = int(wanted.count) - len(topic.partitions)
     if wanted.assignments is not None:
         _check_assignments(wanted.assignments, additional, ctx.broker.node_id)
+    if quota is not None and not quota.record(additional):
+        raise TopicError(ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLING_QUOTA_EXCEEDED_MESSAGE)
 
 
-def _checked(ctx: RequestContext, topics: list[Any]) -> tuple[list[Any], list[Any]]:
+def _checked(
+    ctx: RequestContext, topics: list[Any], quota: MutationQuota | None
+) -> tuple[list[Any], list[Any]]:
     """(topics to grow, results of the refused ones)."""
     accepted, refused = [], []
     for wanted in topics:
         try:
-            _check(ctx, wanted)
+            _check(ctx, wanted, quota)
         except TopicError as exc:
             refused.append(_result(wanted.name, exc.error_code, exc.message or None))
         else:
@@ -101,7 +116,8 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
         for topic in unique
         if topic.name not in allowed
     ]
-    accepted, refused = _checked(ctx, [topic for topic in unique if topic.name in allowed])
+    quota = mutation_quota(ctx, STRICT_QUOTA_VERSION)
+    accepted, refused = _checked(ctx, [topic for topic in unique if topic.name in allowed], quota)
     results = denied + refused
     cluster = ctx.broker.cluster
     added = sum(wanted.count - len(cluster.topics[wanted.name].partitions) for wanted in accepted)
@@ -117,6 +133,7 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
             results.append(_result(wanted.name, ErrorCode.NO_ERROR, None))
         for name in dict.fromkeys(name for name, count in counts.items() if count > 1):
             results.append(_result(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+    throttle = mutation_throttle(ctx, quota)
     return new_response(
-        ApiKey.CreatePartitions, ctx.api_version, throttle_time_ms=0, results=results
+        ApiKey.CreatePartitions, ctx.api_version, throttle_time_ms=throttle, results=results
     )

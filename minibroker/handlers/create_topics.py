@@ -21,6 +21,11 @@ answered as above whatever the ACLs. A topic created for a principal without DES
 on it is answered with `topic_config_error_code` TOPIC_AUTHORIZATION_FAILED and no configs,
 partition count or replication factor (-1).
 
+With a `controller_mutation_rate` quota (minibroker/auth/quotas.py), each topic that passed
+every check counts its partitions against the client's token bucket: from v6 a topic is
+refused THROTTLING_QUOTA_EXCEEDED once the bucket is exhausted (strict, as Kafka), before v6
+it is created; either way the answer carries the throttle time.
+
 Version notes: v5+ answers the new topic's partition count, replication factor and every
 config with its source (num_partitions/replication_factor -1 on errors); v7 adds the
 topic id (in a validate-only answer a random id, as Kafka does).
@@ -34,6 +39,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from minibroker.auth.acls import AclOperation, ResourceType
+from minibroker.auth.quota_stats import MutationQuota
+from minibroker.auth.throttle import (
+    THROTTLING_QUOTA_EXCEEDED_MESSAGE,
+    mutation_quota,
+    mutation_throttle,
+)
 from minibroker.cluster.assignments import (
     MAX_RECORDS_PER_USER_OP,
     TOO_LARGE_OPERATION,
@@ -56,6 +67,7 @@ _Config = struct_type(
 _NULL_TOPIC_ID = uuid.UUID(int=0)
 USE_DEFAULT = -1
 METADATA_TOPIC = "__cluster_metadata"
+STRICT_QUOTA_VERSION = 6  # THROTTLING_QUOTA_EXCEEDED per topic from v6; older: throttle only
 _DENIED = "Authorization failed."
 
 
@@ -216,9 +228,26 @@ def _plan(ctx: RequestContext, topic: Any) -> _Plan | Any:
         return _failed(topic.name, exc.error_code, exc.message)
 
 
-def _create(ctx: RequestContext, plan: _Plan, validate_only: bool, describable: set[str]) -> Any:
+def _admitted(cluster: Cluster, plan: _Plan, quota: MutationQuota) -> bool:
+    """Kafka counts a topic's partitions against the controller mutation quota once every
+    other check passed."""
+    cluster.check_new_topic(plan.name, plan.num_partitions, plan.configs)
+    return quota.record(plan.num_partitions)
+
+
+def _create(
+    ctx: RequestContext,
+    plan: _Plan,
+    validate_only: bool,
+    describable: set[str],
+    quota: MutationQuota | None,
+) -> Any:
     cluster = ctx.broker.cluster
     try:
+        if quota is not None and not _admitted(cluster, plan, quota):
+            return _failed(
+                plan.name, ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLING_QUOTA_EXCEEDED_MESSAGE
+            )
         if validate_only:
             cluster.check_new_topic(plan.name, plan.num_partitions, plan.configs)
             topic_id = uuid.uuid4()
@@ -256,6 +285,7 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
     describable = ctx.authorized_names(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, unique)
     planned = [_plan(ctx, topic) for topic in request.topics if topic.name in creatable]
     plans = [plan for plan in planned if isinstance(plan, _Plan)]
+    quota = mutation_quota(ctx, STRICT_QUOTA_VERSION)
     if sum(plan.metadata_records for plan in plans) > MAX_RECORDS_PER_USER_OP:
         results = [
             _failed(topic.name, ErrorCode.POLICY_VIOLATION, TOO_LARGE_OPERATION)
@@ -263,7 +293,7 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
         ]
     else:
         results = [
-            _create(ctx, plan, request.validate_only, describable)
+            _create(ctx, plan, request.validate_only, describable, quota)
             if isinstance(plan, _Plan)
             else plan
             for plan in planned
@@ -274,4 +304,7 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
         for name in dict.fromkeys(topic.name for topic in request.topics):
             if name in unique and name not in creatable:
                 results.append(_failed(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, _DENIED))
-    return new_response(ApiKey.CreateTopics, ctx.api_version, throttle_time_ms=0, topics=results)
+    throttle = mutation_throttle(ctx, quota)
+    return new_response(
+        ApiKey.CreateTopics, ctx.api_version, throttle_time_ms=throttle, topics=results
+    )

@@ -19,6 +19,10 @@ authorization failed.".
 
 Version notes: v1-5 carry names only (`topic_names`); v6 carries `topics` entries with a
 name or an id, and the answer gives both; error messages are v5+.
+
+With a `controller_mutation_rate` quota (minibroker/auth/quotas.py), a deleted topic's partitions
+count against the client's token bucket: from v5 a topic is refused THROTTLING_QUOTA_EXCEEDED
+once it is exhausted (strict, as Kafka), before v5 only the throttle time is answered.
 """
 
 from __future__ import annotations
@@ -29,6 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from minibroker.auth.acls import AclOperation, ResourceType
+from minibroker.auth.quota_stats import MutationQuota
+from minibroker.auth.throttle import (
+    THROTTLING_QUOTA_EXCEEDED_MESSAGE as THROTTLING_QUOTA_EXCEEDED,
+)
+from minibroker.auth.throttle import (
+    mutation_quota,
+    mutation_throttle,
+)
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -42,6 +54,7 @@ FIRST_VERSION_WITH_DELETION_DISABLED_ERROR = 3
 UNKNOWN_TOPIC = "This server does not host this topic-partition."
 UNKNOWN_TOPIC_ID = "This server does not host this topic ID."
 _DENIED = "Topic authorization failed."
+STRICT_QUOTA_VERSION = 5  # THROTTLING_QUOTA_EXCEEDED per topic from v5; older: throttle only
 
 
 def _result(name: str | None, topic_id: uuid.UUID, error: ErrorCode, message: str | None) -> Any:
@@ -60,6 +73,7 @@ class _Access:
 
     ctx: RequestContext
     cluster_delete: bool
+    quota: MutationQuota | None = None
 
     def may(self, operation: AclOperation, name: str) -> bool:
         return self.cluster_delete or self.ctx.authorize(operation, ResourceType.TOPIC, name)
@@ -76,10 +90,17 @@ def _delete_by_name(ctx: RequestContext, access: _Access, name: str) -> Any:
         return _result(name, _NULL_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC)
     if not access.may(AclOperation.DELETE, name):
         return _denied(name, _NULL_TOPIC_ID)
-    return _delete(ctx, name)
+    return _delete(ctx, access, name)
 
 
-def _delete(ctx: RequestContext, name: str) -> Any:
+def _delete(ctx: RequestContext, access: _Access, name: str) -> Any:
+    quota = access.quota
+    if quota is not None:
+        topic_id = ctx.broker.cluster.topics[name].topic_id
+        if not quota.record(len(ctx.broker.cluster.topics[name].partitions)):
+            return _result(
+                name, topic_id, ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLING_QUOTA_EXCEEDED
+            )
     topic = ctx.broker.cluster.delete_topic(name)
     for partition in topic.partitions:
         ctx.broker.producers.forget(partition)
@@ -94,7 +115,7 @@ def _delete_by_id(ctx: RequestContext, access: _Access, topic_id: uuid.UUID) -> 
     if not access.may(AclOperation.DELETE, topic.name):
         describable = access.may(AclOperation.DESCRIBE, topic.name)
         return _denied(topic.name if describable else None, topic_id)
-    return _delete(ctx, topic.name)
+    return _delete(ctx, access, topic.name)
 
 
 def _disabled(ctx: RequestContext, requested: list[tuple[str | None, uuid.UUID]]) -> list[Any]:
@@ -105,10 +126,14 @@ def _disabled(ctx: RequestContext, requested: list[tuple[str | None, uuid.UUID]]
     return [_result(name, topic_id, error, message) for name, topic_id in requested]
 
 
-def _delete_all(ctx: RequestContext, requested: list[tuple[str | None, uuid.UUID]]) -> list[Any]:
+def _delete_all(
+    ctx: RequestContext,
+    requested: list[tuple[str | None, uuid.UUID]],
+    quota: MutationQuota | None,
+) -> list[Any]:
     names = Counter(name for name, topic_id in requested if topic_id == _NULL_TOPIC_ID)
     ids = Counter(topic_id for name, topic_id in requested if name is None)
-    access = _Access(ctx, ctx.authorize_cluster(AclOperation.DELETE))
+    access = _Access(ctx, ctx.authorize_cluster(AclOperation.DELETE), quota)
     results = []
     for name, topic_id in requested:
         if name is None and topic_id == _NULL_TOPIC_ID:
@@ -149,8 +174,12 @@ def _delete_all(ctx: RequestContext, requested: list[tuple[str | None, uuid.UUID
 @handles(ApiKey.DeleteTopics, 1, 6)
 async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
     requested = _requested(ctx, request)
+    quota = mutation_quota(ctx, STRICT_QUOTA_VERSION)
     if ctx.broker.config.get_bool("delete.topic.enable"):
-        results = _delete_all(ctx, requested)
+        results = _delete_all(ctx, requested, quota)
     else:
         results = _disabled(ctx, requested)
-    return new_response(ApiKey.DeleteTopics, ctx.api_version, throttle_time_ms=0, responses=results)
+    throttle = mutation_throttle(ctx, quota)
+    return new_response(
+        ApiKey.DeleteTopics, ctx.api_version, throttle_time_ms=throttle, responses=results
+    )

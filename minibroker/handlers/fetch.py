@@ -54,9 +54,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from minibroker.auth.acls import AclOperation, ResourceType
+from minibroker.auth.throttle import is_follower_fetch, mute_for
 from minibroker.cluster.fetch_sessions import (
     Answer,
     FetchContext,
+    IncrementalContext,
     PartitionKey,
     Requested,
     Wanted,
@@ -206,7 +208,7 @@ def _collect(
     ctx: RequestContext, request: Any, items: list[Requested]
 ) -> tuple[list[PartitionRead], int]:
     read_committed = request.isolation_level == READ_COMMITTED
-    remaining = request.max_bytes
+    remaining = _max_bytes(ctx, request)
     total = 0
     reads = []
     for item in items:
@@ -231,11 +233,12 @@ async def _long_poll(
     cluster = ctx.broker.cluster
     located = (_locate(cluster, item) for item in items)
     partitions = [found for found in located if isinstance(found, Partition)]
+    min_bytes = min(request.min_bytes, _max_bytes(ctx, request))
     while True:
         reads, total = _collect(ctx, request, items)
         has_error = any(read.error != ErrorCode.NO_ERROR for read in reads)
         remaining = deadline - loop.time()
-        if total >= request.min_bytes or has_error or remaining <= 0 or not partitions:
+        if total >= min_bytes or has_error or remaining <= 0 or not partitions:
             return reads
         for read in reads:
             read.drop_records()
@@ -397,8 +400,52 @@ def _bytes_of(records: object) -> bytes:
     return records
 
 
+# ---- consumer_byte_rate (minibroker/auth/quotas.py) ---------------------------------------
+
+
+def _max_bytes(ctx: RequestContext, request: Any) -> int:
+    """`max_bytes`, capped by a consumer's byte-rate quota at what one quota window allows
+    (Kafka: larger fetches would be throttled whatever came before)."""
+    quotas = ctx.broker.client_quotas
+    if not quotas.enabled or is_follower_fetch(ctx.api_version, request):
+        return int(request.max_bytes)
+    cap = quotas.max_fetch_bytes(ctx.principal, ctx.header.client_id)
+    return int(request.max_bytes) if cap is None else min(int(request.max_bytes), cap)
+
+
+def _throttled(
+    ctx: RequestContext, request: Any, context: FetchContext, reads: list[PartitionRead]
+) -> Any:
+    """When the response would exceed the consumer's byte rate: an empty response carrying the
+    throttle time, the session left as it was (Kafka's getThrottledResponse); else None."""
+    if is_follower_fetch(ctx.api_version, request):
+        return None
+    if isinstance(context, IncrementalContext):
+        cached = context.session.partitions
+        sent = [r for r in reads if (c := cached.get(r.key)) and c.must_respond(r.answer(), False)]
+    else:
+        sent = reads
+    size = sum(len(part) for part in _response(ctx, ErrorCode.NO_ERROR, 0, sent).parts)
+    quotas, now_ms = ctx.broker.client_quotas, ctx.now_ms()
+    throttle = quotas.record_fetch(ctx.principal, ctx.header.client_id, size, now_ms)
+    if throttle <= 0:
+        return None
+    quotas.unrecord_fetch(ctx.principal, ctx.header.client_id, size, now_ms)
+    for read in reads:
+        read.drop_records()
+    error, session_id = ErrorCode.NO_ERROR, 0
+    if isinstance(context, IncrementalContext):
+        session_id = context.session.id
+        if context.session.epoch != context.expected_epoch:
+            error = ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    mute_for(ctx.session, throttle)
+    response = fetch_response_message(ctx.api_version, error, [], session_id)
+    response.throttle_time_ms = throttle
+    return response
+
+
 @handles(ApiKey.Fetch, 4, 18)
-async def handle_fetch(ctx: RequestContext, request: Any) -> EncodedFrame:
+async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     context = _context(ctx, request)
     if context.error is not None:
         return _response(ctx, context.error, 0, [])
@@ -409,6 +456,8 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> EncodedFrame:
     reads = await _long_poll(ctx, request, readable)
     if denied:
         reads = _with_denied(items, reads)
+    if ctx.broker.client_quotas.enabled and (throttled := _throttled(ctx, request, context, reads)):
+        return throttled
     answer = context.respond([(read.key, read.answer()) for read in reads], ctx.now_ms())
     included = set(answer.included)
     for read in reads:

@@ -14,6 +14,10 @@ and their handler answers the rest, as pushed errors for some partitions are mer
 handler's answer for the others (Fetch gets them in its context and answers them itself, to
 keep its fetch sessions whole). Topics a request names by id only (Fetch v13+) are recorded
 with their names filled in.
+
+With client quotas set (`broker.client_quotas.enabled`, else nothing is measured), the handler's
+running time and produce bytes are recorded and the answer carries the throttle time of the
+quotas broken (`minibroker/auth/throttle.py`), the connection muted for it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from minibroker.auth.throttle import RequestTimer, throttled
 from minibroker.handlers.registry import REGISTRY, Handler
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import (
@@ -105,6 +110,7 @@ async def dispatch(
     in_place = not broker.faults.active and not view.readonly
     request: Any = decode_body(api_key, api_version, view, body_pos, records_in_place=in_place)
     context = RequestContext(broker, header, listener, session)
+    timer = RequestTimer() if broker.client_quotas.enabled else None
     response: Any = None
     entry_errors: dict[EntryKey, ErrorCode] = {}
     if broker.faults.active:
@@ -117,12 +123,15 @@ async def dispatch(
         response = _not_coordinator_answer(broker, api_key, api_version, request, entry_errors)
     try:
         if response is None:
-            response = await _handled(spec.handler, context, request, entry_errors)
+            work = _handled(spec.handler, context, request, entry_errors)
+            response = await (work if timer is None else timer.run(work))
     except MalformedRequest:
         raise
     except Exception:
         log.exception("%s v%d failed", ApiKey.name_of(api_key), api_version)
         return _error_frame(api_key, api_version, correlation_id)
+    if timer is not None:
+        response = throttled(context, request, len(view), timer.nanos, response)
     if response is None or (api_key == ApiKey.Produce and request.acks == 0):
         return None
     if isinstance(response, EncodedFrame):
