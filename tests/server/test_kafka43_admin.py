@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from minibroker.cluster.acl import TOPIC_OPERATIONS
+from minibroker.auth.acls import SUPPORTED_OPERATIONS, ResourceType, operations_bitfield
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.testing import KafkaCluster
@@ -551,7 +551,9 @@ def test_describe_topic_partitions_describes_each_topic_as_metadata_does(
         topic_id(kafka_broker, "dtp"),
         False,
     )
-    assert dtp.topic_authorized_operations == sum(1 << op for op in TOPIC_OPERATIONS)
+    assert dtp.topic_authorized_operations == operations_bitfield(
+        SUPPORTED_OPERATIONS[ResourceType.TOPIC]
+    )
     assert [
         (p.partition_index, p.leader_id, p.leader_epoch, p.replica_nodes, p.isr_nodes)
         for p in dtp.partitions
