@@ -849,7 +849,8 @@ def binding_out(acl: Any) -> dict[str, Any]:
 
 
 def create_acls(job: Job) -> Result:
-    """kafka-python answers failures without saying which binding failed: one request each."""
+    """kafka-python 3 answers failures without saying which binding failed (2.x pairs each
+    with its binding): one request per binding."""
     admin = admin_for(job)
     items = []
     try:
@@ -858,7 +859,8 @@ def create_acls(job: Job) -> Result:
             item = binding_out(acl)
             try:
                 failed = admin.create_acls([acl])["failed"]
-                item.update(error_class_fields(failed[0] if failed else "NoError"))
+                error = failed[0][1] if failed and KAFKA_PYTHON_2 else failed[0] if failed else None
+                item.update(error_class_fields(error or "NoError"))
             except KafkaError as exc:
                 item.update(exception_fields(exc))
             items.append(item)
@@ -881,7 +883,8 @@ def describe_acls(job: Job) -> Result:
 
 
 def delete_acls(job: Job) -> Result:
-    """kafka-python drops each deleted binding's own error code (reported as none)."""
+    """kafka-python 3 drops each deleted binding's own error code (reported as none); 2.x
+    pairs each binding with its error."""
     admin = admin_for(job)
     items = []
     try:
@@ -889,7 +892,8 @@ def delete_acls(job: Job) -> Result:
             (answer,) = admin.delete_acls([acl_binding(spec, concrete=False)])
             _, deleted, error = answer
             item = error_class_fields(error)
-            item["acls"] = [binding_out(acl) | error_class_fields("NoError") for acl in deleted]
+            pairs = deleted if KAFKA_PYTHON_2 else [(acl, "NoError") for acl in deleted]
+            item["acls"] = [binding_out(acl) | error_class_fields(e) for acl, e in pairs]
             items.append(item)
     finally:
         admin.close()

@@ -174,6 +174,7 @@ async function producePaced(job) {
   const results = []
   try {
     for (const record of job.records) {
+      const timestamp = String(record.timestamp ?? Date.now())
       const [ack] = await producer.send({
         topic: job.topic,
         messages: [
@@ -182,14 +183,19 @@ async function producePaced(job) {
             value: unb64(record.value),
             headers: headersIn(record.headers),
             partition: record.partition ?? undefined,
-            timestamp: String(record.timestamp ?? Date.now()),
+            timestamp,
           },
         ],
         acks: ACKS[job.acks ?? 'all'],
         compression: COMPRESSION[job.compression ?? 'none'],
         timeout: job.timeout_ms ?? DEFAULT_TIMEOUT_MS,
       })
-      results.push({ partition: ack.partition, offset: Number(ack.baseOffset), timestamp: -1 })
+      const logAppendTime = Number(ack.logAppendTime ?? -1)
+      results.push({
+        partition: ack.partition,
+        offset: Number(ack.baseOffset),
+        timestamp: logAppendTime !== -1 ? logAppendTime : Number(timestamp),
+      })
       await new Promise(resolve => setTimeout(resolve, job.interval_ms ?? 50))
     }
     return { ok: true, results, throttle_time_ms_max: throttle.maxMs }
