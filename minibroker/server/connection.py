@@ -182,7 +182,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             while (
                 not self._closed
                 and self._unwritten < MAX_IN_FLIGHT_REQUESTS
-                and self._throttle_timer is None
+                and not self._throttled()
                 and self._may_start_request()
                 and (frame := self._decoder.next_frame()) is not None
             ):
@@ -297,7 +297,14 @@ class BrokerConnection(asyncio.BufferedProtocol):
         if responses and self._writer is not None and not self._closed:
             self._writer.write(responses)
             self._last_active = time.monotonic()
-            self._mute_while_throttled()
+        # Also after a request that has no answer (acks=0 Produce), as Kafka mutes then too.
+        self._mute_while_throttled()
+
+    def _throttled(self) -> bool:
+        """Muted, or about to be once the throttled request's answer is written: requests
+        already received wait in the buffer."""
+        until = self._session.throttled_until
+        return self._throttle_timer is not None or (until > 0 and until > time.monotonic())
 
     def _mute_while_throttled(self) -> None:
         delay = self._session.throttled_until - time.monotonic()

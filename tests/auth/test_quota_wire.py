@@ -212,6 +212,25 @@ def test_produce_over_producer_byte_rate_is_throttled(kafka: KafkaBroker) -> Non
     assert waited >= response.throttle_time_ms / 1000 * 0.8
 
 
+def test_acks_0_produce_over_producer_byte_rate_mutes_the_connection(kafka: KafkaBroker) -> None:
+    quota = 1000
+    kafka.set_quota(user="ANONYMOUS", producer_byte_rate=quota)
+    batch = build_batch([(None, b"x" * 1500, [], int(time.time() * 1000))])
+    fields = {
+        "transactional_id": None,
+        "acks": 0,
+        "timeout_ms": 5000,
+        "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}],
+    }
+    size = len(request_frame(ApiKey.Produce, 9, 1, encode_request(ApiKey.Produce, 9, **fields))) - 4
+    expected_ms = int((size - quota) / quota * 1000 + 0.5)
+    with WireClient(kafka.bootstrap_servers) as client:
+        client.send(ApiKey.Produce, 9, **fields)  # no answer: acks=0
+        waited = answered_after_mute(client, expected_ms)
+    assert kafka.values(TOPIC) == [b"x" * 1500]
+    assert waited >= expected_ms / 1000 * 0.8
+
+
 def fetch_fields(offset: int = 0) -> dict[str, Any]:
     return {
         "replica_id": -1,
