@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         NodeError,
         StoredRecord,
     )
-    from minibroker.testing.security import secured_config
+    from minibroker.testing.security import DEFAULT, secured_config
 
 _EXPORTS = {
     "ApiKey": "minibroker.protocol.api_keys",
@@ -43,6 +43,7 @@ _EXPORTS = {
     "Hold": "minibroker.server.faults",
     "RecordedRequest": "minibroker.server.faults",
     "AUTHORIZER_CONFIG": "minibroker.testing.security",
+    "DEFAULT": "minibroker.testing.security",
     "secured_config": "minibroker.testing.security",
     "AsyncKafkaBroker": "minibroker.testing.cluster",
     "AsyncKafkaCluster": "minibroker.testing.cluster",
@@ -56,6 +57,7 @@ _EXPORTS = {
 __all__ = [
     "AUTHORIZER_CONFIG",
     "CLOSE",
+    "DEFAULT",
     "ApiKey",
     "AsyncKafkaBroker",
     "AsyncKafkaCluster",
