@@ -31,15 +31,12 @@ from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.group_answers import described_assignment
+from minibroker.protocol.group_answers import authorized_described_groups, described_assignment
 from minibroker.server.context import RequestContext
 
 _Group = struct_type(ApiKey.ShareGroupDescribe, "response", "DescribedGroup")
 _Member = struct_type(ApiKey.ShareGroupDescribe, "response", "DescribedGroup", "Member")
 INT32_MIN = -(2**31)
-HIDDEN_TOPICS_MESSAGE = (
-    "The group has described topic(s) that the client is not authorized to describe."
-)
 
 
 def _assignment(ctx: RequestContext, assignment: Assignment) -> Any:
@@ -108,44 +105,18 @@ def _described(ctx: RequestContext, group_id: str, requested_operations: bool) -
     return _group(ctx, container.share, operations)
 
 
-def _topic_names(group: Any) -> set[str]:
-    return {
-        topic.topic_name
-        for member in group.members
-        for assignment in (member.assignment,)
-        for topic in assignment.topic_partitions
-    }
-
-
-def _without_hidden_topics(ctx: RequestContext, groups: list[Any]) -> list[Any]:
-    """Groups naming a topic the principal may not DESCRIBE fail (Kafka checks this only with
-    an authorizer; without one every name is allowed)."""
-    names = set().union(*(_topic_names(group) for group in groups))
-    allowed = ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
-    return [
-        group
-        if _topic_names(group) <= allowed
-        else _failed(group.group_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, HIDDEN_TOPICS_MESSAGE)
-        for group in groups
-    ]
-
-
 def _groups(ctx: RequestContext, request: Any) -> list[Any]:
     ids = request.group_ids
-    allowed = ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.GROUP, ids)
+    describable = ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.GROUP, ids)
     if not ctx.broker.features.share_groups_enabled:
-        allowed = set(ids)  # every group answers UNSUPPORTED_VERSION, as Kafka
-    refused = [
-        _failed(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
-        for group_id in ids
-        if group_id not in allowed
-    ]
-    described = [
-        _described(ctx, group_id, request.include_authorized_operations)
-        for group_id in ids
-        if group_id in allowed
-    ]
-    return _without_hidden_topics(ctx, refused + described)
+        describable = set(ids)  # every group answers UNSUPPORTED_VERSION, as Kafka
+    return authorized_described_groups(
+        ids,
+        describable,
+        lambda group_id: _described(ctx, group_id, request.include_authorized_operations),
+        _failed,
+        lambda names: ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names),
+    )
 
 
 @handles(ApiKey.ShareGroupDescribe, 1, 1)

@@ -1,17 +1,21 @@
 """Answer parts the KIP-848 and KIP-932 group APIs share: ConsumerGroupHeartbeat and
 ShareGroupHeartbeat have the same response layout, as have the member assignments of
-ConsumerGroupDescribe and ShareGroupDescribe. `key` names which API's structs to build."""
+ConsumerGroupDescribe and ShareGroupDescribe, whose groups are also authorized alike.
+`key` names which API's structs to build."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from typing import Any
 
 from minibroker.protocol.codec import new_response, struct_type
 from minibroker.protocol.errors import ErrorCode
 
 Assignment = Mapping[uuid.UUID, Set[int]]
+HIDDEN_TOPICS_MESSAGE = (
+    "The group has described topic(s) that the client is not authorized to describe."
+)
 _DESCRIBED_ASSIGNMENT = ("response", "DescribedGroup", "Member", "Assignment")
 
 
@@ -55,3 +59,40 @@ def described_assignment(
     ]
     topics.sort(key=lambda item: item.topic_name)
     return struct_type(key, *_DESCRIBED_ASSIGNMENT)(topic_partitions=topics)
+
+
+def authorized_described_groups(
+    group_ids: Sequence[str],
+    describable_groups: Set[str],
+    describe: Callable[[str], Any],
+    failed: Callable[[str, ErrorCode, str | None], Any],
+    describable_topics: Callable[[set[str]], Set[str]],
+) -> list[Any]:
+    """A describe answer's groups in Kafka's order: those the principal may not DESCRIBE
+    (GROUP_AUTHORIZATION_FAILED), then the described ones; a group whose member assignments
+    name a topic the principal may not DESCRIBE fails with TOPIC_AUTHORIZATION_FAILED."""
+    refused = [
+        failed(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
+        for group_id in group_ids
+        if group_id not in describable_groups
+    ]
+    described = [describe(group_id) for group_id in group_ids if group_id in describable_groups]
+    groups = refused + described
+    allowed = describable_topics(set().union(*(_topic_names(group) for group in groups)))
+    return [
+        group
+        if _topic_names(group) <= allowed
+        else failed(group.group_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, HIDDEN_TOPICS_MESSAGE)
+        for group in groups
+    ]
+
+
+def _topic_names(group: Any) -> set[str]:
+    """The topics a described group's member assignments (and target assignments) name."""
+    assignments: Iterable[Any] = (
+        assignment
+        for member in group.members
+        for assignment in (member.assignment, getattr(member, "target_assignment", None))
+        if assignment is not None
+    )
+    return {topic.topic_name for assignment in assignments for topic in assignment.topic_partitions}
