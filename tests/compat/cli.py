@@ -2,6 +2,8 @@
 
 With no `--bootstrap` it starts minibroker itself (`python -m minibroker serve` on a free
 127.0.0.1 port); the restart and crash scenarios need that and are n/a against a given address.
+It starts it with target.MATRIX_SETTINGS (an authorizer that allows what no ACL names, short
+quota windows) for the acls and quota-throttle scenarios; a given broker needs the same.
 """
 
 from __future__ import annotations

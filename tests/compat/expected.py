@@ -37,6 +37,8 @@ NO_SHARE_CONSUMER = {
 
 NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("kcat", "transactions"): "kcat has no transactional producer",
+    ("kcat", "acls"): "kcat has no admin API",
+    ("aiokafka", "acls"): "aiokafka 0.14.0's AIOKafkaAdminClient has no ACL calls",
     ("kcat", "delete-records"): "kcat has no admin API",
     ("kcat", "admin"): "kcat has no admin API",
     # KIP-848's consumer group protocol (ConsumerGroupHeartbeat): Java 4.x and librdkafka
@@ -71,6 +73,21 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
         "treats that as final ('the consumer is not part of the group anymore') and reads the "
         "partition from auto.offset.reset (earliest), not the commit: records read twice"
     ),
+    ("kafka-python-2", "quota-throttle"): (
+        "kafka-python 2.3.3: after Produce answers with a throttle time (it throttles itself, "
+        "KIP-219) its sender sends nothing more: flush times out with records unsent, both "
+        "socket queues empty (kafka-python 3 resumes)"
+    ),
+    **{
+        (client, "quota-throttle"): (
+            "minibroker: a pipelining producer (librdkafka keeps many Produce requests in "
+            "flight and leaves the throttling to the broker) is not slowed: every request "
+            "already received is handled before the first throttled answer mutes the "
+            "connection, where Kafka handles one request at a time per connection and stays "
+            "muted for the throttle time before reading the next"
+        )
+        for client in ("confluent-kafka", "kcat")
+    },
     ("kafka-python-3", "restart"): (
         "kafka-python 3.0.12 (intermittent): a group consumer's poll() raises "
         "KafkaConnectionError (111 ECONNREFUSED) when its coordinator lookup refreshes "

@@ -580,6 +580,133 @@ def delete_records(ctx: Context, client: str) -> None:
     check(offsets == list(range(4, 10)), f"read offsets {offsets} after deleting before 4")
 
 
+# ---- ACLs and client quotas (the matrix broker's MATRIX_SETTINGS, tests/compat/target.py) ----
+
+
+def acl(resource_type: str, name: str, principal: str, operation: str, **fields: str):
+    """A binding as the harness's ACL ops take it (Kafka's enum names)."""
+    return {
+        "resource_type": resource_type,
+        "resource_name": name,
+        "principal": principal,
+        "operation": operation,
+        "pattern_type": "LITERAL",
+        "host": "*",
+        "permission_type": "ALLOW",
+        **fields,
+    }
+
+
+ACL_FIELDS = (
+    "resource_type",
+    "resource_name",
+    "pattern_type",
+    "principal",
+    "host",
+    "operation",
+    "permission_type",
+)
+
+
+def acl_keys(*bindings: dict[str, Any]) -> list[tuple[str, ...]]:
+    return sorted(tuple(binding[field] for field in ACL_FIELDS) for binding in bindings)
+
+
+def acls_scenario(ctx: Context, client: str) -> None:
+    """A principal and names of the cell's own (no other cell's resources gain ACLs, which
+    with allow.everyone.if.no.acl.found leaves them open): a literal topic, a prefixed topic
+    and a group DENY binding are created, described by principal, by a MATCH filter on a
+    topic name and by a PREFIXED one; the prefixed binding is deleted, then the rest."""
+    name = tools.unique_topic("acls", client)
+    principal = f"User:{name}"
+    literal = acl("TOPIC", name, principal, "WRITE")
+    prefixed = acl("TOPIC", f"{name}-", principal, "READ", pattern_type="PREFIXED")
+    group = acl("GROUP", f"{name}-g", principal, "READ", permission_type="DENY")
+    created = run(client, "create_acls", ctx.bootstrap, acls=[literal, prefixed, group])
+    check_items(created["acls"], "create_acls")
+
+    def described(**acl_filter: str) -> list[tuple[str, ...]]:
+        answer = run(
+            client, "describe_acls", ctx.bootstrap, filter={"principal": principal, **acl_filter}
+        )
+        check(answer.get("error") is None, f"describe_acls {acl_filter}: {answer.get('error')}")
+        return acl_keys(*answer["acls"])
+
+    check(described() == acl_keys(literal, prefixed, group), f"described {described()}")
+    matched = described(resource_type="TOPIC", resource_name=f"{name}-1", pattern_type="MATCH")
+    check(matched == acl_keys(prefixed), f"MATCH {name}-1 described {matched}")
+    by_prefix = described(resource_type="TOPIC", pattern_type="PREFIXED")
+    check(by_prefix == acl_keys(prefixed), f"PREFIXED described {by_prefix}")
+
+    def deleted(acl_filter: dict[str, str]) -> list[tuple[str, ...]]:
+        (answer,) = run(
+            client, "delete_acls", ctx.bootstrap, filters=[{"principal": principal, **acl_filter}]
+        )["filters"]
+        check(answer.get("error") is None, f"delete_acls {acl_filter}: {answer.get('error')}")
+        check_items(answer["acls"], "delete_acls")
+        return acl_keys(*answer["acls"])
+
+    removed = deleted({"resource_type": "TOPIC", "pattern_type": "PREFIXED"})
+    check(removed == acl_keys(prefixed), f"delete_acls PREFIXED deleted {removed}")
+    check(described() == acl_keys(literal, group), f"after deleting, described {described()}")
+    removed = deleted({})
+    check(removed == acl_keys(literal, group), f"delete_acls by principal deleted {removed}")
+    check(described() == [], f"after deleting all, described {described()}")
+
+
+QUOTA_BYTES_PER_S = 1 << 20
+QUOTA_RECORD_BYTES = 100 << 10
+QUOTA_RECORDS = 50  # about 5 MiB: 5 s at the quota, of which a window's worth may burst
+CLIENT_ID_SETTING = {
+    "java-4.3": "client.id",
+    "java-3.9": "client.id",
+    "kafka-python-3": "client_id",
+    "kafka-python-2": "client_id",
+    "aiokafka": "client_id",
+    "confluent-kafka": "client.id",
+    "kcat": "client.id",
+    "kafkajs": "clientId",
+}
+
+
+def quota_throttle(ctx: Context, client: str) -> None:
+    """A producer_byte_rate quota of 1 MiB/s on the cell's own client id slows a producer
+    sending 5 MiB, one record at a time, to at least half the time the quota allows (a lower
+    bound: the broker held it back; the first window's worth may pass at once), measured by
+    the records' LogAppendTime where the client reports it (else around the client's run: kcat),
+    and the client reports a throttle time where it exposes one
+    (CAPABILITIES[client].throttle_time). kafkajs puts a send's records in one batch, hence
+    one record per send (produce_paced) for every client."""
+    caps = CAPABILITIES[client]
+    topic = tools.unique_topic("quota", client)
+    configs = {"max.message.bytes": str(2 << 20), "message.timestamp.type": "LogAppendTime"}
+    tools.create_topic(ctx.bootstrap, topic, configs=configs)
+    tools.set_produce_quota(ctx.bootstrap, topic, QUOTA_BYTES_PER_S)
+    value = b"q" * QUOTA_RECORD_BYTES  # text: kcat sends one line per record
+    sent = [record(None, value) | {"partition": 0} for _ in range(QUOTA_RECORDS)]
+    started = time.monotonic()
+    produced = run(
+        client,
+        "produce_paced",
+        ctx.bootstrap,
+        topic=topic,
+        records=sent,
+        interval_ms=0,
+        config={CLIENT_ID_SETTING[client]: topic},
+        timeout_ms=60_000,
+    )
+    elapsed = time.monotonic() - started
+    check(len(produced["results"]) == QUOTA_RECORDS, "produce: not every record acknowledged")
+    if caps.ack_timestamps:
+        appended = [r["timestamp"] for r in produced["results"]]
+        elapsed = (max(appended) - min(appended)) / 1000
+    at_quota = QUOTA_RECORDS * QUOTA_RECORD_BYTES / QUOTA_BYTES_PER_S
+    check(elapsed >= at_quota / 2, f"sent {at_quota:.1f} s of quota in {elapsed:.1f} s")
+    if caps.throttle_time:
+        throttled = produced.get("throttle_time_ms_max")
+        check(bool(throttled), f"the client reports a throttle time of {throttled} ms")
+
+
 # Consumers commit as they go, and (as every client does with auto-commit on) before giving
 # up their partitions in a rebalance: a client may rebalance when it loses every broker
 # (Java 4's metadata rebootstrap), which must not replay records.
@@ -754,6 +881,8 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "admin": ("admin topics and configs", admin_topics_and_configs),
     "transactions": ("transactions commit/abort, read_committed", transactions),
     "delete-records": ("DeleteRecords", delete_records),
+    "acls": ("ACLs: create, describe (MATCH, PREFIXED), delete", acls_scenario),
+    "quota-throttle": ("produce quota throttles the producer", quota_throttle),
     "restart": ("broker restart mid-stream", restart_mid_stream),
     "crash": ("broker crash (SIGKILL) mid-stream", crash_mid_stream),
 }

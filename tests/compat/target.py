@@ -21,19 +21,33 @@ START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
 
 
+# What the acls and quota-throttle scenarios need, unseen by the others: an authorizer that
+# allows whatever no ACL names (Kafka's allow.everyone.if.no.acl.found; the acls cells bind
+# only names of their own), and quota windows short enough for a few megabytes to exceed a
+# quota (Kafka never measures a rate over less than quota.window.num - 1 windows: 10 s by
+# default). A broker given by --bootstrap needs the same settings for those two rows.
+MATRIX_SETTINGS = (
+    "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found=true",
+    "quota.window.num=2",
+    "quota.window.size.seconds=1",
+)
+
+
 class BrokerStartError(RuntimeError):
     pass
 
 
 class OwnBroker:
-    """`python -m minibroker serve` in a subprocess, with its data in a temporary folder.
+    """`python -m minibroker serve` in a subprocess, with its data in a temporary folder,
+    MATRIX_SETTINGS and then `overrides` (which win).
 
     `restart()` stops it with SIGTERM (a clean shutdown), `restart(crash=True)` kills it with
     SIGKILL; either starts it again on the same port and data directory.
     """
 
     def __init__(self, overrides: Sequence[str] = ()) -> None:
-        self._overrides = list(overrides)
+        self._overrides = [*MATRIX_SETTINGS, *overrides]
         self._folder = Path(tempfile.mkdtemp(prefix="minibroker-compat-"))
         self._port = 0
         self._process: subprocess.Popen[str] | None = None

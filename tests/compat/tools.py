@@ -86,6 +86,24 @@ def put_records(bootstrap: str, topic: str, records: Iterable[SetupRecord]) -> N
         raise SetupFailed(f"producing set-up records to {topic}: {errors or f'{left} unsent'}")
 
 
+def set_produce_quota(bootstrap: str, client_id: str, bytes_per_s: float) -> None:
+    """A `producer_byte_rate` quota for one client id (AlterClientQuotas)."""
+    entity = [{"entity_type": "client-id", "entity_name": client_id}]
+    operation = {"key": "producer_byte_rate", "value": float(bytes_per_s), "remove": False}
+    with WireClient(bootstrap) as client:
+        response = client.call(
+            ApiKey.AlterClientQuotas,
+            1,
+            entries=[{"entity": entity, "ops": [operation]}],
+            validate_only=False,
+        )
+    (entry,) = response.entries
+    if entry.error_code != 0:
+        raise SetupFailed(
+            f"AlterClientQuotas for {client_id}: error {entry.error_code} {entry.error_message}"
+        )
+
+
 def stored_batches(bootstrap: str, topic: str, partition: int = 0) -> list[BatchHeader]:
     """The headers of the batches stored in a partition, as a Fetch returns them."""
     with WireClient(bootstrap) as client:
