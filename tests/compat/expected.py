@@ -78,16 +78,6 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
         "KIP-219) its sender sends nothing more: flush times out with records unsent, both "
         "socket queues empty (kafka-python 3 resumes)"
     ),
-    **{
-        (client, "quota-throttle"): (
-            "minibroker: a pipelining producer (librdkafka keeps many Produce requests in "
-            "flight and leaves the throttling to the broker) is not slowed: every request "
-            "already received is handled before the first throttled answer mutes the "
-            "connection, where Kafka handles one request at a time per connection and stays "
-            "muted for the throttle time before reading the next"
-        )
-        for client in ("confluent-kafka", "kcat")
-    },
     ("kafka-python-3", "restart"): (
         "kafka-python 3.0.12 (intermittent): a group consumer's poll() raises "
         "KafkaConnectionError (111 ECONNREFUSED) when its coordinator lookup refreshes "
