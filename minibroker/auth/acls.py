@@ -114,6 +114,19 @@ def _enum_of(kind: type[IntEnum], code: int, what: str) -> IntEnum:
         return kind(0)
 
 
+Codes = tuple[ResourceType, PatternType, AclOperation, PermissionType]
+
+
+def _codes(resource_type: int, pattern_type: int, operation: int, permission: int) -> Codes:
+    """A request's four ACL codes as Kafka reads them (`_enum_of`)."""
+    return (
+        ResourceType(_enum_of(ResourceType, resource_type, "resource type")),
+        PatternType(_enum_of(PatternType, pattern_type, "pattern type")),
+        AclOperation(_enum_of(AclOperation, operation, "operation")),
+        PermissionType(_enum_of(PermissionType, permission, "permission type")),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class AclBinding:
     resource_type: ResourceType
@@ -136,15 +149,10 @@ class AclBinding:
         permission: int,
     ) -> AclBinding:
         """From a CreateAcls creation's codes; UnknownAclElement for a code 0."""
-        return cls(
-            ResourceType(_enum_of(ResourceType, resource_type, "resource type")),
-            resource_name,
-            PatternType(_enum_of(PatternType, pattern_type, "pattern type")),
-            principal,
-            host,
-            AclOperation(_enum_of(AclOperation, operation, "operation")),
-            PermissionType(_enum_of(PermissionType, permission, "permission type")),
+        kind, pattern, acl_operation, acl_permission = _codes(
+            resource_type, pattern_type, operation, permission
         )
+        return cls(kind, resource_name, pattern, principal, host, acl_operation, acl_permission)
 
     @property
     def has_filter_codes(self) -> bool:
@@ -224,15 +232,10 @@ class AclBindingFilter:
         operation: int,
         permission: int,
     ) -> AclBindingFilter:
-        return cls(
-            ResourceType(_enum_of(ResourceType, resource_type, "resource type")),
-            resource_name,
-            PatternType(_enum_of(PatternType, pattern_type, "pattern type")),
-            principal,
-            host,
-            AclOperation(_enum_of(AclOperation, operation, "operation")),
-            PermissionType(_enum_of(PermissionType, permission, "permission type")),
+        kind, pattern, acl_operation, acl_permission = _codes(
+            resource_type, pattern_type, operation, permission
         )
+        return cls(kind, resource_name, pattern, principal, host, acl_operation, acl_permission)
 
     def validate(self) -> None:
         """Kafka's check on a DeleteAcls filter (AclControlManager.validateFilter)."""

@@ -5,7 +5,6 @@ per test (no ACL on a resource denies it)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.records import RecordInput, build_batch
-from minibroker.testing import AUTHORIZER_CONFIG, KafkaBroker
+from minibroker.testing import KafkaBroker
 from tests.wire import WireClient
 
 ME = "User:ANONYMOUS"
@@ -22,18 +21,6 @@ ZERO_ID = uuid.UUID(int=0)
 READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE = 3, 4, 5, 6, 7, 8
 CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS = 9, 10, 11
 TOPIC_AUTHORIZATION_FAILED_MESSAGE = "Topic authorization failed."
-
-
-@pytest.fixture
-def broker() -> Iterator[KafkaBroker]:
-    with KafkaBroker(config=AUTHORIZER_CONFIG) as running:
-        yield running
-
-
-@pytest.fixture
-def client(broker: KafkaBroker) -> Iterator[WireClient]:
-    with WireClient(broker.bootstrap_servers) as wire:
-        yield wire
 
 
 def batch(*, transactional: bool = False) -> bytes:

@@ -5,32 +5,17 @@ User:ANONYMOUS, and ACLs granted per test (no ACL on a resource denies it)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
-from minibroker.testing import AUTHORIZER_CONFIG, KafkaBroker
+from minibroker.testing import KafkaBroker
 from tests.groups.wirehelp import commit, join
 from tests.wire import WireClient
 
 ME = "User:ANONYMOUS"
 E = ErrorCode
 READ, WRITE, DELETE, DESCRIBE = 3, 4, 6, 8
-
-
-@pytest.fixture
-def broker() -> Iterator[KafkaBroker]:
-    with KafkaBroker(config=AUTHORIZER_CONFIG) as running:
-        yield running
-
-
-@pytest.fixture
-def client(broker: KafkaBroker) -> Iterator[WireClient]:
-    with WireClient(broker.bootstrap_servers) as wire:
-        yield wire
 
 
 def topic_id(client: WireClient, name: str) -> uuid.UUID:
