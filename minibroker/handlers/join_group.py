@@ -75,9 +75,7 @@ def _response(ctx: RequestContext, result: JoinResult) -> Any:
 @handles(ApiKey.JoinGroup, 0, 9)
 async def handle_join_group(ctx: RequestContext, request: Any) -> Any:
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
-        return _response(
-            ctx, JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED, member_id="")
-        )
+        return _response(ctx, JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED, member_id=""))
     rebalance_timeout = request.rebalance_timeout_ms
     if rebalance_timeout < 0:
         rebalance_timeout = request.session_timeout_ms
