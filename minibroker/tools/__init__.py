@@ -1,6 +1,6 @@
-"""The everyday CLI: `minibroker topic|produce|consume|group|cluster`, in the spirit of Kafka's
-kafka-topics / kafka-console-producer / kafka-console-consumer / kafka-consumer-groups and
-Redpanda's rpk, against minibroker or any Kafka (`--bootstrap`).
+"""The everyday CLI: `minibroker topic|produce|consume|group|cluster|acl`, in the spirit of
+Kafka's kafka-topics / kafka-console-producer / kafka-console-consumer / kafka-consumer-groups
+/ kafka-acls and Redpanda's rpk, against minibroker or any Kafka (`--bootstrap`).
 
 This package's own module is standard library only: `minibroker.cli` registers the stubs
 below (so `minibroker --help` lists the commands) and hands a tool's arguments to `run`, which
@@ -17,6 +17,7 @@ COMMANDS = {
     "consume": "print a topic's records",
     "group": "list, describe and delete consumer groups; reset their offsets",
     "cluster": "nodes, controller, cluster id, Kafka version and features",
+    "acl": "list, add and remove ACL bindings",
 }
 
 

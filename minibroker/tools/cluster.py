@@ -22,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    with admin_client(args.bootstrap) as admin:
+    with admin_client(args) as admin:
         described = admin.describe_cluster()
         nodes = sorted(described["brokers"], key=lambda node: int(node["broker_id"]))
         version = admin.get_broker_version_data(nodes[0]["broker_id"]).broker_version_str

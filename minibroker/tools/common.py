@@ -1,6 +1,7 @@
-"""What the everyday CLI's commands share: exit codes, the `--bootstrap` option, a reachability
-check that fails fast with one line naming the address, kafka-python client options, topic
-checks, KEY=VALUE and timestamp parsing, and plain aligned tables on stdout."""
+"""What the everyday CLI's commands share: exit codes, the `--bootstrap` and SASL login
+options, a reachability check that fails fast with one line naming the address, kafka-python
+client options, topic checks, KEY=VALUE and timestamp parsing, and plain aligned tables on
+stdout."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 BOOTSTRAP_ENV = "MINIBROKER_BOOTSTRAP"
+USER_ENV = "MINIBROKER_USER"
+PASSWORD_ENV = "MINIBROKER_PASSWORD"
+SASL_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN")
 CLIENT_ID = "minibroker-cli"
 CONNECT_TIMEOUT_S = 5.0
 BOOTSTRAP_TIMEOUT_MS = 10_000
@@ -32,7 +36,8 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 EXIT_CODES = """\
 exit codes: 0 ok, 1 Kafka error (unknown topic, rejected request...), 2 usage,
             3 cannot connect to the bootstrap address, 130 interrupted (Ctrl-C)
-environment: MINIBROKER_BOOTSTRAP is the default for --bootstrap"""
+environment: MINIBROKER_BOOTSTRAP is the default for --bootstrap, MINIBROKER_USER and
+             MINIBROKER_PASSWORD for --user and --password"""
 
 
 class ToolError(Exception):
@@ -52,6 +57,22 @@ def bootstrap_parent() -> argparse.ArgumentParser:
         default=os.environ.get(BOOTSTRAP_ENV, DEFAULT_BOOTSTRAP),
         metavar="HOST:PORT[,...]",
         help=f"broker(s) to connect to (default: ${BOOTSTRAP_ENV} or {DEFAULT_BOOTSTRAP})",
+    )
+    parent.add_argument(
+        "--user",
+        default=os.environ.get(USER_ENV),
+        help=f"log in with SASL as this user, over SASL_PLAINTEXT (default: ${USER_ENV})",
+    )
+    parent.add_argument(
+        "--password",
+        default=os.environ.get(PASSWORD_ENV),
+        help=f"the SASL password (default: ${PASSWORD_ENV})",
+    )
+    parent.add_argument(
+        "--mechanism",
+        choices=SASL_MECHANISMS,
+        default=SASL_MECHANISMS[0],
+        help="the SASL mechanism (default: %(default)s)",
     )
     return parent
 
@@ -100,15 +121,23 @@ def check_reachable(bootstrap: str) -> None:
     raise ToolError(f"cannot connect to {', '.join(failures)}", EXIT_CONNECT)
 
 
-def client_options(bootstrap: str) -> dict[str, Any]:
-    """kafka-python options every client of the CLI uses, once some bootstrap address has
-    accepted a connection."""
-    check_reachable(bootstrap)
-    return {
-        "bootstrap_servers": [_address(host, port) for host, port in addresses(bootstrap)],
+def client_options(args: argparse.Namespace) -> dict[str, Any]:
+    """kafka-python options every client of the CLI uses (with a SASL login when `--user` is
+    given), once some bootstrap address has accepted a connection."""
+    check_reachable(args.bootstrap)
+    options: dict[str, Any] = {
+        "bootstrap_servers": [_address(host, port) for host, port in addresses(args.bootstrap)],
         "client_id": CLIENT_ID,
         "bootstrap_timeout_ms": BOOTSTRAP_TIMEOUT_MS,
     }
+    if args.user:
+        options.update(
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism=args.mechanism,
+            sasl_plain_username=args.user,
+            sasl_plain_password=args.password or "",
+        )
+    return options
 
 
 def _address(host: str, port: int) -> str:
@@ -116,8 +145,8 @@ def _address(host: str, port: int) -> str:
 
 
 @contextmanager
-def admin_client(bootstrap: str) -> Iterator[KafkaAdminClient]:
-    admin = KafkaAdminClient(**client_options(bootstrap))
+def admin_client(args: argparse.Namespace) -> Iterator[KafkaAdminClient]:
+    admin = KafkaAdminClient(**client_options(args))
     try:
         yield admin
     finally:

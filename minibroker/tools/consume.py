@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     if args.group and (args.offset is not None or args.timestamp or args.partition):
         raise ToolError("--group takes no --offset, --timestamp or --partition", EXIT_USAGE)
     consumer = KafkaConsumer(
-        **client_options(args.bootstrap),
+        **client_options(args),
         group_id=args.group,
         enable_auto_commit=False,
         allow_auto_create_topics=False,

@@ -95,7 +95,7 @@ def _reset_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run_list(args: argparse.Namespace) -> int:
-    with admin_client(args.bootstrap) as admin:
+    with admin_client(args) as admin:
         groups = sorted(admin.list_groups(), key=lambda item: str(item["group_id"]))
     rows = [
         [item["group_id"], item.get("group_state") or "-", item.get("group_type") or "-"]
@@ -155,7 +155,7 @@ def _owners(members: list[dict[str, Any]]) -> dict[TopicPartition, dict[str, Any
 
 
 def run_describe(args: argparse.Namespace) -> int:
-    with admin_client(args.bootstrap) as admin:
+    with admin_client(args) as admin:
         view = _existing_group(admin, args.group)
         committed = _committed(admin, args.group)
         owners = _owners(view.members)
@@ -185,7 +185,7 @@ def _lag_row(
 
 
 def run_delete(args: argparse.Namespace) -> int:
-    with admin_client(args.bootstrap) as admin:
+    with admin_client(args) as admin:
         results = admin.delete_groups(args.groups)
     for group in args.groups:
         outcome = results.get(group, "OK")
@@ -200,7 +200,7 @@ def run_delete(args: argparse.Namespace) -> int:
 
 
 def run_reset(args: argparse.Namespace) -> int:
-    with admin_client(args.bootstrap) as admin:
+    with admin_client(args) as admin:
         view = _group_view(admin, args.group)
         state = view.state if view else "Dead"
         if args.execute and state not in EMPTY_STATES:

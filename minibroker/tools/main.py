@@ -15,7 +15,7 @@ from kafka.errors import (
     KafkaTimeoutError,
 )
 
-from minibroker.tools import cluster, consume, group, produce, topic
+from minibroker.tools import acl, cluster, consume, group, produce, topic
 from minibroker.tools.common import (
     EXIT_CONNECT,
     EXIT_INTERRUPTED,
@@ -29,7 +29,7 @@ from minibroker.tools.common import (
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="minibroker")
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (topic, produce, consume, group, cluster):
+    for module in (topic, produce, consume, group, cluster, acl):
         module.add_parser(sub)
     return parser
 

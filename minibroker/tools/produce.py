@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     headers = [(key, value.encode()) for key, value in key_values(args.header, "--header")]
     separator = args.key_separator.encode() if args.key_separator else None
     producer = KafkaProducer(
-        **client_options(args.bootstrap),
+        **client_options(args),
         acks=args.acks if args.acks == "all" else int(args.acks),
         compression_type=None if args.compression == "none" else args.compression,
         max_block_ms=METADATA_WAIT_MS,

@@ -100,7 +100,7 @@ def _alter_config_parser(actions: argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def run_list(args: argparse.Namespace) -> int:
-    with admin_client(args.bootstrap) as admin:
+    with admin_client(args) as admin:
         for name in sorted(admin.list_topics()):
             print(name)
     return EXIT_OK
@@ -112,7 +112,7 @@ def run_create(args: argparse.Namespace) -> int:
         "replication_factor": args.replication_factor,
         "configs": dict(key_values(args.config, "--config")),
     }
-    with admin_client(args.bootstrap) as admin:
+    with admin_client(args) as admin:
         result = admin.create_topics({args.topic: spec}, raise_errors=False)["topics"][0]
         if result["error_code"] == TOPIC_ALREADY_EXISTS:
             raise ToolError(f"topic '{args.topic}' already exists")
@@ -125,7 +125,7 @@ def run_create(args: argparse.Namespace) -> int:
 
 
 def run_delete(args: argparse.Namespace) -> int:
-    with admin_client(args.bootstrap) as admin:
+    with admin_client(args) as admin:
         describe_existing_topics(admin, args.topics)
         results = admin.delete_topics(args.topics, raise_errors=False)["topics"]
     for result in results:
@@ -143,7 +143,7 @@ def run_alter_config(args: argparse.Namespace) -> int:
     changes.update({key: (AlterConfigOp.DELETE, None) for key in args.delete})
     if not changes:
         raise ToolError("nothing to change: give --set KEY=VALUE or --delete KEY", EXIT_USAGE)
-    with admin_client(args.bootstrap) as admin:
+    with admin_client(args) as admin:
         describe_existing_topics(admin, [args.topic])
         resource = ConfigResource(ConfigResourceType.TOPIC, args.topic, changes)
         result = admin.alter_configs([resource], raise_on_unknown=False, incremental=True)
@@ -155,7 +155,7 @@ def run_alter_config(args: argparse.Namespace) -> int:
 
 
 def run_describe(args: argparse.Namespace) -> int:
-    with admin_client(args.bootstrap) as admin:
+    with admin_client(args) as admin:
         names = args.topics or sorted(admin.list_topics())
         topics = describe_existing_topics(admin, names)
         offsets = _offsets(admin, topics)
