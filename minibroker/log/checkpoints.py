@@ -61,10 +61,17 @@ def write_offset_checkpoint(path: Path, offsets: Mapping[tuple[str, int], int]) 
     write_atomically(path, "\n".join(lines) + "\n")
 
 
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise CorruptCheckpointError(f"{path}: {error}") from error
+
+
 def read_offset_checkpoint(path: Path) -> dict[tuple[str, int], int]:
     """Entries of a checkpoint file; {} if it does not exist."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = _read_text(path).splitlines()
     except FileNotFoundError:
         return {}
     try:
@@ -89,7 +96,7 @@ def write_partition_metadata(directory: Path, topic_id: uuid.UUID) -> None:
 
 def read_partition_metadata(directory: Path) -> uuid.UUID | None:
     try:
-        lines = (directory / PARTITION_METADATA).read_text(encoding="utf-8").splitlines()
+        lines = _read_text(directory / PARTITION_METADATA).splitlines()
     except FileNotFoundError:
         return None
     fields = dict(line.split(": ", 1) for line in lines if ": " in line)
@@ -100,8 +107,9 @@ def read_partition_metadata(directory: Path) -> uuid.UUID | None:
 
 
 def read_properties(path: Path) -> dict[str, str]:
+    """The file's properties; CorruptCheckpointError if it is not UTF-8."""
     properties: dict[str, str] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in _read_text(path).splitlines():
         stripped = line.strip()
         if stripped and not stripped.startswith(("#", "!")) and "=" in stripped:
             key, value = stripped.split("=", 1)

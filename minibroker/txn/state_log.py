@@ -198,12 +198,9 @@ def decode_value(data: bytes) -> TxnTransit:
     update_ms = reader.fixed(_INT64)
     start_ms = reader.fixed(_INT64)
     tagged = reader.tagged_fields()
-    previous = tagged.get(PREVIOUS_PRODUCER_ID_TAG)
-    client_version = tagged.get(CLIENT_TRANSACTION_VERSION_TAG)
-    next_id = tagged.get(NEXT_PRODUCER_ID_TAG)
     return TxnTransit(
         producer_id=producer_id,
-        last_producer_id=NO_PRODUCER_ID if previous is None else _INT64.unpack(previous)[0],
+        last_producer_id=_tagged_int(tagged, PREVIOUS_PRODUCER_ID_TAG, _INT64, NO_PRODUCER_ID),
         producer_epoch=producer_epoch,
         last_producer_epoch=NO_PRODUCER_EPOCH,
         timeout_ms=timeout_ms,
@@ -211,11 +208,19 @@ def decode_value(data: bytes) -> TxnTransit:
         partitions=frozenset(partitions),
         start_ms=start_ms,
         update_ms=update_ms,
-        client_transaction_version=0
-        if client_version is None
-        else _INT16.unpack(client_version)[0],
-        next_producer_id=NO_PRODUCER_ID if next_id is None else _INT64.unpack(next_id)[0],
+        client_transaction_version=_tagged_int(tagged, CLIENT_TRANSACTION_VERSION_TAG, _INT16, 0),
+        next_producer_id=_tagged_int(tagged, NEXT_PRODUCER_ID_TAG, _INT64, NO_PRODUCER_ID),
     )
+
+
+def _tagged_int(tagged: dict[int, bytes], tag: int, layout: struct.Struct, default: int) -> int:
+    raw = tagged.get(tag)
+    if raw is None:
+        return default
+    if len(raw) != layout.size:
+        raise TxnRecordError(f"tagged field {tag} has {len(raw)} bytes, not {layout.size}")
+    value: int = layout.unpack(raw)[0]
+    return value
 
 
 @dataclass(frozen=True, slots=True)
