@@ -7,8 +7,18 @@ write. `tests.fuzz.run` fuzzes them; tests/fuzz/test_coverage_fuzz.py runs them 
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import Any
 
 TARGETS = ("requests", "records", "compression", "internal_records", "recovery_files")
 
 GOLDEN_FRAMES = Path("/work/shared/reference/golden-frames")
+
+
+def built_extension(module: str, name: str) -> Any:
+    """`name` from a C accelerator if it was built (even under MINIBROKER_PURE_PYTHON)."""
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError:
+        return None

@@ -23,7 +23,10 @@ from minibroker.records.validate import (
     ValidationConfig,
     validate_produce_records,
 )
+from tests.fuzz.targets import built_extension
 from tests.records.golden import client_batches
+
+NATIVE_SCAN = built_extension("minibroker.records._accel", "scan")
 
 NOW = 1_800_000_000_000
 HOUR = 3_600_000
@@ -86,7 +89,8 @@ def _scan(scan: Any) -> Iterator[None]:
 
 
 def _both(run: Callable[[], object]) -> tuple[object, object]:
-    fast = run()
+    with _scan(NATIVE_SCAN):
+        fast = run()
     with _scan(None):
         pure = run()
     return fast, pure

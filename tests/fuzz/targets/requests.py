@@ -24,7 +24,9 @@ from minibroker.protocol.codec import (
     peek_key_version_correlation,
 )
 from minibroker.protocol.produce_request import decode_produce_request
-from tests.fuzz.targets import GOLDEN_FRAMES
+from tests.fuzz.targets import GOLDEN_FRAMES, built_extension
+
+NATIVE_WALK = built_extension("minibroker.protocol._accel", "walk_produce")
 
 load_all()
 SERVED = sorted(
@@ -72,17 +74,19 @@ def _decode_in_place(frame: bytearray, api_key: int, api_version: int, pos: int)
 
 
 def _walks_agree(frame: bytearray, pos: int, version: int) -> None:
-    native = produce_request.native_walk
-    if native is None:
-        return
-    try:
-        produce_request.native_walk = None
-        pure = _plain(decode_produce_request(memoryview(frame), pos, version))
-    finally:
-        produce_request.native_walk = native
-    fast = _plain(decode_produce_request(memoryview(frame), pos, version))
+    fast = _walked(NATIVE_WALK, frame, pos, version)
+    pure = _walked(None, frame, pos, version)
     if fast != pure:
         raise AssertionError(f"native and pure Produce v{version} walks differ: {fast} {pure}")
+
+
+def _walked(walk: Any, frame: bytearray, pos: int, version: int) -> object:
+    saved = produce_request.native_walk
+    produce_request.native_walk = walk
+    try:
+        return _plain(decode_produce_request(memoryview(frame), pos, version))
+    finally:
+        produce_request.native_walk = saved
 
 
 def _plain(decoded: tuple[Any, int] | None) -> object:
