@@ -11,7 +11,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-TARGETS = ("requests", "records", "compression", "internal_records", "recovery_files")
+TARGETS = ("requests", "records", "compression", "internal_records", "recovery_files", "segments")
 
 GOLDEN_FRAMES = Path("/work/shared/reference/golden-frames")
 
