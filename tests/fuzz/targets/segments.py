@@ -19,7 +19,7 @@ from pathlib import Path
 from minibroker.log import LogConfig, LogManager
 from minibroker.log.offline import OfflinePartitionLog
 from minibroker.records.batch import BatchHeader, split_batches
-from minibroker.records.records import build_batch, build_control_batch
+from minibroker.records.records import RecordInput, build_batch, build_control_batch
 
 TOPIC = "fuzz"
 CONFIG = LogConfig(segment_bytes=600, index_interval_bytes=100)
@@ -44,7 +44,7 @@ def _write_template() -> None:
     manager = _manager(_TEMPLATE)
     log = manager.create(TOPIC, 0, uuid.UUID(int=1), CONFIG)
     for i in range(12):
-        records = [(b"k%d" % i, b"v" * (i % 7), [], 1_700_000_000_000 + i)]
+        records: list[RecordInput] = [(b"k%d" % i, b"v" * (i % 7), [], 1_700_000_000_000 + i)]
         log.append(bytearray(build_batch(records)), 1, now_ms=0)
         if i == 5:
             batch = build_batch(records, producer_id=9, producer_epoch=0, is_transactional=True)
