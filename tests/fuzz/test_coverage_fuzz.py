@@ -6,6 +6,7 @@ run inputs."""
 from __future__ import annotations
 
 import importlib
+import re
 import struct
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +21,7 @@ from minibroker.log.checkpoints import (
 )
 from minibroker.txn.state import TxnState, TxnTransit
 from minibroker.txn.state_log import TxnRecordError, decode_value, encode_value
-from tests.fuzz.run import run_target
+from tests.fuzz.run import main, run_target
 from tests.fuzz.targets import TARGETS
 
 REGRESSIONS = Path(__file__).parent / "regressions"
@@ -76,3 +77,16 @@ def test_fuzzing_finds_nothing_in_a_short_run(name: str, tmp_path: Path) -> None
     assert result.artifacts == (), result.output[-4000:]
     assert result.returncode == 0, result.output[-4000:]
     assert result.inputs > 0, result.output[-4000:]
+
+
+@pytest.mark.slow
+def test_the_runner_prints_inputs_per_target_and_their_sum(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--seconds", "1", "--target", "compression", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    ran = re.search(r"^compression: (\d+) inputs in \d+ s, ok$", out, re.MULTILINE)
+    assert ran is not None, out
+    assert int(ran.group(1)) > 0
+    assert f"total: {ran.group(1)} inputs, 1 targets, 1 s each" in out
+    assert any((tmp_path / "compression" / "corpus").iterdir())
