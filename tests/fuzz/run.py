@@ -4,8 +4,9 @@ atheris (libFuzzer) with a time budget, and print the inputs each ran.
     python -m tests.fuzz.run [--minutes N | --seconds N] [--target NAME ...] [--dir DIR]
 
 Per target, DIR/NAME holds `seeds` (written from the target's `seeds()`), `corpus` (what
-libFuzzer keeps) and any `crash-*`/`timeout-*`/`oom-*` input. Without --dir a temporary
-directory is used and removed. Exits 1 if any target found a crash, a hang or an input
+libFuzzer keeps), `scratch` (the target's temporary files) and any `crash-*`/`timeout-*`/
+`oom-*` input. Without --dir a temporary directory (on /dev/shm when there is one) is used and
+removed. Exits 1 if any target found a crash, a hang or an input
 exceeding the memory limit.
 """
 
@@ -65,9 +66,13 @@ def run_target(name: str, seconds: int, workdir: Path) -> TargetRun:
 def _fuzz_in_this_process(name: str, seconds: int, workdir: Path) -> None:
     import atheris
 
+    target_dir = workdir / name
+    # libFuzzer ends the process without running atexit: the targets' scratch files stay here.
+    scratch = target_dir / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    tempfile.tempdir = str(scratch)
     with atheris.instrument_imports(include=["minibroker"]):
         target = importlib.import_module(f"tests.fuzz.targets.{name}")
-    target_dir = workdir / name
     seeds_dir, corpus_dir = target_dir / "seeds", target_dir / "corpus"
     seeds_dir.mkdir(parents=True, exist_ok=True)
     corpus_dir.mkdir(parents=True, exist_ok=True)
@@ -104,7 +109,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.dir is not None:
         return _run_all(args.target or TARGETS, seconds, args.dir)
-    with tempfile.TemporaryDirectory(prefix="minibroker-fuzz-") as workdir:
+    # On tmpfs when there is one: the segment target's recovery fsyncs.
+    shm = Path("/dev/shm")
+    with tempfile.TemporaryDirectory(
+        prefix="minibroker-fuzz-", dir=shm if shm.is_dir() else None
+    ) as workdir:
         return _run_all(args.target or TARGETS, seconds, Path(workdir))
 
 

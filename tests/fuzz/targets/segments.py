@@ -26,11 +26,7 @@ CONFIG = LogConfig(segment_bytes=600, index_interval_bytes=100)
 SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
 FIRST_SEGMENT = "00000000000000000000"
 
-# On tmpfs when there is one: recovery fsyncs, and the target opens thousands of logs.
-_SHM = Path("/dev/shm")
-_ROOT = Path(
-    tempfile.mkdtemp(prefix="minibroker-fuzz-segments-", dir=_SHM if _SHM.is_dir() else None)
-)
+_ROOT = Path(tempfile.mkdtemp(prefix="minibroker-fuzz-segments-"))
 atexit.register(shutil.rmtree, _ROOT, True)
 _TEMPLATE = _ROOT / "template"
 _PARTITION = f"{TOPIC}-0"
