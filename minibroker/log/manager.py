@@ -99,9 +99,12 @@ class LogManager:
                 raise InconsistentLogDirError(
                     f"{path}: cluster.id {properties['cluster.id']} is not {self.cluster_id}"
                 )
-            if int(properties.get("node.id", self.node_id)) != self.node_id:
+            stored_node_id = properties.get("node.id", str(self.node_id))
+            if not stored_node_id.strip().lstrip("-").isdigit():
+                raise InconsistentLogDirError(f"{path}: node.id {stored_node_id!r} is not a number")
+            if int(stored_node_id) != self.node_id:
                 raise InconsistentLogDirError(
-                    f"{path}: node.id {properties['node.id']} is not {self.node_id}"
+                    f"{path}: node.id {stored_node_id} is not {self.node_id}"
                 )
             return
         write_properties(

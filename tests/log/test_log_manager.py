@@ -160,6 +160,14 @@ def test_meta_properties_of_another_cluster_is_refused(tmp_path: Path) -> None:
         LogManager(tmp_path / "data", node_id=4, cluster_id="cluster", default_config=SMALL)
 
 
+def test_meta_properties_with_a_node_id_that_is_not_a_number_is_refused(tmp_path: Path) -> None:
+    manager_for("file", tmp_path).close()
+    meta = tmp_path / "data" / "meta.properties"
+    meta.write_text(meta.read_text().replace("node.id=", "node.id=x"))
+    with pytest.raises(InconsistentLogDirError, match="is not a number"):
+        LogManager(tmp_path / "data", node_id=1, cluster_id="cluster", default_config=SMALL)
+
+
 def test_clean_shutdown_marker_is_consumed_at_startup(tmp_path: Path) -> None:
     manager_for("file", tmp_path).close()
     marker = tmp_path / "data" / ".kafka_cleanshutdown"
