@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -42,6 +41,7 @@ from minibroker.auth.acls import (
     ResourceType,
 )
 from minibroker.config import BrokerConfig, ConfigError
+from minibroker.log.checkpoints import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -203,12 +203,7 @@ class Authorizer:
             return
         self._path.parent.mkdir(parents=True, exist_ok=True)
         document = {"version": 1, "acls": [binding.to_json() for binding in self._bindings]}
-        temporary = self._path.with_name(self._path.name + ".tmp")
-        with open(temporary, "w") as file:
-            json.dump(document, file, indent=1)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, self._path)
+        write_atomically(self._path, json.dumps(document, indent=1))
 
 
 def _applies_to(binding: AclBinding, name: str) -> bool:

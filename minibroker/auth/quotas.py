@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 import socket
 import time
 from collections.abc import Iterable, Sequence
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from minibroker.auth.quota_stats import DEFAULT, MutationQuota, Name, QuotaManager
 from minibroker.config import BrokerConfig
+from minibroker.log.checkpoints import write_atomically
 from minibroker.protocol.errors import ErrorCode
 
 QUOTAS_FILE = "minibroker-client-quotas.json"
@@ -409,12 +409,7 @@ class ClientQuotas:
                 for entity, values in self._values.items()
             ],
         }
-        temporary = self._path.with_name(self._path.name + ".tmp")
-        with open(temporary, "w") as file:
-            json.dump(document, file, indent=1)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, self._path)
+        write_atomically(self._path, json.dumps(document, indent=1))
 
 
 def _user(principal: str) -> str:
