@@ -14,6 +14,7 @@ inputs tried and the broker's VmHWM.
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import struct
@@ -264,6 +265,9 @@ def _exchange(address: str, data: bytes, answers: int) -> bytes:
             sock.shutdown(socket.SHUT_WR)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the broker closed early: allowed
+        except OSError as exc:
+            if exc.errno != errno.ENOTCONN:  # reset by the broker before our half-close
+                raise
         while True:
             try:
                 chunk = sock.recv(65536)
