@@ -183,20 +183,22 @@ class Authorizer:
         return matched
 
     def _changed(self) -> None:
+        self._index()
+        self._save()
+
+    def _index(self) -> None:
+        """The bindings by resource type, as `authorize` looks them up."""
         by_type: dict[ResourceType, list[AclBinding]] = {}
         for binding in self._bindings:
             by_type.setdefault(binding.resource_type, []).append(binding)
         self._by_type = by_type
-        self._save()
 
     def _load(self) -> None:
         if self._path is None or not self._path.exists():
             return
         stored = json.loads(self._path.read_text())
         self._bindings = dict.fromkeys(AclBinding.from_json(item) for item in stored["acls"])
-        self._by_type = {}
-        for binding in self._bindings:
-            self._by_type.setdefault(binding.resource_type, []).append(binding)
+        self._index()
 
     def _save(self) -> None:
         if self._path is None:
