@@ -1,6 +1,9 @@
 """Topics, partitions and their configs: the broker state that handlers read and change.
 
-A single node leads every partition, so the high watermark is the log end offset. Topic
+A partition with one replica has one log, and its high watermark is the log end offset; a
+partition with several (an in-process cluster) has a `ReplicaSet` whose leader's log is the
+partition's `log` and whose high watermark moves with its followers (cluster/replicas.py,
+cluster/replication.py). Topic
 ids live in each partition's `partition.metadata` (written by the log); topic-level config
 overrides are kept in `<data dir>/minibroker-topic-configs.json` so they survive restarts.
 """
@@ -12,10 +15,22 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from minibroker.cluster.replicas import NO_LEADER, ReplicaSet
+from minibroker.cluster.replication import (
+    REPLICAS_FILE,
+    ReplicaStores,
+    add_replica,
+    first_log_of,
+    new_replica_set,
+    restored_replica_set,
+    state_entry,
+    stored_state,
+    write_state,
+)
 from minibroker.config import BrokerConfig, validate_topic_configs
 from minibroker.log.base import PartitionLog
 from minibroker.log.config import LogConfig
@@ -78,10 +93,13 @@ class Partition:
     leader_epoch: int = 0
     append_listeners: set[AppendListener] = field(default_factory=set)
     ongoing_txns: OngoingTxns = field(default_factory=OngoingTxns)
+    replication: ReplicaSet | None = None
 
     @property
     def high_watermark(self) -> int:
-        return self.log.log_end_offset
+        if self.replication is None:
+            return self.log.log_end_offset
+        return self.replication.high_watermark
 
     @property
     def last_stable_offset(self) -> int:
@@ -111,6 +129,11 @@ class Topic:
     def internal(self) -> bool:
         return self.name in INTERNAL_TOPICS
 
+    @property
+    def replication_factor(self) -> int:
+        replication = self.partitions[0].replication if self.partitions else None
+        return 1 if replication is None else len(replication.assignment)
+
 
 class Cluster:
     def __init__(self, config: BrokerConfig, logs: LogManager, data_dir: Path | None) -> None:
@@ -119,6 +142,7 @@ class Cluster:
         self.data_dir = data_dir
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
+        self.replica_stores = ReplicaStores(data_dir, logs.cluster_id, logs.default_config)
         # The last validation config built per topic, with the broker config and topic
         # overrides it was built from (a produce request would otherwise rebuild it).
         self._validation_configs: dict[
@@ -137,8 +161,26 @@ class Cluster:
                 logs = self._with_uncreated(topic, logs)
             topic.partitions = [Partition(name, plog.partition, plog) for plog in logs]
             self._register(topic)
+        self._load_replicated(stored_configs)
         for topic in self.topics.values():
             self._apply_log_config(topic)
+
+    def _load_replicated(self, stored_configs: dict[str, dict[str, str]]) -> None:
+        """The replicated topics recorded in `minibroker-replicas.json`, from their nodes'
+        replica logs."""
+        for name, entries in stored_state(self._replicas_path()).items():
+            topic = Topic(name, uuid.UUID(int=0), [], stored_configs.get(name, {}))
+            config = self.log_config(topic)
+            for index, entry in enumerate(entries):
+                replica_set = restored_replica_set(
+                    self.replica_stores, entry, name, index, topic.topic_id, config
+                )
+                partition = Partition(name, index, first_log_of(replica_set))
+                partition.replication = replica_set
+                partition.leader_epoch = int(entry["leader_epoch"])
+                topic.partitions.append(partition)
+            topic.topic_id = _known_topic_id([p.log for p in topic.partitions])
+            self._register(topic)
 
     def _with_uncreated(self, topic: Topic, logs: list[PartitionLog]) -> list[PartitionLog]:
         """The logs found, and lazy ones for the partitions below the last never used."""
@@ -168,11 +210,26 @@ class Cluster:
             yield from topic.partitions
 
     def create_topic(
-        self, name: str, num_partitions: int, configs: Mapping[str, str] | None = None
+        self,
+        name: str,
+        num_partitions: int,
+        configs: Mapping[str, str] | None = None,
+        assignments: Sequence[Sequence[int]] | None = None,
     ) -> Topic:
+        """A new topic; `assignments` (one replica list per partition) of more than one
+        replica make it replicated."""
         self.check_new_topic(name, num_partitions, configs or {})
         topic = Topic(name, uuid.uuid4(), [], dict(configs or {}))
         log_config = self.log_config(topic)
+        if assignments is not None and len(assignments[0]) > 1:
+            topic.partitions = [
+                self._replicated_partition(topic, index, replicas, log_config)
+                for index, replicas in enumerate(assignments)
+            ]
+            self._register(topic)
+            self._write_topic_configs()
+            self.write_replication_state()
+            return topic
         create = self.logs.create_lazily if name in LAZY_TOPICS else self.logs.create
         topic.partitions = [
             Partition(name, index, create(name, index, topic.topic_id, log_config))
@@ -185,6 +242,16 @@ class Cluster:
         self._register(topic)
         self._write_topic_configs()
         return topic
+
+    def _replicated_partition(
+        self, topic: Topic, index: int, replicas: Sequence[int], log_config: LogConfig
+    ) -> Partition:
+        replica_set = new_replica_set(
+            self.replica_stores, replicas, topic.name, index, topic.topic_id, log_config
+        )
+        partition = Partition(topic.name, index, first_log_of(replica_set))
+        partition.replication = replica_set
+        return partition
 
     def check_new_topic(self, name: str, num_partitions: int, configs: Mapping[str, str]) -> None:
         check_topic_name(name)
@@ -223,11 +290,19 @@ class Cluster:
         del self.topics_by_id[topic.topic_id]
         self._validation_configs.pop(name, None)
         for partition in topic.partitions:
-            self.logs.delete(name, partition.index)
+            if partition.replication is None:
+                self.logs.delete(name, partition.index)
+                continue
+            for node in partition.replication.replicas:
+                self.replica_stores.delete(node, name, partition.index)
         self._write_topic_configs()
+        self.write_replication_state()
         return topic
 
-    def add_partitions(self, name: str, total: int) -> None:
+    def add_partitions(
+        self, name: str, total: int, assignments: Sequence[Sequence[int]] | None = None
+    ) -> None:
+        """`assignments`: the new partitions' replicas (replicated topics)."""
         topic = self.topics.get(name)
         if topic is None:
             raise TopicError(
@@ -235,9 +310,17 @@ class Cluster:
             )
         self.check_partition_increase(topic, total)
         log_config = self.log_config(topic)
-        for index in range(len(topic.partitions), total):
+        first_new = len(topic.partitions)
+        for index in range(first_new, total):
+            if assignments is not None and topic.replication_factor > 1:
+                replicas = assignments[index - first_new]
+                topic.partitions.append(
+                    self._replicated_partition(topic, index, replicas, log_config)
+                )
+                continue
             plog = self.logs.create(name, index, topic.topic_id, log_config)
             topic.partitions.append(Partition(name, index, plog))
+        self.write_replication_state()
 
     @staticmethod
     def check_partition_increase(topic: Topic, total: int) -> None:
@@ -306,7 +389,107 @@ class Cluster:
     def _apply_log_config(self, topic: Topic) -> None:
         log_config = self.log_config(topic)
         for partition in topic.partitions:
-            partition.log.update_config(log_config)
+            if partition.replication is None:
+                partition.log.update_config(log_config)
+                continue
+            for replica in partition.replication.replicas.values():
+                replica.log.update_config(log_config)
+
+    # ---- replicated partitions ---------------------------------------------------------------
+
+    def log_managers(self) -> list[LogManager]:
+        """The data directory's and every node's replica logs (retention, flush, close)."""
+        return [self.logs, *self.replica_stores.managers()]
+
+    def replicated_partitions(self) -> Iterator[Partition]:
+        return (p for p in self.partitions() if p.replication is not None)
+
+    def elect_leader(
+        self, partition: Partition, live: set[int], *, force: int | None = None
+    ) -> bool:
+        """Let the controller choose the partition's leader among `live` nodes (`force`: that
+        replica, if live); True when it changed. A new leader gets a new leader epoch."""
+        replica_set = partition.replication
+        assert replica_set is not None
+        if force is not None:
+            chosen = force if force in live else NO_LEADER
+        else:
+            topic = self.topics[partition.topic]
+            unclean = self.topic_value(topic, "unclean.leader.election.enable") == "true"
+            chosen = replica_set.elect(live, unclean)
+        if chosen == replica_set.leader:
+            return False
+        if chosen == NO_LEADER:
+            replica_set.go_offline()
+        else:
+            partition.leader_epoch += 1
+            partition.log = replica_set.install_leader(chosen, partition.leader_epoch).log
+        self.write_replication_state()
+        return True
+
+    def min_isr(self, partition: Partition) -> int:
+        return int(self.topic_value(self.topics[partition.topic], "min.insync.replicas"))
+
+    def not_enough_replicas(self, partition: Partition) -> str | None:
+        """Kafka's refusal of an acks=all append while the ISR is below min.insync.replicas."""
+        replica_set = partition.replication
+        if replica_set is None or len(replica_set.isr) >= (min_isr := self.min_isr(partition)):
+            return None
+        return (
+            f"The size of the current ISR {sorted(replica_set.isr)} is insufficient to satisfy "
+            f"the min.isr requirement of {min_isr} for partition "
+            f"{partition.topic}-{partition.index}"
+        )
+
+    def acks_all_outcome(
+        self, partition: Partition, required_offset: int, node_id: int
+    ) -> ErrorCode:
+        """An acks=all append's answer once waited for (Kafka's DelayedProduce)."""
+        replica_set = partition.replication
+        assert replica_set is not None
+        if replica_set.leader != node_id:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if replica_set.high_watermark < required_offset:
+            return ErrorCode.REQUEST_TIMED_OUT
+        if len(replica_set.isr) < self.min_isr(partition):
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return ErrorCode.NO_ERROR
+
+    def add_replica(self, partition: Partition, node_id: int) -> None:
+        replica_set = partition.replication
+        assert replica_set is not None
+        topic = self.topics[partition.topic]
+        add_replica(
+            self.replica_stores,
+            replica_set,
+            node_id,
+            topic.name,
+            partition.index,
+            topic.topic_id,
+            self.log_config(topic),
+        )
+
+    def drop_replica(self, partition: Partition, node_id: int) -> None:
+        replica_set = partition.replication
+        assert replica_set is not None
+        replica_set.replicas.pop(node_id, None)
+        replica_set.isr = [node for node in replica_set.isr if node != node_id]
+        self.replica_stores.delete(node_id, partition.topic, partition.index)
+
+    def write_replication_state(self) -> None:
+        state = {
+            topic.name: [
+                state_entry(p.replication, p.leader_epoch)
+                for p in topic.partitions
+                if p.replication is not None
+            ]
+            for topic in self.topics.values()
+            if topic.replication_factor > 1
+        }
+        write_state(self._replicas_path(), state)
+
+    def _replicas_path(self) -> Path | None:
+        return None if self.data_dir is None else self.data_dir / REPLICAS_FILE
 
     def validation_config(self, topic: Topic) -> ValidationConfig:
         cached = self._validation_configs.get(topic.name)

@@ -6,9 +6,12 @@ INVALID_REQUEST; an illegal name, or one that collides with an existing topic on
 and '_' are unified, INVALID_TOPIC_EXCEPTION; an existing topic TOPIC_ALREADY_EXISTS; a
 null config value or an unknown or invalid topic config INVALID_CONFIG. Then either a
 manual assignment (num_partitions and replication_factor must be -1; every partition
-0..n-1 once, each on this node only) or num_partitions (-1: `num.partitions`) and
-replication_factor (-1: `default.replication.factor`); a replication factor above 1 is
-INVALID_REPLICATION_FACTOR, as on a single-node Kafka. `validate_only` runs every check
+0..n-1 once, on registered nodes, none twice, all with as many replicas) or num_partitions
+(-1: `num.partitions`) and replication_factor (-1: `default.replication.factor`), placed over
+the live nodes as Kafka's striped placer does; a replication factor above the live node count
+is INVALID_REPLICATION_FACTOR ("only N broker(s) are registered"). More than one replica
+makes a replicated topic (cluster/replicas.py); one replica on another node moves the
+partition's leader there. `validate_only` runs every check
 and creates nothing. Like Kafka's controller, a request that would write more than 10000
 metadata records (a topic, its configs and partitions each count one) fails whole with
 POLICY_VIOLATION, which also bounds the work one request can cause. The timeout is not
@@ -50,6 +53,7 @@ from minibroker.cluster.assignments import (
     TOO_LARGE_OPERATION,
     assignment_error,
     check_manual_replicas,
+    placed_replicas,
 )
 from minibroker.cluster.describe_configs import topic_config_entries
 from minibroker.cluster.state import Cluster, TopicError, check_topic_name
@@ -107,7 +111,7 @@ def _configs(topic: Any) -> dict[str, str]:
     return configs
 
 
-def _partitions_from_assignments(topic: Any, node_id: int) -> int:
+def _manual_assignments(topic: Any, registered: set[int]) -> list[list[int]]:
     if topic.replication_factor != USE_DEFAULT:
         raise TopicError(
             ErrorCode.INVALID_REQUEST,
@@ -127,17 +131,19 @@ def _partitions_from_assignments(topic: Any, node_id: int) -> int:
                 "Found multiple manual partition assignments for partition "
                 f"{assignment.partition_index}"
             )
-        check_manual_replicas(assignment.broker_ids, node_id, replication_factor)
+        check_manual_replicas(assignment.broker_ids, registered, replication_factor)
         replication_factor = len(assignment.broker_ids)
         seen.add(assignment.partition_index)
     if seen != set(range(len(seen))):
         raise assignment_error("partitions should be a consecutive 0-based integer sequence")
-    return len(seen)
+    by_index = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
+    return [by_index[index] for index in range(len(seen))]
 
 
-def _partition_count(ctx: RequestContext, topic: Any) -> int:
+def _assignments(ctx: RequestContext, topic: Any) -> list[list[int]]:
+    """Each new partition's replicas: the request's, or placed over the live nodes."""
     if topic.assignments:
-        return _partitions_from_assignments(topic, ctx.broker.node_id)
+        return _manual_assignments(topic, set(ctx.broker.nodes.brokers))
     if topic.replication_factor < USE_DEFAULT or topic.replication_factor == 0:
         raise TopicError(
             ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -152,34 +158,38 @@ def _partition_count(ctx: RequestContext, topic: Any) -> int:
     replication_factor = topic.replication_factor
     if replication_factor == USE_DEFAULT:
         replication_factor = config.get_int("default.replication.factor")
-    if replication_factor > 1:
-        raise TopicError(
-            ErrorCode.INVALID_REPLICATION_FACTOR,
-            f"Unable to replicate the partition {replication_factor} time(s): The target "
-            f"replication factor of {replication_factor} cannot be reached because only 1 "
-            "broker(s) are registered.",
-        )
-    if topic.num_partitions == USE_DEFAULT:
-        return config.get_int("num.partitions")
-    return int(topic.num_partitions)
+    num_partitions = int(topic.num_partitions)
+    if num_partitions == USE_DEFAULT:
+        num_partitions = config.get_int("num.partitions")
+    return placed_replicas(ctx.broker.nodes.reachable(), num_partitions, replication_factor)
 
 
-def _created(
-    ctx: RequestContext,
-    name: str,
-    num_partitions: int,
-    topic_id: uuid.UUID,
-    configs: dict[str, str],
-) -> Any:
-    entries = topic_config_entries(ctx.broker.config, configs)
+@dataclass(frozen=True)
+class _Plan:
+    name: str
+    assignments: list[list[int]]
+    configs: dict[str, str]
+
+    @property
+    def num_partitions(self) -> int:
+        return len(self.assignments)
+
+    @property
+    def metadata_records(self) -> int:
+        """What Kafka's controller would write: the topic, its configs, its partitions."""
+        return 1 + len(self.configs) + self.num_partitions
+
+
+def _created(ctx: RequestContext, plan: _Plan, topic_id: uuid.UUID) -> Any:
+    entries = topic_config_entries(ctx.broker.config, plan.configs)
     return _Result(
-        name=name,
+        name=plan.name,
         topic_id=topic_id,
         error_code=ErrorCode.NO_ERROR,
         error_message=None,
         topic_config_error_code=ErrorCode.NO_ERROR,
-        num_partitions=num_partitions,
-        replication_factor=1,
+        num_partitions=plan.num_partitions,
+        replication_factor=len(plan.assignments[0]),
         configs=[
             _Config(
                 name=entry.name,
@@ -206,24 +216,12 @@ def _failed(name: str, error: ErrorCode, message: str | None) -> Any:
     )
 
 
-@dataclass(frozen=True)
-class _Plan:
-    name: str
-    num_partitions: int
-    configs: dict[str, str]
-
-    @property
-    def metadata_records(self) -> int:
-        """What Kafka's controller would write: the topic, its configs, its partitions."""
-        return 1 + len(self.configs) + self.num_partitions
-
-
 def _plan(ctx: RequestContext, topic: Any) -> _Plan | Any:
     """What to create, or the failed result."""
     try:
         _check_name(ctx.broker.cluster, topic.name)
         configs = _configs(topic)
-        return _Plan(topic.name, _partition_count(ctx, topic), configs)
+        return _Plan(topic.name, _assignments(ctx, topic), configs)
     except TopicError as exc:
         return _failed(topic.name, exc.error_code, exc.message)
 
@@ -252,12 +250,25 @@ def _create(
             cluster.check_new_topic(plan.name, plan.num_partitions, plan.configs)
             topic_id = uuid.uuid4()
         else:
-            topic_id = cluster.create_topic(plan.name, plan.num_partitions, plan.configs).topic_id
+            topic_id = create_with_assignments(ctx, plan.name, plan.assignments, plan.configs)
     except TopicError as exc:
         return _failed(plan.name, exc.error_code, exc.message)
     if plan.name not in describable:
         return _created_without_configs(plan.name, topic_id)
-    return _created(ctx, plan.name, plan.num_partitions, topic_id, plan.configs)
+    return _created(ctx, plan, topic_id)
+
+
+def create_with_assignments(
+    ctx: RequestContext, name: str, assignments: list[list[int]], configs: dict[str, str]
+) -> uuid.UUID:
+    """Create the topic; a single replica placed on another node moves its leader there."""
+    topic = ctx.broker.cluster.create_topic(name, len(assignments), configs, assignments)
+    nodes = ctx.broker.nodes
+    if topic.replication_factor == 1 and len(nodes.brokers) > 1:
+        for partition, replicas in zip(topic.partitions, assignments, strict=True):
+            if replicas[0] in nodes.live:
+                nodes.move_leader(partition, replicas[0])
+    return topic.topic_id
 
 
 def _created_without_configs(name: str, topic_id: uuid.UUID) -> Any:

@@ -72,20 +72,21 @@ def _wanted_names(ctx: RequestContext, request: Any) -> list[str]:
 
 
 def _partitions(ctx: RequestContext, topic: Topic, start: int, limit: int) -> list[Any]:
-    leader_of = ctx.broker.nodes.leader_of
+    view_of = ctx.broker.nodes.replica_view
     return [
         _Partition(
             error_code=ErrorCode.NO_ERROR,
             partition_index=partition.index,
-            leader_id=leader_of(partition),
+            leader_id=view.leader,
             leader_epoch=partition.leader_epoch,
-            replica_nodes=[leader_of(partition)],
-            isr_nodes=[leader_of(partition)],
+            replica_nodes=view.replicas,
+            isr_nodes=view.isr,
             eligible_leader_replicas=[],
             last_known_elr=[],
-            offline_replicas=[],
+            offline_replicas=view.offline,
         )
         for partition in topic.partitions[start : start + limit]
+        for view in (view_of(partition),)
     ]
 
 

@@ -158,8 +158,23 @@ def _locate(cluster: Cluster, item: Requested) -> Partition | ErrorCode:
     return topic.partitions[index]
 
 
+def _follower_fetched(
+    ctx: RequestContext, partition: Partition, replica_id: int, offset: int
+) -> None:
+    """A follower's fetch offset is its log end: the ISR and high watermark may move."""
+    replica_set = partition.replication
+    assert replica_set is not None
+    joined, advanced = replica_set.follower_fetched(
+        replica_id, offset, partition.leader_epoch, ctx.now_ms()
+    )
+    if joined:
+        ctx.broker.cluster.write_replication_state()
+    if advanced:
+        partition.notify_appended()
+
+
 def _read_partition(
-    ctx: RequestContext, item: Requested, budget: int, read_committed: bool
+    ctx: RequestContext, item: Requested, budget: int, read_committed: bool, replica_id: int
 ) -> PartitionRead:
     result = PartitionRead(item)
     located = _locate(ctx.broker.cluster, item)
@@ -187,7 +202,12 @@ def _read_partition(
         result.error = epoch_error
         return result
     upper = last_stable_offset if read_committed else partition.high_watermark
-    if wanted.fetch_offset > partition.high_watermark:
+    readable_end = partition.high_watermark
+    if replica_id >= 0 and partition.replication is not None:
+        _follower_fetched(ctx, partition, replica_id, wanted.fetch_offset)
+        upper = readable_end = log.log_end_offset
+        result.high_watermark = partition.high_watermark
+    if wanted.fetch_offset > readable_end:
         result.error = ErrorCode.OFFSET_OUT_OF_RANGE
         return result
     limit = min(wanted.partition_max_bytes, budget) if budget > 0 else 0
@@ -208,11 +228,12 @@ def _collect(
     ctx: RequestContext, request: Any, items: list[Requested]
 ) -> tuple[list[PartitionRead], int]:
     read_committed = request.isolation_level == READ_COMMITTED
+    replica_id = _replica_id(ctx, request)
     remaining = _max_bytes(ctx, request)
     total = 0
     reads = []
     for item in items:
-        read = _read_partition(ctx, item, remaining, read_committed)
+        read = _read_partition(ctx, item, remaining, read_committed, replica_id)
         if total > 0 and len(read.records) > remaining:
             # Only a first batch larger than the budget (KIP-74) goes past it, and only the
             # first partition with data may have one.

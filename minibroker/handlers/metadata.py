@@ -92,7 +92,9 @@ def _cluster_operations(ctx: RequestContext, request: Any) -> set[int] | None:
 
 
 def _topic_entry(ctx: RequestContext, request: Any, topic: Topic) -> Any:
-    leader_of = ctx.broker.nodes.leader_of
+    views = [
+        (partition, ctx.broker.nodes.replica_view(partition)) for partition in topic.partitions
+    ]
     return _Topic(
         error_code=ErrorCode.NO_ERROR,
         name=topic.name,
@@ -100,15 +102,17 @@ def _topic_entry(ctx: RequestContext, request: Any, topic: Topic) -> Any:
         is_internal=topic.internal,
         partitions=[
             _Partition(
-                error_code=ErrorCode.NO_ERROR,
+                error_code=ErrorCode.LEADER_NOT_AVAILABLE
+                if view.leader < 0
+                else ErrorCode.NO_ERROR,
                 partition_index=partition.index,
-                leader_id=leader_of(partition),
+                leader_id=view.leader,
                 leader_epoch=partition.leader_epoch,
-                replica_nodes=[leader_of(partition)],
-                isr_nodes=[leader_of(partition)],
-                offline_replicas=[],
+                replica_nodes=view.replicas,
+                isr_nodes=view.isr,
+                offline_replicas=view.offline,
             )
-            for partition in topic.partitions
+            for partition, view in views
         ],
         authorized_operations=_topic_operations(ctx, request, topic.name),
     )

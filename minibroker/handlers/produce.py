@@ -44,6 +44,7 @@ UNKNOWN_TOPIC_ID).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -111,6 +112,8 @@ class PartitionResult:
     error_message: str | None = None
     record_errors: list[tuple[int, str]] = field(default_factory=list)
     current_leader: tuple[int, int] | None = None  # (leader id, leader epoch), v10+
+    # A replicated partition's append an acks=all answer waits for: (partition, end offset).
+    awaiting: tuple[Partition, int] | None = None
 
     def entry(self, index: int) -> Any:
         partition = _Partition(
@@ -148,18 +151,22 @@ def _append_batches(
         if check.duplicate_base_offset is not None:
             base_offset = check.duplicate_base_offset
             log_append_time = check.duplicate_log_append_time_ms
+            end_offset = base_offset + batch.record_count
         else:
             base_offset = partition.log.append(batch.data, partition.leader_epoch, now_ms)
             last_offset = base_offset + batch.record_count - 1
             producers.record_append(partition, batch, base_offset, last_offset, batch.max_timestamp)
             log_append_time = batch.log_append_time_ms
             appended = True
+            end_offset = last_offset + 1
         if result.base_offset < 0:
             result.base_offset = base_offset
             result.log_append_time_ms = log_append_time
     if appended:
         partition.notify_appended()
     result.log_start_offset = partition.log.log_start_offset
+    if partition.replication is not None and batches:
+        result.awaiting = (partition, end_offset)
     return result
 
 
@@ -216,6 +223,7 @@ def produce_to_partition(
     index: int,
     records: bytes | memoryview | None,
     transactional_id: str | None = None,
+    acks: int = 1,
 ) -> PartitionResult:
     """Validate and append one partition's records; writable records are stamped in place."""
     cluster = ctx.broker.cluster
@@ -225,6 +233,8 @@ def produce_to_partition(
         return _rejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if (not_leader := ctx.leader_error(partition)) is not None:
         return _not_leader(ctx, partition, not_leader)
+    if acks == -1 and (refused := cluster.not_enough_replicas(partition)) is not None:
+        return _rejected(ErrorCode.NOT_ENOUGH_REPLICAS, refused)
     now_ms = ctx.now_ms()
     try:
         batches = validate_produce_records(
@@ -340,13 +350,39 @@ async def handle_produce(ctx: RequestContext, request: Any) -> Any:
                 result = _rejected(ErrorCode.INVALID_REQUIRED_ACKS)
             else:
                 result = produce_to_partition(
-                    ctx, name, data.index, data.records, request.transactional_id
+                    ctx, name, data.index, data.records, request.transactional_id, request.acks
                 )
             partitions.append((data.index, result))
         topics.append((topic_data, partitions))
     if request.acks == 0:
         return None
+    if request.acks == -1:
+        await _replicated(ctx, topics, request.timeout_ms)
     return _response_frame(ctx, topics) or _response(ctx, topics)
+
+
+async def _replicated(ctx: RequestContext, topics: TopicResults, timeout_ms: int) -> None:
+    """acks=all: wait until the ISR has every replicated partition's append (Kafka's
+    DelayedProduce), then answer each as Kafka does."""
+    waiting = [
+        (result, result.awaiting)
+        for _topic_data, partitions in topics
+        for _index, result in partitions
+        if result.awaiting is not None and result.error == ErrorCode.NO_ERROR
+    ]
+    if not waiting:
+        return
+    timeout_s = max(timeout_ms, 0) / 1000
+    waits = []
+    for _result, (partition, end_offset) in waiting:
+        assert partition.replication is not None
+        waits.append(partition.replication.wait_for_high_watermark(end_offset, timeout_s))
+    await asyncio.gather(*waits)
+    cluster = ctx.broker.cluster
+    for result, (partition, end_offset) in waiting:
+        result.error = cluster.acks_all_outcome(partition, end_offset, ctx.broker.node_id)
+        if result.error != ErrorCode.NO_ERROR:
+            result.base_offset = -1
 
 
 def _response(ctx: RequestContext, topics: TopicResults) -> Any:

@@ -42,6 +42,7 @@ from minibroker.server.connection import BrokerConnection
 from minibroker.server.faults import Faults
 from minibroker.server.nodes import Nodes
 from minibroker.server.quotas import ConnectionQuotas
+from minibroker.server.replica_fetcher import ReplicaFetcher
 from minibroker.server.security import listener_security
 from minibroker.telemetry.manager import ClientTelemetry
 from minibroker.txn.coordinator import TransactionCoordinator
@@ -82,6 +83,7 @@ class Broker:
         )
         self.share_sessions = ShareSessionCache(config.get_int("group.share.max.share.sessions"))
         self.principal_rules = parse_mapping_rules(config.get_str("ssl.principal.mapping.rules"))
+        self.replica_fetcher = ReplicaFetcher(self)
         if shared_with is not None:
             self._share_state(shared_with)
             return
@@ -170,6 +172,7 @@ class Broker:
             self._timers = [
                 loop.create_task(self._every(self._retention_interval(), self._run_retention)),
                 loop.create_task(self._every(FLUSH_CHECK_INTERVAL_SECONDS, self._flush_due)),
+                loop.create_task(self._every(self._isr_check_interval(), self._shrink_isrs)),
                 *self._transaction_timers(loop),
             ]
             if self.config.get_bool("log.cleaner.enable"):
@@ -199,6 +202,9 @@ class Broker:
             self.bound.append(BoundListener(listener, host, port))
             self._servers.append(server)
         self.nodes.node_started(self.node_id)
+        if len(self.nodes.brokers) > 1:
+            for node in self.nodes.live_brokers():
+                node.replica_fetcher.start()
         log.info("broker %d listening on %s", self.node_id, self.bootstrap_servers)
 
     def _retention_interval(self) -> float:
@@ -233,11 +239,21 @@ class Broker:
             except Exception:
                 log.exception("periodic task failed")
 
+    def _isr_check_interval(self) -> float:
+        return max(0.01, self._interval("replica.lag.time.max.ms") / 2)
+
+    def _shrink_isrs(self) -> None:
+        self.nodes.shrink_lagging_isrs(
+            time.time_ns() // 1_000_000, self.config.get_int("replica.lag.time.max.ms")
+        )
+
     def _run_retention(self) -> None:
-        self.logs.run_retention(time.time_ns() // 1_000_000)
+        for logs in self.cluster.log_managers():
+            logs.run_retention(time.time_ns() // 1_000_000)
 
     def _clean(self) -> None:
-        self.logs.run_cleaner(time.time_ns() // 1_000_000)
+        for logs in self.cluster.log_managers():
+            logs.run_cleaner(time.time_ns() // 1_000_000)
 
     def _idle_limit_seconds(self) -> float:
         return self.config.get_int("connections.max.idle.ms") / 1000
@@ -253,7 +269,8 @@ class Broker:
                 connection.abort(f"idle for more than connections.max.idle.ms ({limit:g} s)")
 
     def _flush_due(self) -> None:
-        self.logs.flush_due(time.time_ns() // 1_000_000)
+        for logs in self.cluster.log_managers():
+            logs.flush_due(time.time_ns() // 1_000_000)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -287,7 +304,9 @@ class Broker:
         await self._close_servers()
         if self.owns_state:
             self.producers.close()
-            self.logs.close()
+            self.cluster.write_replication_state()
+            for logs in self.cluster.log_managers():
+                logs.close()
 
     async def stop_listening(self) -> None:
         """Take this node down: refuse new connections, drop the open ones at once (as a
@@ -303,6 +322,7 @@ class Broker:
 
     async def _close_servers(self) -> None:
         servers, self._servers = self._servers, []
+        self.replica_fetcher.stop()
         for server in servers:
             await server.wait_closed()
         self.nodes.node_stopped(self.node_id)

@@ -7,11 +7,18 @@ looked at and stay there until moved: `move_leader`, or the leader stopping (its
 go to live nodes). Every change of leader bumps the partition's leader epoch, as Kafka does.
 Groups and transactions are coordinated by one node (`coordinator_id`), or by the node set
 for one key.
+
+Replicated partitions (cluster/replicas.py) are led as Kafka's controller decides instead:
+a stopped or fenced (isolated) node leaves every ISR and its partitions are led by another
+ISR member (or go offline, or an unclean election picks a live replica); a node that comes
+back follows, and leads again an offline partition whose ISR it is in. A new leader's
+producer state and transaction index are rebuilt from its own log.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
@@ -56,6 +63,16 @@ COORDINATED_PER_KEY: dict[int, int] = {
 }
 
 
+@dataclass(frozen=True)
+class ReplicaView:
+    """What Metadata and DescribeTopicPartitions say of a partition's replicas."""
+
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+    offline: list[int]
+
+
 class NodeError(Exception):
     """A node id that the cluster does not have, or an operation it cannot do now."""
 
@@ -67,6 +84,7 @@ class Nodes:
         self.coordinator_id = first.node_id
         self._coordinator_of: dict[tuple[int, str], int] = {}
         self._leaders: WeakKeyDictionary[Partition, int] = WeakKeyDictionary()
+        self.fenced: set[int] = set()  # isolated from the others (the controller fenced them)
 
     def add(self, broker: Broker) -> None:
         if broker.node_id in self.brokers:
@@ -87,7 +105,13 @@ class Nodes:
 
     # ---- leaders -------------------------------------------------------------------------
 
+    def reachable(self) -> set[int]:
+        """Live nodes the controller hears from: those that may lead or be in an ISR."""
+        return self.live - self.fenced
+
     def leader_of(self, partition: Partition) -> int:
+        if partition.replication is not None:
+            return partition.replication.leader
         leader = self._leaders.get(partition)
         if leader is not None and (leader in self.live or not self.live):
             return leader
@@ -101,15 +125,46 @@ class Nodes:
         if bump:
             partition.leader_epoch += 1
 
+    def replica_view(self, partition: Partition) -> ReplicaView:
+        replica_set = partition.replication
+        if replica_set is None:
+            leader = self.leader_of(partition)
+            return ReplicaView(leader, [leader], [leader], [])
+        reachable = self.reachable()
+        return ReplicaView(
+            replica_set.leader,
+            list(replica_set.assignment),
+            list(replica_set.isr),
+            [node for node in replica_set.assignment if node not in reachable],
+        )
+
     def move_leader(self, partition: Partition, node_id: int) -> None:
         self.broker(node_id)
         if node_id not in self.live:
             raise NodeError(f"node {node_id} is stopped")
+        if partition.replication is not None:
+            if node_id not in partition.replication.isr:
+                raise NodeError(f"node {node_id} is not in the ISR {partition.replication.isr}")
+            self.elect(partition, force=node_id)
+            return
         if self.leader_of(partition) != node_id:
             self._set_leader(partition, node_id, bump=True)
 
+    def elect(self, partition: Partition, *, force: int | None = None) -> bool:
+        """The controller's election for a replicated partition (`force`: that replica);
+        True when the leader changed."""
+        owner = self.brokers[min(self.brokers)]
+        changed = owner.cluster.elect_leader(partition, self.reachable(), force=force)
+        if changed and partition.replication is not None and not partition.replication.offline:
+            became_leader(owner, partition)
+        return changed
+
     def leader_error(self, partition: Partition, node_id: int) -> ErrorCode | None:
         """NOT_LEADER_OR_FOLLOWER when `node_id` does not lead `partition`."""
+        if partition.replication is not None:
+            if partition.replication.leader == node_id and node_id not in self.fenced:
+                return None
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if len(self.brokers) == 1 or self.leader_of(partition) == node_id:
             return None
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -174,14 +229,78 @@ class Nodes:
 
     def node_started(self, node_id: int) -> None:
         self.live.add(node_id)
+        self._rejoined(node_id)
 
     def node_stopped(self, node_id: int) -> None:
-        """Its partitions move to live nodes (round-robin), with a new leader epoch each."""
+        """Its partitions move to live nodes (round-robin), with a new leader epoch each;
+        replicated ones as the controller elects."""
         owner = next(iter(self.brokers.values()))
         for partition in owner.cluster.partitions():
-            self.leader_of(partition)  # placed while the node is still live
+            if partition.replication is None:
+                self.leader_of(partition)  # placed while the node is still live
         self.live.discard(node_id)
+        self._left(node_id)
         if not self.live:
             return
         for partition in list(self.led_by(node_id)):
             self.leader_of(partition)
+
+    def fence(self, node_id: int) -> None:
+        """Cut `node_id` off from the others: no replication to or from it, and the
+        controller moves its leaderships away as when it stops."""
+        self.broker(node_id)
+        self.fenced.add(node_id)
+        self._left(node_id)
+
+    def unfence(self, node_id: int) -> None:
+        self.fenced.discard(node_id)
+        if node_id in self.live:
+            self._rejoined(node_id)
+
+    def shrink_lagging_isrs(self, now_ms: int, lag_max_ms: int) -> None:
+        """Followers that have not caught up for `replica.lag.time.max.ms` leave the ISR."""
+        owner = self.brokers[min(self.brokers)]
+        for partition in owner.cluster.replicated_partitions():
+            replica_set = partition.replication
+            assert replica_set is not None
+            if replica_set.shrink_isr(replica_set.lagging(now_ms, lag_max_ms)):
+                owner.cluster.write_replication_state()
+
+    def _left(self, node_id: int) -> None:
+        """`node_id` leaves every ISR; partitions it led get another leader (or none)."""
+        owner = self.brokers[min(self.brokers)]
+        for partition in list(owner.cluster.replicated_partitions()):
+            replica_set = partition.replication
+            assert replica_set is not None
+            if node_id not in replica_set.replicas:
+                continue
+            was_leader = replica_set.leader == node_id
+            if node_id in replica_set.isr and len(replica_set.isr) > 1:
+                replica_set.shrink_isr([node_id])
+            if was_leader:
+                self.elect(partition)
+            owner.cluster.write_replication_state()
+
+    def _rejoined(self, node_id: int) -> None:
+        """`node_id` is back: its replicas follow (truncating first) and offline partitions
+        whose ISR it is in elect it."""
+        owner = self.brokers[min(self.brokers)]
+        for partition in list(owner.cluster.replicated_partitions()):
+            replica_set = partition.replication
+            assert replica_set is not None
+            replica = replica_set.replicas.get(node_id)
+            if replica is None:
+                continue
+            if replica_set.offline:
+                self.elect(partition)
+            if replica_set.leader != node_id:
+                replica.following_epoch = -1
+
+
+def became_leader(owner: Broker, partition: Partition) -> None:
+    """A replica just became the partition's leader: what it serves comes from its own log."""
+    rebuild = getattr(partition.log, "rebuild_txn_indexes", None)
+    if rebuild is not None:
+        rebuild()
+    owner.producers.reload(partition)
+    partition.notify_appended()

@@ -25,9 +25,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
+from minibroker.cluster.assignments import placed_replicas
 from minibroker.cluster.state import Partition, TopicError
 from minibroker.config import BrokerConfig
 from minibroker.groups.consumer.model import ConsumerGroup
+from minibroker.log.base import PartitionLog
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.batch import HEADER_SIZE, BatchHeader
 from minibroker.records.records import Header, build_batch, iter_records
@@ -43,6 +45,7 @@ from minibroker.server.faults import (
 from minibroker.server.nodes import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, NodeError
 from minibroker.telemetry.manager import PushedMetric
 from minibroker.telemetry.subscriptions import DEFAULT_INTERVAL_MS, Subscription
+from minibroker.testing.replication import ReplicationHelpers
 from minibroker.testing.security import AUTHORIZER_CONFIG, SecurityHelpers
 from minibroker.testing.share_groups import (
     ShareGroupView,
@@ -136,7 +139,7 @@ def _bytes(data: str | bytes | None) -> bytes | None:
     return data.encode() if isinstance(data, str) else data
 
 
-class _Helpers(SecurityHelpers):
+class _Helpers(SecurityHelpers, ReplicationHelpers):
     """Assertion helpers and fault injection over a running cluster's state."""
 
     def _owner(self) -> Broker:
@@ -152,11 +155,28 @@ class _Helpers(SecurityHelpers):
     # ---- topics and records --------------------------------------------------------------
 
     def create_topic(
-        self, name: str, partitions: int = 1, config: Mapping[str, ConfigValue] | None = None
+        self,
+        name: str,
+        partitions: int = 1,
+        config: Mapping[str, ConfigValue] | None = None,
+        *,
+        replication_factor: int = 1,
+        assignments: Sequence[Sequence[int]] | None = None,
     ) -> None:
-        """Create a topic (TopicError with Kafka's error code if Kafka would refuse it)."""
+        """Create a topic (TopicError with Kafka's error code if Kafka would refuse it).
+        A replication factor above 1 places replicas over the live nodes as Kafka does;
+        `assignments` gives each partition's replicas instead (the first leads)."""
         configs = {key: _setting(value) for key, value in (config or {}).items()}
-        self._run(lambda: self._owner().cluster.create_topic(name, partitions, configs))
+
+        def create() -> None:
+            owner = self._owner()
+            placed = assignments
+            if placed is None and replication_factor > 1:
+                placed = placed_replicas(owner.nodes.reachable(), partitions, replication_factor)
+            count = partitions if placed is None else len(placed)
+            owner.cluster.create_topic(name, count, configs, placed)
+
+        self._run(create)
 
     def topics(self) -> list[str]:
         return self._run(lambda: sorted(self._owner().cluster.topics))
@@ -227,10 +247,15 @@ class _Helpers(SecurityHelpers):
 
     def _read_partition(self, topic: str, index: int) -> list[StoredRecord]:
         partition = self._partition(topic, index)
-        offset = partition.log.log_start_offset
+        return self._log_records(topic, index, partition.log, partition.high_watermark)
+
+    def _log_records(
+        self, topic: str, index: int, log: PartitionLog, end: int
+    ) -> list[StoredRecord]:
+        offset = log.log_start_offset
         records: list[StoredRecord] = []
-        while offset < partition.high_watermark:
-            data = partition.log.read(offset, READ_CHUNK_BYTES, partition.high_watermark)
+        while offset < end:
+            data = log.read(offset, READ_CHUNK_BYTES, end)
             if not data:
                 break
             pos = 0
@@ -244,7 +269,7 @@ class _Helpers(SecurityHelpers):
                 records.extend(
                     StoredRecord(topic, index, r.offset, r.timestamp, r.key, r.value, r.headers)
                     for r in iter_records(batch)
-                    if r.offset >= partition.log.log_start_offset
+                    if r.offset >= log.log_start_offset
                 )
         return records
 
@@ -573,6 +598,14 @@ class AsyncKafkaCluster(_Helpers):
                 raise
         self._brokers = brokers
 
+    async def wait_in_sync(self, topic: str | None = None, timeout_s: float = 30.0) -> None:
+        """Until `in_sync(topic)`; TimeoutError after `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while not self.in_sync(topic):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"replicas of {topic or 'every topic'} not in sync")
+            await asyncio.sleep(0.02)
+
     async def stop_node(self, node: int) -> None:
         """Take a node down: connections to it are refused, open ones dropped, and its
         partitions (and coordinator role) move to live nodes."""
@@ -711,6 +744,14 @@ class KafkaCluster(_Helpers):
 
     def restart(self) -> None:
         self._call(self._async.restart())
+
+    def wait_in_sync(self, topic: str | None = None, timeout_s: float = 30.0) -> None:
+        """Until `in_sync(topic)`; TimeoutError after `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while not self.in_sync(topic):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"replicas of {topic or 'every topic'} not in sync")
+            time.sleep(0.02)
 
     def stop_node(self, node: int) -> None:
         self._call(self._async.stop_node(node))
