@@ -214,6 +214,11 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("group.share.max.share.sessions", INT, "2000"),
         _broker("share.coordinator.state.topic.num.partitions", INT, "50"),
         _broker("share.coordinator.state.topic.segment.bytes", INT, "104857600"),
+        _broker("share.coordinator.state.topic.replication.factor", INT, "1"),
+        _broker("share.coordinator.state.topic.min.isr", INT, "1"),
+        _broker("offsets.topic.replication.factor", INT, "1"),
+        _broker("transaction.state.log.replication.factor", INT, "1"),
+        _broker("transaction.state.log.min.isr", INT, "1"),
         _broker("group.streams.session.timeout.ms", INT, "45000"),
         _broker("group.streams.min.session.timeout.ms", INT, "45000"),
         _broker("group.streams.max.session.timeout.ms", INT, "60000"),
@@ -440,9 +445,6 @@ KAFKA_STATIC_BROKER_CONFIGS = frozenset(
         "queued.max.requests",
         "socket.send.buffer.bytes",
         "socket.receive.buffer.bytes",
-        "offsets.topic.replication.factor",
-        "transaction.state.log.replication.factor",
-        "transaction.state.log.min.isr",
     }
 )
 # Kafka's `DynamicBrokerConfig.brokerConfigSynonyms`: the broker names one setting may be given

@@ -22,6 +22,7 @@ records that only an old leader had are gone, exactly as in Kafka.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -91,7 +92,7 @@ class Replica:
     node_id: int
     log: PartitionLog
     epochs: EpochCache
-    last_caught_up_ms: int = 0
+    last_caught_up_ms: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
     following_epoch: int = UNDEFINED_EPOCH  # the leader epoch it last truncated for
     paused: bool = False  # a test stopped its fetching
 
@@ -232,6 +233,9 @@ class ReplicaSet:
         high watermark is at most its log end, and an unclean leader is the ISR alone."""
         replica = self.replicas[node_id]
         self.leader = node_id
+        now_ms = time.time_ns() // 1_000_000
+        for follower in self.followers():
+            follower.last_caught_up_ms = now_ms
         replica.epochs.assign(epoch, replica.log_end_offset)
         replica.following_epoch = epoch
         if node_id not in self.isr:

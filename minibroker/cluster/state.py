@@ -143,6 +143,8 @@ class Cluster:
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self.replica_stores = ReplicaStores(data_dir, logs.cluster_id, logs.default_config)
+        # The live, unfenced nodes replicas may be placed on (server/nodes.py sets it).
+        self.usable_nodes: Callable[[], set[int]] = set
         # The last validation config built per topic, with the broker config and topic
         # overrides it was built from (a produce request would otherwise rebuild it).
         self._validation_configs: dict[

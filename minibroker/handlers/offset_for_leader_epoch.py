@@ -1,7 +1,9 @@
 """OffsetForLeaderEpoch (key 23), versions 2-4.
 
-Behaviour: every partition has had a single leader epoch, 0, since its first append, so
-the leader-epoch cache Kafka keeps has one entry once the log has ever held data. Answered
+Behaviour: a replicated partition (in-process cluster) answers from its leader replica's
+leader-epoch cache (cluster/replicas.py). Otherwise every partition has had a single leader
+epoch, 0, since its first append, so the leader-epoch cache Kafka keeps has one entry once
+the log has ever held data. Answered
 as Kafka's `LeaderEpochFileCache.endOffsetFor`: the latest epoch gives (epoch, log end
 offset); an epoch below it (only negatives here) gives the requested epoch and the log
 start offset; -1, an epoch above the latest or any epoch on a never-written log gives
@@ -38,6 +40,9 @@ UNDEFINED_EPOCH_OFFSET = -1
 
 def end_offset_for(partition: Partition, requested_epoch: int) -> tuple[int, int]:
     """(epoch, end offset) for `requested_epoch`, as Kafka's leader-epoch cache answers."""
+    leader = None if partition.replication is None else partition.replication.leader_replica()
+    if leader is not None:
+        return leader.epochs.end_offset_for(requested_epoch, leader.log_end_offset)
     log = partition.log
     has_epoch_entry = log.log_end_offset > 0
     if requested_epoch == UNDEFINED_EPOCH or not has_epoch_entry:

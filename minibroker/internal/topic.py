@@ -26,6 +26,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from minibroker.cluster.assignments import placed_replicas
 from minibroker.cluster.state import Cluster, Partition, Topic, TopicError
 from minibroker.log.lazy import is_created
 from minibroker.protocol.errors import ErrorCode
@@ -76,6 +77,21 @@ def partition_for(key: str, partitions: int) -> int:
     return (0 if hashed == -(1 << 31) else abs(hashed)) % partitions
 
 
+# Each internal topic's replication factor and min.insync.replicas settings (Kafka's names; the
+# defaults are 1 here, 3 and 2 in Kafka, whose single-node quick starts set them to 1).
+REPLICATION_SETTINGS = {
+    "__consumer_offsets": ("offsets.topic.replication.factor", None),
+    "__transaction_state": (
+        "transaction.state.log.replication.factor",
+        "transaction.state.log.min.isr",
+    ),
+    "__share_group_state": (
+        "share.coordinator.state.topic.replication.factor",
+        "share.coordinator.state.topic.min.isr",
+    ),
+}
+
+
 class InternalTopic:
     def __init__(
         self,
@@ -98,11 +114,19 @@ class InternalTopic:
         """The topic, created if it does not exist yet (TopicError if it cannot be)."""
         topic = self.topic()
         if topic is None:
-            topic = self.cluster.create_topic(
-                self.name,
-                self.num_partitions,
-                {"cleanup.policy": self.cleanup_policy, "segment.bytes": str(self.segment_bytes)},
-            )
+            configs = {
+                "cleanup.policy": self.cleanup_policy,
+                "segment.bytes": str(self.segment_bytes),
+            }
+            assignments = None
+            factor_name, min_isr_name = REPLICATION_SETTINGS.get(self.name, (None, None))
+            factor = 1 if factor_name is None else self.cluster.config.get_int(factor_name)
+            if factor > 1:
+                usable = self.cluster.usable_nodes()
+                assignments = placed_replicas(usable, self.num_partitions, factor)
+                if min_isr_name is not None:
+                    configs["min.insync.replicas"] = str(self.cluster.config.get_int(min_isr_name))
+            topic = self.cluster.create_topic(self.name, self.num_partitions, configs, assignments)
         return topic
 
     def partition_of(self, key: str) -> Partition:

@@ -302,6 +302,7 @@ class Broker:
             self.groups.stop()
         await self._drain_connections(self.connections)
         await self._close_servers()
+        await self.replica_fetcher.join()
         if self.owns_state:
             self.producers.close()
             self.cluster.write_replication_state()

@@ -85,6 +85,7 @@ class Nodes:
         self._coordinator_of: dict[tuple[int, str], int] = {}
         self._leaders: WeakKeyDictionary[Partition, int] = WeakKeyDictionary()
         self.fenced: set[int] = set()  # isolated from the others (the controller fenced them)
+        first.cluster.usable_nodes = self.reachable
 
     def add(self, broker: Broker) -> None:
         if broker.node_id in self.brokers:

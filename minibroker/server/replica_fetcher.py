@@ -58,9 +58,16 @@ class ReplicaFetcher:
 
     def stop(self) -> None:
         """Cancel the fetch loop (a fetch in flight ends with it, appending nothing more)."""
+        if self._task is not None:
+            self._task.cancel()
+
+    async def join(self) -> None:
+        """Until a stopped loop has ended."""
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def _run(self) -> None:
         while True:
@@ -100,7 +107,8 @@ class ReplicaFetcher:
                 work.setdefault(leader, []).append((partition, replica))
         return work
 
-    async def _fetch_from(self, leader_id: int, followed: Followed) -> None:
+    async def _fetch_from(self, leader_id: int, followed: Followed) -> bool:
+        """One fetch from `leader_id`; False when a partition was answered with an error."""
         leader = self.broker.nodes.broker(leader_id)
         for partition, replica in followed:
             self._truncate_if_new_epoch(partition, replica)
@@ -108,15 +116,21 @@ class ReplicaFetcher:
         response = await REGISTRY[ApiKey.Fetch].handler(self._context(leader), request)
         if isinstance(response, EncodedFrame):
             response = response.message()
-        by_key = {(p.topic, p.index): (p, r) for p, r in followed}
+        by_key = {(p.topic, p.index): (p, r, p.leader_epoch) for p, r in followed}
         topics_by_id = self.broker.cluster.topics_by_id
         now_ms = time.time_ns() // 1_000_000
+        clean = True
         for topic in response.responses:
             known = topics_by_id.get(topic.topic_id)
             for answer in topic.partitions:
-                pair = None if known is None else by_key.get((known.name, answer.partition_index))
-                if pair is not None:
-                    self._apply(pair[0], pair[1], answer, now_ms)
+                found = None if known is None else by_key.get((known.name, answer.partition_index))
+                if found is None:
+                    continue
+                partition, replica, epoch = found
+                clean = clean and answer.error_code == ErrorCode.NO_ERROR
+                if partition.leader_epoch == epoch:  # else fetched from a leader since replaced
+                    self._apply(replica, answer, now_ms)
+        return clean
 
     @staticmethod
     def _truncate_if_new_epoch(partition: Partition, replica: Replica) -> None:
@@ -168,8 +182,9 @@ class ReplicaFetcher:
         session = Session(client_host="/127.0.0.1", inter_broker=True)
         return RequestContext(leader, header, leader.config.listeners[0], session)
 
-    def _apply(self, partition: Partition, replica: Replica, answer: Any, now_ms: int) -> None:
-        if answer.error_code != ErrorCode.NO_ERROR:
+    @staticmethod
+    def _apply(replica: Replica, answer: Any, now_ms: int) -> None:
+        if answer.error_code != ErrorCode.NO_ERROR or replica.paused:
             return  # a new leader or epoch: the next round follows the shared metadata
         if answer.records:
             append_as_follower(replica, answer.records, now_ms)
