@@ -56,11 +56,16 @@ def _ready_line(process: subprocess.Popen[str]) -> str:
 
 
 def start_minibroker(
-    data_dir: Path, *overrides: str, wrapper: Sequence[str] = (), in_memory: bool = False
+    data_dir: Path,
+    *overrides: str,
+    wrapper: Sequence[str] = (),
+    in_memory: bool = False,
+    nodes: int = 1,
 ) -> RunningBroker:
-    """`minibroker serve` on `data_dir` (or `--in-memory`); `wrapper` runs it under a tool
-    (e.g. valgrind)."""
+    """`minibroker serve` on `data_dir` (or `--in-memory`; `--nodes N`: an in-process
+    cluster); `wrapper` runs it under a tool (e.g. valgrind)."""
     argv = [*wrapper, sys.executable, "-m", "minibroker", "serve", "--listen", "127.0.0.1:0"]
+    argv += ["--nodes", str(nodes)] if nodes > 1 else []
     argv += ["--in-memory"] if in_memory else ["--data-dir", str(data_dir)]
     argv += ["--log-level", "WARNING"]
     for override in overrides:

@@ -64,12 +64,13 @@ class ProduceResult:
         return self.broker_cpu_seconds / (self.megabytes / 1000)
 
 
-def new_topic(broker: RunningBroker, partitions: int = 1) -> str:
+def new_topic(broker: RunningBroker, partitions: int = 1, replication_factor: int = 1) -> str:
     """A fresh topic; the mock creates topics on first use, minibroker through the admin API."""
     name = f"bench-{uuid.uuid4().hex[:8]}"
     if broker.name == MINIBROKER:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        topic = NewTopic(name, partitions, 1, config={"max.message.bytes": TOPIC_MAX_MESSAGE_BYTES})
+        config = {"max.message.bytes": TOPIC_MAX_MESSAGE_BYTES}
+        topic = NewTopic(name, partitions, replication_factor, config=config)
         admin.create_topics([topic])[name].result(30)
     return name
 
@@ -125,8 +126,10 @@ def produce_messages(
     return ProduceResult(seconds, cpu, user, messages)
 
 
-def run_p1(broker: RunningBroker, config: ProduceConfig) -> ProduceResult:
-    topic = new_topic(broker)
+def run_p1(
+    broker: RunningBroker, config: ProduceConfig, replication_factor: int = 1
+) -> ProduceResult:
+    topic = new_topic(broker, replication_factor=replication_factor)
     try:
         return produce_messages(broker, topic, producer_settings(broker, config))
     finally:

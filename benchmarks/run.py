@@ -1,6 +1,7 @@
 """`scripts/bench`: every scenario against minibroker and librdkafka's mock cluster in one run.
 
-python -m benchmarks.run [--runs 3] [--only P1,PR,F1,L1,R1,P2,S1,FC,M1,SPARK] [--json F] [--chart F]
+python -m benchmarks.run [--runs 3] [--only P1,PR,F1,L1,R1,P2,S1,FC,M1,RF,SPARK] [--json F]
+    [--chart F]
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from benchmarks.report import markdown_table, spread_text, write_chart, write_js
 from benchmarks.stats import Spread, ratio
 from minibroker.records.accel import active_path
 
-SCENARIOS = ("P1", "PR", "F1", "L1", "R1", "P2", "S1", "FC", "M1", "SPARK")
+SCENARIOS = ("P1", "PR", "F1", "L1", "R1", "P2", "S1", "FC", "M1", "RF", "SPARK")
 MB = 1e6
 T = TypeVar("T")
 
@@ -248,9 +249,38 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results["S1"] = s1(max(5, args.runs))
     if "FC" in chosen:
         results["FC"] = fc(max(10, args.runs))
+    if "RF" in chosen:
+        results["RF"] = rf(args.runs)
     if "SPARK" in chosen:
         results["SPARK"] = spark_rows()
     return results
+
+
+def rf(runs: int) -> dict[str, Any]:
+    """acks=all produce throughput to RF-3 and RF-1 topics of a 3-node `serve --nodes 3`."""
+    config = produce.ProduceConfig(1 << 20, "all", "none")
+    result: dict[str, Any] = {"config": config.label, "idle": settle("RF")}
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster = start_minibroker(Path(tmp), nodes=3)
+        try:
+            for factor in (1, 3):
+                measured = [produce.run_p1(cluster, config, factor) for _ in range(runs)]
+                result[f"rf{factor}"] = {
+                    "mb_per_s": Spread.of([m.mb_per_s for m in measured]).as_dict(),
+                    "cpu_s_per_gb": Spread.of([m.cpu_s_per_gb for m in measured]).as_dict(),
+                }
+        finally:
+            cluster.stop()
+    result["rf3_over_rf1"] = ratio(
+        result["rf3"]["mb_per_s"]["median"], result["rf1"]["mb_per_s"]["median"]
+    )
+    print(
+        f"RF {config.label}, 3 in-process nodes: RF 1 {spread_text(result['rf1']['mb_per_s'])} "
+        f"MB/s, RF 3 {spread_text(result['rf3']['mb_per_s'])} MB/s, "
+        f"ratio {result['rf3_over_rf1']:.2f}",
+        flush=True,
+    )
+    return result
 
 
 def spark_rows(rows: int = 200_000) -> dict[str, Any]:
