@@ -93,6 +93,9 @@ class Replica:
     log: PartitionLog
     epochs: EpochCache
     last_caught_up_ms: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
+    # The leader's log end offset at this follower's previous fetch, and that fetch's time.
+    last_fetch_leader_end: int = UNDEFINED_OFFSET
+    last_fetch_ms: int = 0
     following_epoch: int = UNDEFINED_EPOCH  # the leader epoch it last truncated for
     paused: bool = False  # a test stopped its fetching
 
@@ -144,8 +147,11 @@ class ReplicaSet:
         leader = self.leader_replica()
         if replica is None or leader is None:
             return False, False
-        if fetch_offset >= leader.log_end_offset:
-            replica.last_caught_up_ms = now_ms
+        replica.last_caught_up_ms = max(
+            replica.last_caught_up_ms, caught_up_at(replica, fetch_offset, leader, now_ms)
+        )
+        replica.last_fetch_leader_end = leader.log_end_offset
+        replica.last_fetch_ms = now_ms
         joined = (
             node_id not in self.isr
             and fetch_offset >= self.high_watermark
@@ -254,6 +260,18 @@ class ReplicaSet:
         if leader is None:
             return 0
         return next((start for e, start in leader.epochs.entries if e == epoch), 0)
+
+
+def caught_up_at(follower: Replica, fetch_offset: int, leader: Replica, now_ms: int) -> int:
+    """When a follower fetching from `fetch_offset` was last caught up (Kafka's
+    `Replica.updateFetchStateOrThrow`): now if it has the leader's log end, else at its previous
+    fetch if it has the log end the leader had then (under a steady stream of appends a
+    follower never has the leader's latest, yet keeps up); 0 for neither."""
+    if fetch_offset >= leader.log_end_offset:
+        return now_ms
+    if fetch_offset >= follower.last_fetch_leader_end:
+        return follower.last_fetch_ms
+    return 0
 
 
 def truncation_offset(follower: Replica, leader: Replica, high_watermark: int) -> int:
