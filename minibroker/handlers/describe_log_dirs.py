@@ -1,9 +1,11 @@
 """DescribeLogDirs (key 35), versions 1-5.
 
-Behaviour: one log dir, the broker's data directory (absolute path), listing each
-requested partition (null: every partition) with its size on disk; partitions that don't
-exist are left out, as Kafka does. This node leads every partition, so the offset lag is
-0, and there are no future (moving) replicas. A memory-backed broker reports a single
+Behaviour: the broker's data directory (absolute path), listing each requested
+single-replica partition (null: every partition) with its size on disk and offset lag 0;
+partitions that don't exist are left out, as Kafka does. In a cluster, a node holding
+replicas of replicated partitions also answers its own log dir, `<data dir>/nodes/<id>`,
+with each replica's size and offset lag (the high watermark minus its log end offset, 0 at
+least, as Kafka). There are no future (moving) replicas. A memory-backed broker reports a single
 pseudo directory named "memory:" whose space is unknown (-1). It needs DESCRIBE on the
 cluster, else the answer lists no log dir with CLUSTER_AUTHORIZATION_FAILED (v3+; before v3
 only the empty list tells, as in Kafka).
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from minibroker.auth.acls import AclOperation
@@ -53,18 +56,52 @@ def _requested(ctx: RequestContext, request: Any) -> Iterator[Partition]:
                 yield partition
 
 
-def _topics(partitions: Iterator[Partition]) -> list[Any]:
+def _topics(entries: Iterator[tuple[Partition, int, int]]) -> list[Any]:
+    """(partition, size, offset lag) entries grouped by topic."""
     by_topic: dict[str, list[Any]] = {}
-    for partition in partitions:
+    for partition, size, lag in entries:
         by_topic.setdefault(partition.topic, []).append(
             _Partition(
                 partition_index=partition.index,
-                partition_size=partition.log.size_bytes,
-                offset_lag=0,
+                partition_size=size,
+                offset_lag=lag,
                 is_future_key=False,
             )
         )
     return [_Topic(name=name, partitions=entries) for name, entries in by_topic.items()]
+
+
+def _shared(partitions: Iterator[Partition]) -> Iterator[tuple[Partition, int, int]]:
+    for partition in partitions:
+        if partition.replication is None:
+            yield partition, partition.log.size_bytes, 0
+
+
+def _replicas_on(
+    node_id: int, partitions: Iterator[Partition]
+) -> Iterator[tuple[Partition, int, int]]:
+    for partition in partitions:
+        replica_set = partition.replication
+        replica = None if replica_set is None else replica_set.replicas.get(node_id)
+        if replica is not None:
+            lag = max(partition.high_watermark - replica.log_end_offset, 0)
+            yield partition, replica.log.size_bytes, lag
+
+
+def _log_dir(path: Path | None, memory_name: str, topics: list[Any]) -> Any:
+    if path is None:
+        log_dir, total, usable = memory_name, UNKNOWN_SPACE, UNKNOWN_SPACE
+    else:
+        usage = shutil.disk_usage(path)
+        log_dir, total, usable = str(path.resolve()), usage.total, usage.free
+    return _Result(
+        error_code=ErrorCode.NO_ERROR,
+        log_dir=log_dir,
+        topics=topics,
+        total_bytes=total,
+        usable_bytes=usable,
+        is_cordoned=False,
+    )
 
 
 @handles(ApiKey.DescribeLogDirs, 1, 5)
@@ -78,23 +115,16 @@ async def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
             results=[],
         )
     data_dir = ctx.broker.data_dir
-    if data_dir is None:
-        log_dir, total, usable = MEMORY_LOG_DIR, UNKNOWN_SPACE, UNKNOWN_SPACE
-    else:
-        usage = shutil.disk_usage(data_dir)
-        log_dir, total, usable = str(data_dir.resolve()), usage.total, usage.free
-    result = _Result(
-        error_code=ErrorCode.NO_ERROR,
-        log_dir=log_dir,
-        topics=_topics(_requested(ctx, request)),
-        total_bytes=total,
-        usable_bytes=usable,
-        is_cordoned=False,
-    )
+    results = [_log_dir(data_dir, MEMORY_LOG_DIR, _topics(_shared(_requested(ctx, request))))]
+    node_id = ctx.broker.node_id
+    store = ctx.broker.cluster.replica_stores.by_node.get(node_id)
+    if store is not None:
+        replicas = _topics(_replicas_on(node_id, _requested(ctx, request)))
+        results.append(_log_dir(store.data_dir, f"{MEMORY_LOG_DIR}nodes/{node_id}", replicas))
     return new_response(
         ApiKey.DescribeLogDirs,
         ctx.api_version,
         throttle_time_ms=0,
         error_code=ErrorCode.NO_ERROR,
-        results=[result],
+        results=results,
     )

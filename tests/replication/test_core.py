@@ -314,3 +314,28 @@ def test_replica_state_and_logs_survive_a_restart(tmp_path: Path) -> None:
         properties = (tmp_path / "nodes" / str(node) / "meta.properties").read_text()
         assert f"node.id={node}" in properties
         assert (tmp_path / "nodes" / str(node) / "durable-0").is_dir()
+
+
+def test_describe_log_dirs_lists_each_nodes_replicas_with_their_lag(cluster: KafkaCluster) -> None:
+    cluster.create_topic("dirs", assignments=[[1, 2]])
+    _produce(cluster, "dirs", [b"a"])
+    cluster.wait_in_sync("dirs")
+    cluster.pause_replication(2, "dirs")
+    _produce(cluster, "dirs", [b"b", b"c"], acks=1)
+    _wait_for(lambda: cluster.isr("dirs", 0) == [1])
+    try:
+        with WireClient(cluster.address(2)) as client:
+            response = client.call(
+                ApiKey.DescribeLogDirs, 4, topics=[{"topic": "dirs", "partitions": [0]}]
+            )
+        by_dir = {result.log_dir: result for result in response.results}
+        assert by_dir["memory:"].topics == []
+        replica = by_dir["memory:nodes/2"].topics[0].partitions[0]
+        assert replica.partition_index == 0
+        assert replica.partition_size > 0
+        assert replica.offset_lag == 2  # the ISR shrank: the high watermark moved past it
+        assert cluster.high_watermark("dirs", 0) == 3
+        assert cluster.replica_end_offsets("dirs", 0) == {1: 3, 2: 1}
+    finally:
+        cluster.resume_replication(2, "dirs")
+    cluster.wait_in_sync("dirs")
