@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from minibroker.cluster.replicas import NO_LEADER, EpochCache, Replica, ReplicaSet
+from minibroker.cluster.replicas import NO_LEADER, EpochCache, Reassignment, Replica, ReplicaSet
 from minibroker.log.base import PartitionLog
 from minibroker.log.checkpoints import write_atomically
 from minibroker.log.config import LogConfig
@@ -129,6 +129,7 @@ def restored_replica_set(
         [int(node) for node in entry["isr"]],
         leader,
         high_watermark=int(entry["high_watermark"]),
+        reassignment=_restored_reassignment(entry, assignment),
     )
     if leader != NO_LEADER:
         leader_replica = replicas[leader]
@@ -137,14 +138,28 @@ def restored_replica_set(
     return replica_set
 
 
+def _restored_reassignment(entry: dict[str, Any], assignment: list[int]) -> Reassignment | None:
+    """An ongoing reassignment: the replicas it adds and removes (the target is the rest)."""
+    if "adding" not in entry:
+        return None
+    removing = [int(node) for node in entry["removing"]]
+    target = [node for node in assignment if node not in removing]
+    return Reassignment(target, [int(node) for node in entry["adding"]], removing)
+
+
 def state_entry(replica_set: ReplicaSet, leader_epoch: int) -> dict[str, Any]:
-    return {
+    entry: dict[str, Any] = {
         "replicas": replica_set.assignment,
         "isr": replica_set.isr,
         "leader": replica_set.leader,
         "leader_epoch": leader_epoch,
         "high_watermark": replica_set.high_watermark,
     }
+    reassignment = replica_set.reassignment
+    if reassignment is not None:
+        entry["adding"] = reassignment.adding
+        entry["removing"] = reassignment.removing
+    return entry
 
 
 def write_state(path: Path | None, state: dict[str, list[dict[str, Any]]]) -> None:

@@ -486,7 +486,7 @@ class Cluster:
                 if p.replication is not None
             ]
             for topic in self.topics.values()
-            if topic.replication_factor > 1
+            if any(p.replication is not None for p in topic.partitions)
         }
         write_state(self._replicas_path(), state)
 

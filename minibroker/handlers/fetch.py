@@ -63,6 +63,7 @@ from minibroker.cluster.fetch_sessions import (
     Requested,
     Wanted,
 )
+from minibroker.cluster.reassignment import complete_reassignment
 from minibroker.cluster.state import Cluster, Partition, wait_for_append
 from minibroker.handlers.registry import handles
 from minibroker.log import OffsetOutOfRange
@@ -169,6 +170,9 @@ def _follower_fetched(
     )
     if joined:
         ctx.broker.cluster.write_replication_state()
+        if replica_set.reassignment is not None:
+            # Not before this fetch has read: completing may delete the log it reads from.
+            asyncio.get_running_loop().call_soon(complete_reassignment, ctx.broker, partition)
     if advanced:
         partition.notify_appended()
 

@@ -35,6 +35,7 @@ import org.apache.kafka.clients.admin.ConsumerGroupListing;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
 import org.apache.kafka.clients.admin.MemberDescription;
+import org.apache.kafka.clients.admin.NewPartitionReassignment;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
@@ -128,6 +129,12 @@ public final class Client {
         return listOffsets(job);
       case "delete_records":
         return deleteRecords(job);
+      case "elect_leaders":
+        return electLeaders(job);
+      case "alter_reassignments":
+        return alterReassignments(job);
+      case "list_reassignments":
+        return listReassignments(job);
       case "transform":
         return transform(job);
       case "fence":
@@ -1017,6 +1024,82 @@ public final class Client {
         item.put("low_watermark", deleted == null ? -1 : deleted.lowWatermark());
       }
       return itemsResult("partitions", items);
+    }
+  }
+
+  // --- leader elections and reassignments ---
+
+  /** `partitions`: [{"topic", "partition"}], or null for all of them. */
+  private static Set<TopicPartition> topicPartitions(JsonNode job) {
+    if (!job.hasNonNull("partitions")) {
+      return null;
+    }
+    Set<TopicPartition> partitions = new HashSet<>();
+    for (JsonNode p : job.get("partitions")) {
+      partitions.add(new TopicPartition(p.get("topic").asText(), p.get("partition").asInt()));
+    }
+    return partitions;
+  }
+
+  /** {"election": "preferred"|"unclean", "partitions": [...] | null}: each partition's outcome. */
+  private static ObjectNode electLeaders(JsonNode job) throws Exception {
+    var type =
+        org.apache.kafka.common.ElectionType.valueOf(job.get("election").asText().toUpperCase());
+    try (Admin admin = admin(job)) {
+      Map<TopicPartition, java.util.Optional<Throwable>> outcomes =
+          admin.electLeaders(type, topicPartitions(job)).partitions().get();
+      ArrayNode items = JSON.createArrayNode();
+      outcomes.forEach(
+          (partition, error) -> putError(partitionItem(items, partition), error.orElse(null)));
+      return itemsResult("partitions", items);
+    }
+  }
+
+  /** {"reassignments": [{"topic", "partition", "replicas": [...] | null (cancel)}]}. */
+  private static ObjectNode alterReassignments(JsonNode job) throws Exception {
+    Map<TopicPartition, java.util.Optional<NewPartitionReassignment>> wanted = new HashMap<>();
+    for (JsonNode entry : job.get("reassignments")) {
+      TopicPartition partition =
+          new TopicPartition(entry.get("topic").asText(), entry.get("partition").asInt());
+      List<Integer> replicas = new ArrayList<>();
+      entry.path("replicas").forEach(node -> replicas.add(node.asInt()));
+      wanted.put(
+          partition,
+          entry.hasNonNull("replicas")
+              ? java.util.Optional.of(new NewPartitionReassignment(replicas))
+              : java.util.Optional.empty());
+    }
+    try (Admin admin = admin(job)) {
+      Map<TopicPartition, KafkaFuture<Void>> futures =
+          admin.alterPartitionReassignments(wanted).values();
+      ArrayNode items = JSON.createArrayNode();
+      for (TopicPartition partition : wanted.keySet()) {
+        outcome(partitionItem(items, partition), futures.get(partition));
+      }
+      return itemsResult("partitions", items);
+    }
+  }
+
+  /** {"partitions": [...] | null}: the ongoing reassignments. */
+  private static ObjectNode listReassignments(JsonNode job) throws Exception {
+    try (Admin admin = admin(job)) {
+      Set<TopicPartition> partitions = topicPartitions(job);
+      var listed =
+          partitions == null
+              ? admin.listPartitionReassignments()
+              : admin.listPartitionReassignments(partitions);
+      ArrayNode items = JSON.createArrayNode();
+      listed
+          .reassignments()
+          .get()
+          .forEach(
+              (partition, reassignment) -> {
+                ObjectNode item = partitionItem(items, partition);
+                reassignment.replicas().forEach(item.putArray("replicas")::add);
+                reassignment.addingReplicas().forEach(item.putArray("adding")::add);
+                reassignment.removingReplicas().forEach(item.putArray("removing")::add);
+              });
+      return itemsResult("reassignments", items);
     }
   }
 
