@@ -1,7 +1,8 @@
 """`scripts/compat` / `python -m tests.compat`: run the matrix, print it as Markdown, write JSON.
 
 With no `--bootstrap` it starts minibroker itself (`python -m minibroker serve` on a free
-127.0.0.1 port); the restart and crash scenarios need that and are n/a against a given address.
+127.0.0.1 port); the restart and crash scenarios need that and are n/a against a given address,
+as is replication, which starts a 3-node in-process cluster of its own to stop a leader in.
 It starts it with target.MATRIX_SETTINGS (an authorizer that allows what no ACL names, short
 quota windows) for the acls and quota-throttle scenarios; a given broker needs the same.
 """

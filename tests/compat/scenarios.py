@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from tests.clients.runner import CAPABILITIES, ClientRunError, run_client
 from tests.compat import share_setup, tools
-from tests.compat.target import OwnBroker
+from tests.compat.target import OwnBroker, own_cluster
 from tests.compat.tools import SetupRecord, b64, unb64
 
 LARGE_VALUE_BYTES = 1 << 20
@@ -831,6 +831,58 @@ def crash_mid_stream(ctx: Context, client: str) -> None:
     check(stored == RESTART_RECORDS, f"{stored} records stored for {RESTART_RECORDS} sent")
 
 
+REPLICATED_RECORDS = 40
+
+
+def replication(ctx: Context, client: str) -> None:
+    """An idempotent acks=all producer sends a record every 50 ms to an RF-3 topic
+    (min.insync.replicas=2) of a 3-node cluster while the partition's leader stops: another
+    in-sync replica leads, every record is acknowledged, stored once on both remaining
+    replicas, and the client reads each back once, in order."""
+    if not ctx.own_broker:
+        raise NotApplicable("needs the 3-node cluster the matrix starts itself (not --bootstrap)")
+    with own_cluster(ctx.broker_overrides) as cluster:
+        bootstrap = cluster.bootstrap_servers
+        topic = tools.unique_topic("replication", client)
+        tools.create_topic(
+            bootstrap, topic, configs={"min.insync.replicas": "2"}, replication_factor=3
+        )
+        cluster.wait_in_sync(topic)
+        old_leader = cluster.leader(topic, 0)
+        sent = [record(b"k", b"%d" % i) | {"partition": 0} for i in range(REPLICATED_RECORDS)]
+        writer = Background(
+            run,
+            client,
+            "produce_paced",
+            bootstrap,
+            topic=topic,
+            records=sent,
+            interval_ms=RESTART_INTERVAL_MS,
+            idempotent=True,
+            acks="all",
+            timeout_ms=90_000,
+        )
+        wait_until(
+            lambda: cluster.high_watermark(topic, 0) >= REPLICATED_RECORDS // 4,
+            "the first records",
+        )
+        if not writer.running():
+            writer.result()  # its failure, if it failed
+            raise CellFailed("inconclusive: the producer finished before the leader stopped")
+        cluster.stop_node(old_leader)
+        new_leader = cluster.leader(topic, 0)
+        produced = writer.result()
+        offsets = [r["offset"] for r in produced["results"]]
+        check(offsets == list(range(REPLICATED_RECORDS)), f"produce: offsets {offsets}")
+        got = consume(client, cluster.bootstrap_servers, topic, REPLICATED_RECORDS)["records"]
+        check_round_trip(client, sent, got)
+        sent_values = values(sent)
+        for node in sorted(set(cluster.replicas(topic, 0)) - {old_leader}):
+            stored = [r.value for r in cluster.replica_records(node, topic, 0)]
+            check(stored == sent_values, f"node {node} stores {len(stored)} records")
+    check(new_leader not in (old_leader, -1), f"leader {new_leader} after node {old_leader}")
+
+
 class Background:
     """Run `function(*args, **kwargs)` on a thread; `result()` joins and re-raises."""
 
@@ -885,4 +937,5 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "quota-throttle": ("produce quota throttles the producer", quota_throttle),
     "restart": ("broker restart mid-stream", restart_mid_stream),
     "crash": ("broker crash (SIGKILL) mid-stream", crash_mid_stream),
+    "replication": ("RF-3 acks=all across a leader stop (3 nodes)", replication),
 }

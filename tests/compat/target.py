@@ -1,5 +1,6 @@
 """The broker the matrix runs against: one given by address, or minibroker started here as
-`python -m minibroker serve` on a free 127.0.0.1 port (which can also be restarted)."""
+`python -m minibroker serve` on a free 127.0.0.1 port (which can also be restarted); and, for
+the replication scenario, an in-process 3-node cluster whose nodes can be stopped one by one."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
+
+from minibroker.testing import KafkaCluster
 
 READY = re.compile(r"minibroker ready on (\S+):(\d+)")
 START_TIMEOUT_S = 60.0
@@ -143,3 +146,13 @@ class OwnBroker:
 def own_broker(overrides: Sequence[str] = ()) -> Iterator[OwnBroker]:
     with OwnBroker(overrides) as broker:
         yield broker
+
+
+@contextmanager
+def own_cluster(overrides: Sequence[str] = (), nodes: int = 3) -> Iterator[KafkaCluster]:
+    """An in-process cluster of `nodes` minibroker nodes on free 127.0.0.1 ports, for the
+    scenarios that stop one node of several (a `serve --nodes` subprocess cannot); `overrides`
+    as `KEY=VALUE` broker settings."""
+    settings = dict(override.split("=", 1) for override in overrides)
+    with KafkaCluster(nodes, storage="memory", config=settings) as cluster:
+        yield cluster

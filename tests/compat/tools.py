@@ -42,11 +42,15 @@ def unique_topic(scenario: str, client: str) -> str:
 
 
 def create_topic(
-    bootstrap: str, name: str, partitions: int = 1, configs: Mapping[str, str] | None = None
+    bootstrap: str,
+    name: str,
+    partitions: int = 1,
+    configs: Mapping[str, str] | None = None,
+    replication_factor: int = 1,
 ) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": QUIET})
     futures = admin.create_topics(
-        [NewTopic(name, partitions, 1, config=dict(configs or {}))],
+        [NewTopic(name, partitions, replication_factor, config=dict(configs or {}))],
         request_timeout=SETUP_TIMEOUT_S,
     )
     try:

@@ -65,7 +65,7 @@ const throttleWatchingLogger = () => ({ namespace, level, log }) => {
 function kafkaFor(job, { watchThrottle = false } = {}) {
   return new Kafka({
     clientId: 'minibroker-kafkajs',
-    brokers: [job.bootstrap],
+    brokers: job.bootstrap.split(','),
     logLevel: watchThrottle ? logLevel.DEBUG : logLevel.WARN,
     logCreator: watchThrottle ? throttleWatchingLogger : stderrLogger,
     ...(job.config || {}),
