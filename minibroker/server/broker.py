@@ -337,4 +337,7 @@ class Broker:
             if pending:
                 await asyncio.sleep(0.01)
         for conn in list(connections):
-            conn.close()
+            if conn.idle:
+                conn.close()
+            else:
+                conn.terminate()

@@ -351,3 +351,11 @@ class BrokerConnection(asyncio.BufferedProtocol):
         if self._transport is not None and not self._closed:
             self._closed = True
             self._transport.close()
+
+    def terminate(self) -> None:
+        """Abort the connection and cancel its requests now: a stopping broker must not let
+        one append to its logs after they are closed (the transport reports the connection
+        lost only later, once a client reads what is queued)."""
+        for task, _frame in self._in_flight:
+            task.cancel()
+        self.abort("broker stopping")
