@@ -50,6 +50,7 @@ class ReplicaFetcher:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self._task: asyncio.Task[None] | None = None
+        self._per_leader: dict[int, asyncio.Task[None]] = {}
         self._correlation_id = 0
 
     def start(self) -> None:
@@ -57,34 +58,40 @@ class ReplicaFetcher:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     def stop(self) -> None:
-        """Cancel the fetch loop (a fetch in flight ends with it, appending nothing more)."""
-        if self._task is not None:
-            self._task.cancel()
+        """Cancel the fetch loops (a fetch in flight ends with them, appending nothing more)."""
+        for task in (self._task, *self._per_leader.values()):
+            if task is not None:
+                task.cancel()
 
     async def join(self) -> None:
-        """Until a stopped loop has ended."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
+        """Until stopped loops have ended."""
+        self.stop()
+        tasks = [task for task in (self._task, *self._per_leader.values()) if task is not None]
+        self._task, self._per_leader = None, {}
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
     async def _run(self) -> None:
+        """One fetch loop per leader followed, as Kafka's fetcher threads per source broker
+        (a long poll on an idle leader does not hold up the others)."""
+        loop = asyncio.get_running_loop()
         while True:
-            work = self._followed_by_leader()
-            if not work:
-                await asyncio.sleep(IDLE_SECONDS)
-                continue
-            results = await asyncio.gather(
-                *(self._fetch_from(leader, followed) for leader, followed in work.items()),
-                return_exceptions=True,
-            )
-            if any(isinstance(result, Exception) for result in results):
-                for result in results:
-                    if isinstance(result, Exception):
-                        log.error(
-                            "replica fetch on node %d failed: %r", self.broker.node_id, result
-                        )
+            for leader in self._followed_by_leader():
+                task = self._per_leader.get(leader)
+                if task is None or task.done():
+                    self._per_leader[leader] = loop.create_task(self._follow(leader))
+            await asyncio.sleep(IDLE_SECONDS)
+
+    async def _follow(self, leader_id: int) -> None:
+        """Fetch from `leader_id` while this node follows it for some partition."""
+        while followed := self._followed_by_leader().get(leader_id):
+            try:
+                clean = await self._fetch_from(leader_id, followed)
+            except Exception as exc:  # a fetch must not end the loop: logged, then backed off
+                log.error("replica fetch on node %d failed: %r", self.broker.node_id, exc)
+                clean = False
+            if not clean:
                 await asyncio.sleep(self._config_seconds("replica.fetch.backoff.ms"))
 
     def _config_seconds(self, name: str) -> float:
