@@ -686,8 +686,14 @@ class BrokerConfig:
 
     @property
     def data_dir(self) -> Path | None:
+        """The first log directory: it also keeps the broker's own files."""
+        dirs = self.log_dirs
+        return dirs[0] if dirs else None
+
+    @property
+    def log_dirs(self) -> list[Path]:
         text = self.raw("log.dirs") or self.raw("log.dir")
-        return Path(text.split(",")[0]) if text else None
+        return [Path(part.strip()) for part in (text or "").split(",") if part.strip()]
 
     def topic_default(self, name: str) -> tuple[str, ConfigSource, str | None]:
         """The value a topic without an override gets: (value, source, synonym name)."""

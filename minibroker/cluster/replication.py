@@ -21,28 +21,33 @@ from minibroker.cluster.replicas import NO_LEADER, EpochCache, Reassignment, Rep
 from minibroker.log.base import PartitionLog
 from minibroker.log.checkpoints import write_atomically
 from minibroker.log.config import LogConfig
-from minibroker.log.manager import LogManager
+from minibroker.log.dirs import LogDirs
 
 REPLICAS_FILE = "minibroker-replicas.json"
 NODES_DIR = "nodes"
 
 
 class ReplicaStores:
-    """One LogManager per node for its replica logs, opened when first needed."""
+    """Each node's log directories for its replica logs (`<log dir>/nodes/<id>` for each of
+    `log.dirs`), opened when first needed."""
 
-    def __init__(self, data_dir: Path | None, cluster_id: str, default_config: LogConfig) -> None:
-        self.data_dir = data_dir
+    def __init__(
+        self, data_dirs: Sequence[Path] | None, cluster_id: str, default_config: LogConfig
+    ) -> None:
+        self.data_dirs = data_dirs
         self.cluster_id = cluster_id
         self.default_config = default_config
-        self.by_node: dict[int, LogManager] = {}
+        self.by_node: dict[int, LogDirs] = {}
         self._loaded: dict[int, dict[tuple[str, int], PartitionLog]] = {}
 
-    def store(self, node_id: int) -> LogManager:
+    def store(self, node_id: int) -> LogDirs:
         manager = self.by_node.get(node_id)
         if manager is None:
-            directory = None if self.data_dir is None else self.data_dir / NODES_DIR / str(node_id)
-            manager = LogManager(
-                directory,
+            directories = None
+            if self.data_dirs is not None:
+                directories = [path / NODES_DIR / str(node_id) for path in self.data_dirs]
+            manager = LogDirs(
+                directories,
                 node_id=node_id,
                 cluster_id=self.cluster_id,
                 default_config=self.default_config,
@@ -65,7 +70,7 @@ class ReplicaStores:
         self.store(node_id).delete(topic, index)
         self._loaded[node_id].pop((topic, index), None)
 
-    def managers(self) -> list[LogManager]:
+    def managers(self) -> list[LogDirs]:
         return list(self.by_node.values())
 
 

@@ -34,7 +34,7 @@ from minibroker.cluster.replication import (
 from minibroker.config import BrokerConfig, validate_topic_configs
 from minibroker.log.base import PartitionLog
 from minibroker.log.config import LogConfig
-from minibroker.log.manager import LogManager
+from minibroker.log.dirs import LogDirs
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.validate import ValidationConfig
 from minibroker.txn.ongoing import OngoingTxns
@@ -136,13 +136,14 @@ class Topic:
 
 
 class Cluster:
-    def __init__(self, config: BrokerConfig, logs: LogManager, data_dir: Path | None) -> None:
+    def __init__(self, config: BrokerConfig, logs: LogDirs, data_dir: Path | None) -> None:
         self.config = config
         self.logs = logs
         self.data_dir = data_dir
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
-        self.replica_stores = ReplicaStores(data_dir, logs.cluster_id, logs.default_config)
+        log_dirs = [m.data_dir for m in logs.managers if m.data_dir is not None] or None
+        self.replica_stores = ReplicaStores(log_dirs, logs.cluster_id, logs.default_config)
         # The live, unfenced nodes replicas may be placed on (server/nodes.py sets it).
         self.usable_nodes: Callable[[], set[int]] = set
         # The last validation config built per topic, with the broker config and topic
@@ -399,7 +400,7 @@ class Cluster:
 
     # ---- replicated partitions ---------------------------------------------------------------
 
-    def log_managers(self) -> list[LogManager]:
+    def log_managers(self) -> list[LogDirs]:
         """The data directory's and every node's replica logs (retention, flush, close)."""
         return [self.logs, *self.replica_stores.managers()]
 

@@ -1,11 +1,12 @@
 """DescribeLogDirs (key 35), versions 1-5.
 
-Behaviour: the broker's data directory (absolute path), listing each requested
-single-replica partition (null: every partition) with its size on disk and offset lag 0;
-partitions that don't exist are left out, as Kafka does. In a cluster, a node holding
-replicas of replicated partitions also answers its own log dir, `<data dir>/nodes/<id>`,
-with each replica's size and offset lag (the high watermark minus its log end offset, 0 at
-least, as Kafka). There are no future (moving) replicas. A memory-backed broker reports a single
+Behaviour: every log directory of `log.dirs` (absolute paths), each listing the requested
+single-replica partitions (null: every partition) it holds with their size on disk and
+offset lag 0; partitions that don't exist are left out, as Kafka does. In a cluster, a node
+holding replicas of replicated partitions also answers its own replica directories,
+`<log dir>/nodes/<id>`, with each replica's size and offset lag (the high watermark minus its
+log end offset, 0 at least, as Kafka). Moves (AlterReplicaLogDirs) are done at once, so
+there are no future replicas. A memory-backed broker reports a single
 pseudo directory named "memory:" whose space is unknown (-1). It needs DESCRIBE on the
 cluster, else the answer lists no log dir with CLUSTER_AUTHORIZATION_FAILED (v3+; before v3
 only the empty list tells, as in Kafka).
@@ -22,8 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from minibroker.auth.acls import AclOperation
+from minibroker.cluster.log_dirs import hosted_log_of, node_log_dirs
 from minibroker.cluster.state import Partition
 from minibroker.handlers.registry import handles
+from minibroker.log.dirs import LogDirs
+from minibroker.log.manager import LogManager
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
 from minibroker.protocol.errors import ErrorCode
@@ -71,21 +75,16 @@ def _topics(entries: Iterator[tuple[Partition, int, int]]) -> list[Any]:
     return [_Topic(name=name, partitions=entries) for name, entries in by_topic.items()]
 
 
-def _shared(partitions: Iterator[Partition]) -> Iterator[tuple[Partition, int, int]]:
-    for partition in partitions:
-        if partition.replication is None:
-            yield partition, partition.log.size_bytes, 0
-
-
-def _replicas_on(
-    node_id: int, partitions: Iterator[Partition]
+def _held_in(
+    dirs: LogDirs, manager: LogManager, node_id: int, partitions: list[Partition]
 ) -> Iterator[tuple[Partition, int, int]]:
+    """(partition, size, offset lag) of the node's copies of `partitions` kept in `manager`."""
     for partition in partitions:
-        replica_set = partition.replication
-        replica = None if replica_set is None else replica_set.replicas.get(node_id)
-        if replica is not None:
-            lag = max(partition.high_watermark - replica.log_end_offset, 0)
-            yield partition, replica.log.size_bytes, lag
+        hosted = hosted_log_of(dirs, node_id, partition)
+        if hosted is None or dirs.manager_of(partition.topic, partition.index) is not manager:
+            continue
+        lag = max(partition.high_watermark - hosted.log_end_offset, 0)
+        yield partition, hosted.size_bytes, lag if partition.replication is not None else 0
 
 
 def _log_dir(path: Path | None, memory_name: str, topics: list[Any]) -> Any:
@@ -114,13 +113,14 @@ async def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
             error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             results=[],
         )
-    data_dir = ctx.broker.data_dir
-    results = [_log_dir(data_dir, MEMORY_LOG_DIR, _topics(_shared(_requested(ctx, request))))]
-    node_id = ctx.broker.node_id
-    store = ctx.broker.cluster.replica_stores.by_node.get(node_id)
-    if store is not None:
-        replicas = _topics(_replicas_on(node_id, _requested(ctx, request)))
-        results.append(_log_dir(store.data_dir, f"{MEMORY_LOG_DIR}nodes/{node_id}", replicas))
+    cluster, node_id = ctx.broker.cluster, ctx.broker.node_id
+    partitions = list(_requested(ctx, request))
+    results = []
+    for dirs in node_log_dirs(cluster, node_id):
+        memory_name = MEMORY_LOG_DIR if dirs is cluster.logs else f"{MEMORY_LOG_DIR}nodes/{node_id}"
+        for manager in dirs.managers:
+            held = _topics(_held_in(dirs, manager, node_id, partitions))
+            results.append(_log_dir(manager.data_dir, memory_name, held))
     return new_response(
         ApiKey.DescribeLogDirs,
         ctx.api_version,

@@ -155,8 +155,16 @@ class LogManager:
         return list(self._logs.values())
 
     def _open(
-        self, directory: Path, topic: str, partition: int, recovery_point: int, log_start: int
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        recovery_point: int,
+        log_start: int,
+        *,
+        closed_cleanly: bool | None = None,
     ) -> FilePartitionLog:
+        clean = self._clean_shutdown if closed_cleanly is None else closed_cleanly
         return FilePartitionLog.open(
             directory,
             topic,
@@ -166,7 +174,7 @@ class LogManager:
             self.pool,
             recovery_point=recovery_point,
             log_start_offset=log_start,
-            clean_shutdown=self._clean_shutdown,
+            clean_shutdown=clean,
         )
 
     def _read_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
@@ -209,6 +217,29 @@ class LogManager:
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
+
+    def count(self) -> int:
+        return len(self._logs)
+
+    def detach(self, topic: str, partition: int) -> SegmentedLog | OfflinePartitionLog:
+        """Flush and close the partition's log and forget it, its directory left in place (a
+        move to another log directory)."""
+        log = self._logs.pop((topic, partition))
+        log.close()
+        self.checkpoint()
+        return log
+
+    def adopt(
+        self, directory: Path, topic: str, partition: int, recovery_point: int, log_start: int
+    ) -> PartitionLog:
+        """Open a partition directory just moved into this log directory."""
+        opened = self._open(
+            directory, topic, partition, recovery_point, log_start, closed_cleanly=True
+        )
+        log = self._watch(opened)
+        self._logs[(topic, partition)] = log
+        self.checkpoint()
+        return log
 
     def all_logs(self) -> list[PartitionLog]:
         return list(self._logs.values())

@@ -35,8 +35,8 @@ from minibroker.groups.share.delivery import ShareDeliveries
 from minibroker.groups.share.persist import ShareStateTopic
 from minibroker.groups.share.sessions import ShareSessionCache
 from minibroker.log.checkpoints import META_PROPERTIES, read_properties
+from minibroker.log.dirs import LogDirs
 from minibroker.log.lazy import is_created
-from minibroker.log.manager import LogManager
 from minibroker.security.credentials import ScramCredentials
 from minibroker.server.connection import BrokerConnection
 from minibroker.server.faults import Faults
@@ -90,8 +90,8 @@ class Broker:
         self.owns_state = True
         self.data_dir: Path | None = None if in_memory else config.data_dir
         self.cluster_id = config.raw("cluster.id") or self._stored_cluster_id() or new_cluster_id()
-        self.logs = LogManager(
-            self.data_dir,
+        self.logs = LogDirs(
+            None if in_memory else config.log_dirs or None,
             node_id=self.node_id,
             cluster_id=self.cluster_id,
             default_config=Cluster.default_log_config(config),

@@ -526,7 +526,10 @@ class AsyncKafkaCluster(_Helpers):
 
     @property
     def data_dir(self) -> Path | None:
-        return self._given_data_dir or self._temporary_dir
+        """The first log directory: `data_dir`, else the first of a `log.dirs` setting, else
+        a temporary directory (disk storage)."""
+        configured = BrokerConfig(self._settings).data_dir if "log.dirs" in self._settings else None
+        return self._given_data_dir or configured or self._temporary_dir
 
     def _node_config(self, node_id: int, port: int) -> BrokerConfig:
         values = {
@@ -535,7 +538,8 @@ class AsyncKafkaCluster(_Helpers):
             "node.id": str(node_id),
         }
         values.pop("broker.id", None)
-        if self.data_dir is not None:
+        uses_own_dirs = self._given_data_dir is None and "log.dirs" in self._settings
+        if self.data_dir is not None and not uses_own_dirs:
             values["log.dirs"] = str(self.data_dir)
         return BrokerConfig(values)
 

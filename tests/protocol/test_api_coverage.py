@@ -135,6 +135,7 @@ SERVED: frozenset[ApiKey] = frozenset(
         ApiKey.CreatePartitions,
         ApiKey.DeleteGroups,
         ApiKey.ElectLeaders,
+        ApiKey.AlterReplicaLogDirs,
         ApiKey.IncrementalAlterConfigs,
         ApiKey.AlterPartitionReassignments,
         ApiKey.ListPartitionReassignments,
