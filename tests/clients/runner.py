@@ -70,6 +70,8 @@ GROUP_ADMIN_OPS = frozenset(
 
 ACL_OPS = frozenset({"create_acls", "describe_acls", "delete_acls"})
 
+REPLICATION_OPS = frozenset({"elect_leaders", "alter_reassignments", "list_reassignments"})
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -92,10 +94,10 @@ class Capabilities:
 
 CAPABILITIES: dict[str, Capabilities] = {
     "java-4.3": Capabilities(
-        PRODUCE_CONSUME | ADMIN_OPS | GROUP_ADMIN_OPS | TRANSACTION_OPS | ACL_OPS
+        PRODUCE_CONSUME | ADMIN_OPS | GROUP_ADMIN_OPS | TRANSACTION_OPS | ACL_OPS | REPLICATION_OPS
     ),
     "java-3.9": Capabilities(
-        PRODUCE_CONSUME | ADMIN_OPS | GROUP_ADMIN_OPS | TRANSACTION_OPS | ACL_OPS
+        PRODUCE_CONSUME | ADMIN_OPS | GROUP_ADMIN_OPS | TRANSACTION_OPS | ACL_OPS | REPLICATION_OPS
     ),
     "kafka-python-3": Capabilities(
         PRODUCE_CONSUME | ADMIN_OPS | GROUP_ADMIN_OPS | ACL_OPS,
