@@ -4,8 +4,9 @@ Behaviour: a single broker coordinates every group and every transactional id; i
 in-process cluster, the node `Nodes.coordinator_for` names (the cluster's coordinator node,
 or the one set for that key). A group lookup
 creates `__consumer_offsets` and a transaction lookup `__transaction_state` if it does not
-exist yet, as Kafka does. Key types other than GROUP (0) and TRANSACTION (1) get
-INVALID_REQUEST.
+exist yet, as Kafka does; while it cannot be created (fewer live nodes than its replication
+factor) the key gets COORDINATOR_NOT_AVAILABLE, which clients retry. Key types other than
+GROUP (0) and TRANSACTION (1) get INVALID_REQUEST.
 
 Authorization, per key, as Kafka's `KafkaApis.getCoordinator`: DESCRIBE on the group
 (GROUP_AUTHORIZATION_FAILED) or on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
@@ -25,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from minibroker.auth.acls import AclOperation, ResourceType
+from minibroker.cluster.state import TopicError
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -42,6 +44,7 @@ _DEFAULT_MESSAGES = {
     ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
 }
 _KEY_RESOURCES = {
     GROUP_KEY_TYPE: (ResourceType.GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED),
@@ -59,10 +62,13 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, in
         return resource[1], -1, "", -1
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return ErrorCode.INVALID_REQUEST, -1, "", -1
-    if key_type == GROUP_KEY_TYPE:
-        ctx.broker.groups.ensure_offsets_topic()
-    else:
-        ctx.broker.transactions.ensure_log()
+    try:
+        if key_type == GROUP_KEY_TYPE:
+            ctx.broker.groups.ensure_offsets_topic()
+        else:
+            ctx.broker.transactions.ensure_log()
+    except TopicError:  # e.g. fewer live nodes than its replication factor
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     coordinator = ctx.broker.nodes.broker(ctx.broker.nodes.coordinator_for(key_type, key))
     host, port = coordinator.advertised_endpoint(ctx.listener)
     return ErrorCode.NO_ERROR, coordinator.node_id, host, port

@@ -339,3 +339,17 @@ def test_describe_log_dirs_lists_each_nodes_replicas_with_their_lag(cluster: Kaf
     finally:
         cluster.resume_replication(2, "dirs")
     cluster.wait_in_sync("dirs")
+
+
+def test_find_coordinator_waits_for_enough_nodes_for_a_replicated_offsets_topic() -> None:
+    config = {"offsets.topic.replication.factor": 3, "offsets.topic.num.partitions": 2}
+    with KafkaCluster(nodes=3, storage="memory", config=config) as cluster:
+        cluster.stop_node(3)
+        with WireClient(cluster.address(1)) as client:
+            refused = client.call(ApiKey.FindCoordinator, 4, key_type=0, coordinator_keys=["g"])
+            assert refused.coordinators[0].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+            assert "__consumer_offsets" not in cluster.topics()
+            cluster.start_node(3)
+            found = client.call(ApiKey.FindCoordinator, 4, key_type=0, coordinator_keys=["g"])
+            assert found.coordinators[0].error_code == ErrorCode.NO_ERROR
+        assert len(cluster.replicas("__consumer_offsets", 0)) == 3

@@ -1,7 +1,9 @@
 """A transactional producer and a consumer group on an RF-3 topic whose leader stops between
 transactions (the group and transaction coordinators, node 1, stay up): transactions committed
 before and after the failover are read by a read_committed group member, an aborted one is not,
-every replica holds the same log, and the group's offsets are committed."""
+every replica holds the same log, and the group's offsets are committed. The internal topics
+are replicated too (`offsets.topic.replication.factor` and
+`transaction.state.log.replication.factor` 3): their replicas end in sync."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.errors import ErrorCode
 from minibroker.testing import KafkaCluster
 from tests.clients.runner import run_ok
 from tests.replication.jobs import (
@@ -21,15 +25,34 @@ from tests.replication.jobs import (
     replica_values,
     topic_name,
 )
+from tests.wire import WireClient
 
 pytestmark = pytest.mark.clients
 # The data partition led by node 2, not the coordinator (node 1).
 ASSIGNMENT = [[2, 3, 1]]
 
 
+REPLICATED_INTERNAL_TOPICS = {
+    "offsets.topic.replication.factor": 3,
+    "offsets.topic.num.partitions": 3,
+    "transaction.state.log.replication.factor": 3,
+    "transaction.state.log.num.partitions": 3,
+    "transaction.state.log.min.isr": 2,
+}
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[KafkaCluster]:
-    with KafkaCluster(nodes=3, storage="memory", config=CLUSTER_CONFIG) as running:
+    config = {**CLUSTER_CONFIG, **REPLICATED_INTERNAL_TOPICS}
+    with KafkaCluster(nodes=3, storage="memory", config=config) as running:
+        # Created while the three nodes are up: RF 3 needs three live nodes (else
+        # FindCoordinator answers COORDINATOR_NOT_AVAILABLE, as Kafka).
+        with WireClient(running.address(1)) as client:
+            for key_type in (0, 1):
+                answer = client.call(
+                    ApiKey.FindCoordinator, 4, key_type=key_type, coordinator_keys=["setup"]
+                )
+                assert answer.coordinators[0].error_code == ErrorCode.NO_ERROR
         yield running
 
 
@@ -75,3 +98,6 @@ def test_transactions_and_group_across_a_leader_stop(cluster: KafkaCluster, clie
     everything = before + after + aborted + last
     for node in (1, 2, 3):
         assert replica_values(cluster, node, topic) == everything, f"node {node}"
+    for internal in ("__consumer_offsets", "__transaction_state"):
+        cluster.wait_in_sync(internal)
+        assert all(len(cluster.replicas(internal, p)) == 3 for p in range(3))
