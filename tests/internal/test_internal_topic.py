@@ -18,7 +18,7 @@ from minibroker.internal.topic import (
     java_string_hash,
     partition_for,
 )
-from minibroker.log.manager import LogManager
+from minibroker.log.dirs import LogDirs
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.batch import NO_PRODUCER_ID, BatchHeader, split_batches
 from minibroker.records.records import build_control_batch
@@ -37,8 +37,8 @@ class Broker:
         self.open()
 
     def open(self) -> None:
-        self.logs = LogManager(
-            self.data_dir,
+        self.logs = LogDirs(
+            None if self.data_dir is None else [self.data_dir],
             node_id=1,
             cluster_id="c",
             default_config=Cluster.default_log_config(self.config),

@@ -10,7 +10,7 @@ import pytest
 
 from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig
-from minibroker.log.manager import LogManager
+from minibroker.log.dirs import LogDirs
 from minibroker.protocol.errors import ErrorCode
 from minibroker.txn.coordinator import OFFSETS_TOPIC, TransactionCoordinator
 from minibroker.txn.state import TxnState
@@ -58,7 +58,7 @@ class Setup:
                 "transactional.id.expiration.ms": "5000",
             }
         )
-        logs = LogManager(
+        logs = LogDirs(
             None, node_id=1, cluster_id="c", default_config=Cluster.default_log_config(self.config)
         )
         self.cluster = Cluster(self.config, logs, None)
