@@ -36,6 +36,15 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="run an in-process cluster of N nodes on consecutive ports and node ids",
     )
     serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    serve.add_argument(
+        "--console",
+        type=_host_port,
+        metavar="HOST:PORT",
+        help="serve the web console there (e.g. 127.0.0.1:8080; one for all --nodes)",
+    )
+    serve.add_argument(
+        "--console-read-only", action="store_true", help="the console refuses every change"
+    )
 
 
 def _positive(text: str) -> int:
@@ -43,6 +52,13 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, separator, port = text.rpartition(":")
+    if not separator or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, not {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 def _shifted(listeners: list[Listener], offset: int) -> str:
@@ -77,7 +93,13 @@ def serve_config(args: argparse.Namespace) -> BrokerConfig:
     return load_config(args.config, settings, os.environ)
 
 
-async def _serve(config: BrokerConfig, in_memory: bool, nodes: int = 1) -> None:
+async def _serve(
+    config: BrokerConfig,
+    in_memory: bool,
+    nodes: int = 1,
+    console: tuple[str, int] | None = None,
+    console_read_only: bool = False,
+) -> None:
     from minibroker.server.broker import Broker
 
     first, *others = node_configs(config, nodes)
@@ -90,11 +112,20 @@ async def _serve(config: BrokerConfig, in_memory: bool, nodes: int = 1) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     addresses = ",".join(node.bootstrap_servers for node in brokers)
+    web_console = None
+    if console is not None:
+        from minibroker.console import start_console
+
+        web_console = await start_console(broker, *console, read_only=console_read_only)
     # What start-up built lives as long as the process: full collections need not walk it.
     gc.freeze()
     print(f"minibroker ready on {addresses}", flush=True)
+    if web_console is not None:
+        print(f"minibroker console on {web_console.url}", flush=True)
     await stop.wait()
     logging.getLogger(__name__).info("stopping")
+    if web_console is not None:
+        await web_console.stop()
     for node in reversed(brokers):
         await node.stop()
 
@@ -154,7 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     from minibroker.log.manager import LogDirError
 
     try:
-        run_event_loop(_serve(config, args.in_memory, args.nodes))
+        run_event_loop(
+            _serve(config, args.in_memory, args.nodes, args.console, args.console_read_only)
+        )
     except (ConfigError, LogDirError) as exc:  # e.g. a TLS keystore that cannot be read
         print(f"minibroker: {exc}", file=sys.stderr)
         return 2

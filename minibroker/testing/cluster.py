@@ -23,8 +23,9 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
+from minibroker.cluster.append import append_record
 from minibroker.cluster.assignments import placed_replicas
 from minibroker.cluster.state import Partition, TopicError
 from minibroker.config import BrokerConfig
@@ -32,8 +33,7 @@ from minibroker.groups.consumer.model import ConsumerGroup
 from minibroker.log.base import PartitionLog
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.batch import HEADER_SIZE, BatchHeader
-from minibroker.records.records import Header, build_batch, iter_records
-from minibroker.records.validate import validate_produce_records
+from minibroker.records.records import Header, iter_records
 from minibroker.server.broker import Broker
 from minibroker.server.faults import (
     DEFAULT_MAX_RECORDED_REQUESTS,
@@ -54,6 +54,9 @@ from minibroker.testing.share_groups import (
     share_group_view,
     share_partition_view,
 )
+
+if TYPE_CHECKING:
+    from minibroker.console import Console
 
 T = TypeVar("T")
 Storage = Literal["disk", "memory"]
@@ -209,20 +212,7 @@ class _Helpers(SecurityHelpers, ReplicationHelpers):
         headers: list[Header],
         timestamp_ms: int | None,
     ) -> int:
-        cluster = self._owner().cluster
-        partition = self._partition(topic, index)
-        now_ms = time.time_ns() // 1_000_000
-        batch = build_batch(
-            [(key, value, headers, now_ms if timestamp_ms is None else timestamp_ms)]
-        )
-        validated = validate_produce_records(
-            batch, cluster.validation_config(cluster.topics[topic]), now_ms
-        )
-        offset = -1
-        for ready in validated:
-            offset = partition.log.append(ready.data, partition.leader_epoch, now_ms)
-        partition.notify_appended()
-        return offset
+        return append_record(self._owner().cluster, topic, index, key, value, headers, timestamp_ms)
 
     def _partition(self, topic: str, index: int) -> Partition:
         partition = self._owner().cluster.partition(topic, index)
@@ -490,7 +480,8 @@ class AsyncKafkaCluster(_Helpers):
     temporary directory removed on stop, or `data_dir`, kept) or "memory"; `port`: the
     first node's port, the others consecutive (0: any free ones). Requests are recorded
     (`requests()`) unless `record_requests` is false; only the last `max_recorded_requests`
-    are kept.
+    are kept. `console`: serve the web console (minibroker.console) on an ephemeral port of
+    `host`, at `console_url`; `console_read_only` refuses its writes.
     """
 
     def __init__(
@@ -504,6 +495,8 @@ class AsyncKafkaCluster(_Helpers):
         port: int = 0,
         record_requests: bool = True,
         max_recorded_requests: int = DEFAULT_MAX_RECORDED_REQUESTS,
+        console: bool = False,
+        console_read_only: bool = False,
     ) -> None:
         if nodes < 1:
             raise ValueError("a cluster has at least one node")
@@ -521,6 +514,10 @@ class AsyncKafkaCluster(_Helpers):
         self._record_requests = record_requests
         self._max_recorded_requests = max_recorded_requests
         self._brokers: dict[int, Broker] = {}
+        self._console_wanted = console
+        self._console_read_only = console_read_only
+        self._console: Console | None = None
+        self._console_port = 0
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -576,6 +573,9 @@ class AsyncKafkaCluster(_Helpers):
         await self._start_on(ports)
 
     async def _stop_brokers(self) -> None:
+        if self._console is not None:
+            await self._console.stop()
+            self._console = None
         brokers, self._brokers = list(self._brokers.values()), {}
         if brokers:
             brokers[0].faults.clear()
@@ -601,6 +601,13 @@ class AsyncKafkaCluster(_Helpers):
                     await started.stop()
                 raise
         self._brokers = brokers
+        if self._console_wanted and owner is not None:
+            from minibroker.console import start_console
+
+            self._console = await start_console(
+                owner, self._host, self._console_port, read_only=self._console_read_only
+            )
+            self._console_port = self._console.port
 
     async def wait_in_sync(self, topic: str | None = None, timeout_s: float = 30.0) -> None:
         """Until `in_sync(topic)`; TimeoutError after `timeout_s`."""
@@ -652,6 +659,13 @@ class AsyncKafkaCluster(_Helpers):
     def address(self, node: int) -> str:
         return self.node(node).bootstrap_servers
 
+    @property
+    def console_url(self) -> str:
+        """The web console's address (`console=True`), e.g. http://127.0.0.1:41234."""
+        if self._console is None:
+            raise RuntimeError("the console is not running: start the cluster with console=True")
+        return self._console.url
+
     def _owner(self) -> Broker:
         if not self._brokers:
             raise RuntimeError("the cluster is not running")
@@ -674,6 +688,8 @@ class AsyncKafkaBroker(AsyncKafkaCluster):
         port: int = 0,
         record_requests: bool = True,
         max_recorded_requests: int = DEFAULT_MAX_RECORDED_REQUESTS,
+        console: bool = False,
+        console_read_only: bool = False,
     ) -> None:
         super().__init__(
             1,
@@ -684,6 +700,8 @@ class AsyncKafkaBroker(AsyncKafkaCluster):
             port=port,
             record_requests=record_requests,
             max_recorded_requests=max_recorded_requests,
+            console=console,
+            console_read_only=console_read_only,
         )
 
 
@@ -795,6 +813,10 @@ class KafkaCluster(_Helpers):
     @property
     def data_dir(self) -> Path | None:
         return self._async.data_dir
+
+    @property
+    def console_url(self) -> str:
+        return self._async.console_url
 
 
 class KafkaBroker(KafkaCluster):

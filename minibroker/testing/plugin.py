@@ -6,7 +6,9 @@
 - `kafka_broker_factory` / `kafka_cluster_factory`: start brokers with any options, all
   stopped at the end of the test;
 - `@pytest.mark.minibroker(nodes=3, config={...}, storage="memory")` configures
-  `kafka_broker` and `kafka_cluster` for one test (or a module, through `pytestmark`).
+  `kafka_broker` and `kafka_cluster` for one test (or a module, through `pytestmark`);
+  `console=True` serves the web console too, at `kafka_broker.console_url`
+  (`console_read_only=True`: without its writes).
 
 The brokers run on a background thread, so they serve plain tests and pytest-asyncio tests
 alike. Ports are ephemeral and disk storage goes under the test's `tmp_path` (per xdist
@@ -32,7 +34,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}(nodes=1, config=None, storage='disk', record_requests=True, "
-        "max_recorded_requests=10000): "
+        "max_recorded_requests=10000, console=False, console_read_only=False): "
         "options of the kafka_broker / kafka_cluster fixtures for this test",
     )
 

@@ -1,0 +1,302 @@
+"""Browsing a topic's records: one partition or all, from an offset, a timestamp, the
+beginning or the end; a bounded substring search; the live tail's "records after these
+offsets".
+
+Records are read from the partition logs up to the high watermark, as a read_uncommitted
+consumer would see them: transaction markers are left out, records of aborted transactions
+are shown (flagged transactional). A single partition's offset must lie within
+[log start, high watermark] (OFFSET_OUT_OF_RANGE otherwise); with every partition the offset
+applies to each, clamped to its range. A search scans at most SEARCH_SCAN_LIMIT records in
+all and says how many it scanned.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from minibroker.cluster.state import Partition, Topic
+from minibroker.console.errors import BAD_REQUEST, NOT_FOUND, ConsoleError
+from minibroker.console.views import Json, existing_topic, partition_start
+from minibroker.handlers.list_offsets import offset_for
+from minibroker.log.base import OffsetOutOfRange
+from minibroker.records.batch import HEADER_SIZE, BatchHeader
+from minibroker.records.records import CorruptRecordsError, Record, iter_records
+from minibroker.server.broker import Broker
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+SEARCH_SCAN_LIMIT = 10_000
+TEXT_PREVIEW_BYTES = 8192
+HEX_PREVIEW_BYTES = 1024
+READ_CHUNK_BYTES = 1 << 20
+POSITIONS = ("beginning", "offset", "timestamp", "end")
+
+
+@dataclass(frozen=True)
+class BrowseRequest:
+    partition: int | None  # None: every partition
+    position: str
+    offset: int = 0
+    timestamp_ms: int = 0
+    limit: int = DEFAULT_LIMIT
+    query: str = ""
+    after: dict[int, int] | None = None  # the live tail: partition -> next offset
+
+
+def _int(params: Mapping[str, str], name: str, default: int) -> int:
+    text = params.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ConsoleError(BAD_REQUEST, f"{name} must be an integer, not {text!r}") from None
+
+
+def parse_timestamp(text: str) -> int:
+    """Milliseconds since the epoch, or an ISO 8601 date-time (UTC unless it says otherwise)."""
+    text = text.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ConsoleError(
+            BAD_REQUEST,
+            f"timestamp must be milliseconds or an ISO 8601 date-time, not {text!r}",
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _positions(text: str) -> dict[int, int]:
+    """`0:15,1:20` -> {0: 15, 1: 20}."""
+    positions: dict[int, int] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        partition, _, offset = item.partition(":")
+        try:
+            positions[int(partition)] = int(offset)
+        except ValueError:
+            raise ConsoleError(
+                BAD_REQUEST, f"after takes partition:offset pairs, not {item!r}"
+            ) from None
+    return positions
+
+
+def parse_browse(params: Mapping[str, str]) -> BrowseRequest:
+    partition_text = params.get("partition", "all").strip() or "all"
+    partition = None if partition_text == "all" else _int(params, "partition", 0)
+    position = params.get("from", "").strip() or ("offset" if "offset" in params else "beginning")
+    if position not in POSITIONS:
+        raise ConsoleError(
+            BAD_REQUEST, f"from must be one of {', '.join(POSITIONS)}, not {position!r}"
+        )
+    limit = _int(params, "limit", DEFAULT_LIMIT)
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ConsoleError(BAD_REQUEST, f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
+    timestamp = 0
+    if position == "timestamp":
+        if not params.get("timestamp", "").strip():
+            raise ConsoleError(BAD_REQUEST, "from=timestamp needs a timestamp")
+        timestamp = parse_timestamp(params["timestamp"])
+    after = _positions(params["after"]) if "after" in params else None
+    return BrowseRequest(
+        partition=partition,
+        position=position,
+        offset=_int(params, "offset", 0),
+        timestamp_ms=timestamp,
+        limit=limit,
+        query=params.get("q", ""),
+        after=after,
+    )
+
+
+# ---- reading ----------------------------------------------------------------------------------
+
+
+def _selected(topic: Topic, wanted: int | None) -> list[Partition]:
+    if wanted is None:
+        return list(topic.partitions)
+    if not 0 <= wanted < len(topic.partitions):
+        raise ConsoleError(
+            NOT_FOUND,
+            f"UNKNOWN_TOPIC_OR_PARTITION: topic {topic.name} has no partition {wanted} "
+            f"(it has {len(topic.partitions)})",
+        )
+    return [topic.partitions[wanted]]
+
+
+def _start(partition: Partition, request: BrowseRequest, single: bool) -> int:
+    first, end = partition_start(partition), partition.high_watermark
+    if request.after is not None:
+        return min(max(request.after.get(partition.index, end), first), end)
+    if request.position == "beginning":
+        return first
+    if request.position == "end":
+        return max(first, end - request.limit)
+    if request.position == "timestamp":
+        found, _ = offset_for(partition, request.timestamp_ms, read_committed=False)
+        return end if found < 0 else found
+    if single and not first <= request.offset <= end:
+        raise ConsoleError(
+            BAD_REQUEST,
+            f"OFFSET_OUT_OF_RANGE: offset {request.offset} is outside partition "
+            f"{partition.topic}-{partition.index}'s range [{first}, {end}]",
+        )
+    if request.offset < 0:
+        raise ConsoleError(BAD_REQUEST, f"OFFSET_OUT_OF_RANGE: offset {request.offset} < 0")
+    return min(max(request.offset, first), end)
+
+
+def stored_records(partition: Partition, start: int) -> Iterator[tuple[Record, bool]]:
+    """(record, transactional) from `start` up to the high watermark, markers left out."""
+    log, end = partition.log, partition.high_watermark
+    offset = max(start, partition_start(partition))
+    while offset < end:
+        try:
+            data = log.read(offset, READ_CHUNK_BYTES, end)
+        except OffsetOutOfRange:  # retention moved the log start while we read
+            return
+        if not data:
+            return
+        before, pos = offset, 0
+        while pos + HEADER_SIZE <= len(data):
+            header = BatchHeader.parse(data, pos)
+            batch = data[pos : pos + header.size]
+            pos += header.size
+            offset = max(offset, header.last_offset + 1)
+            if header.is_control:
+                continue
+            try:
+                records = list(iter_records(batch))
+            except CorruptRecordsError:
+                continue
+            for record in records:
+                if start <= record.offset < end:
+                    yield record, header.is_transactional
+        if offset == before:  # no whole batch in what was read: nothing more to show
+            return
+
+
+def _text(data: bytes | None) -> Json | None:
+    if data is None:
+        return None
+    try:
+        text: str | None = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    pretty = None
+    if text is not None and len(data) <= TEXT_PREVIEW_BYTES and text.strip()[:1] in ("{", "["):
+        try:
+            pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        except ValueError:
+            pretty = None
+    return {
+        "size": len(data),
+        "utf8": None if text is None else text[:TEXT_PREVIEW_BYTES],
+        "json": pretty,
+        "hex": data[:HEX_PREVIEW_BYTES].hex(" "),
+        "truncated": len(data) > TEXT_PREVIEW_BYTES,
+    }
+
+
+def record_json(partition: int, record: Record, transactional: bool) -> Json:
+    return {
+        "partition": partition,
+        "offset": record.offset,
+        "timestamp": record.timestamp,
+        "time": datetime.fromtimestamp(max(record.timestamp, 0) / 1000, UTC).isoformat(
+            timespec="milliseconds"
+        ),
+        "key": _text(record.key),
+        "value": _text(record.value),
+        "headers": [{"key": name, "value": _text(value)} for name, value in record.headers],
+        "transactional": transactional,
+    }
+
+
+def _matches(record: Record, needle: bytes) -> bool:
+    return needle in (record.key or b"") or needle in (record.value or b"")
+
+
+def _order(item: tuple[int, Record, bool]) -> tuple[int, int, int]:
+    partition, record, _ = item
+    return record.timestamp, partition, record.offset
+
+
+def browse(broker: Broker, topic_name: str, request: BrowseRequest) -> Json:
+    topic = existing_topic(broker, topic_name)
+    partitions = _selected(topic, request.partition)
+    single = request.partition is not None
+    starts = {p.index: _start(p, request, single) for p in partitions}
+    if request.query:
+        return _search(topic_name, partitions, starts, request)
+    found: list[tuple[int, Record, bool]] = []
+    for partition in partitions:
+        for count, (record, txn) in enumerate(stored_records(partition, starts[partition.index])):
+            if count >= request.limit:
+                break
+            found.append((partition.index, record, txn))
+    found.sort(key=_order)
+    kept = found[-request.limit :] if request.position == "end" else found[: request.limit]
+    next_offsets = dict(starts)
+    for index, record, _ in kept:
+        next_offsets[index] = max(next_offsets[index], record.offset + 1)
+    if request.position == "end" and request.after is None:
+        next_offsets = {p.index: p.high_watermark for p in partitions}
+    return {
+        "topic": topic_name,
+        "records": [record_json(p, record, txn) for p, record, txn in kept],
+        "next_offsets": next_offsets,
+    }
+
+
+def _search(
+    topic_name: str, partitions: list[Partition], starts: dict[int, int], request: BrowseRequest
+) -> Json:
+    needle = request.query.encode()
+    budget = max(1, SEARCH_SCAN_LIMIT // len(partitions))
+    scanned, limited = 0, False
+    matches: list[tuple[int, Record, bool]] = []
+    next_offsets = dict(starts)
+    for partition in partitions:
+        seen = 0
+        for record, txn in stored_records(partition, starts[partition.index]):
+            if seen >= budget:
+                limited = True
+                break
+            seen += 1
+            next_offsets[partition.index] = record.offset + 1
+            if _matches(record, needle):
+                matches.append((partition.index, record, txn))
+        scanned += seen
+    matches.sort(key=_order)
+    return {
+        "topic": topic_name,
+        "records": [record_json(p, r, txn) for p, r, txn in matches[: request.limit]],
+        "next_offsets": next_offsets,
+        "search": {
+            "query": request.query,
+            "scanned": scanned,
+            "scan_limit": SEARCH_SCAN_LIMIT,
+            "limited": limited,
+            "matches": len(matches),
+        },
+    }
+
+
+def describe_request(request: BrowseRequest) -> dict[str, Any]:
+    """The request as the page's form shows it again."""
+    return {
+        "partition": "all" if request.partition is None else str(request.partition),
+        "from": request.position,
+        "offset": request.offset,
+        "timestamp": request.timestamp_ms,
+        "limit": request.limit,
+        "q": request.query,
+    }
