@@ -377,6 +377,8 @@ def _current_leader(
         return None
     nodes = ctx.broker.nodes
     leader_id = nodes.leader_of(partition)
+    if leader_id < 0:  # an offline replicated partition: no leader to point to
+        return leader_id, partition.leader_epoch
     host, port = nodes.broker(leader_id).advertised_endpoint(ctx.listener)
     endpoints.setdefault(leader_id, NodeEndpoint(leader_id, host, port))
     return leader_id, partition.leader_epoch

@@ -353,3 +353,48 @@ def test_find_coordinator_waits_for_enough_nodes_for_a_replicated_offsets_topic(
             found = client.call(ApiKey.FindCoordinator, 4, key_type=0, coordinator_keys=["g"])
             assert found.coordinators[0].error_code == ErrorCode.NO_ERROR
         assert len(cluster.replicas("__consumer_offsets", 0)) == 3
+
+
+def test_fetch_from_an_offline_partition_names_no_leader(cluster: KafkaCluster) -> None:
+    cluster.create_topic("no-leader", assignments=[[3, 2]])
+    cluster.wait_in_sync("no-leader")
+    cluster.pause_replication(2, "no-leader")
+    _produce(cluster, "no-leader", [b"x"], acks=1)
+    _wait_for(lambda: cluster.isr("no-leader", 0) == [3])
+    cluster.stop_node(3)
+    try:
+        with WireClient(cluster.address(1)) as client:
+            response = client.call(
+                ApiKey.Fetch,
+                16,
+                max_wait_ms=0,
+                min_bytes=1,
+                max_bytes=1 << 20,
+                isolation_level=0,
+                session_id=0,
+                session_epoch=-1,
+                topics=[
+                    {
+                        "topic_id": _topic_id(cluster, "no-leader"),
+                        "partitions": [
+                            {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+                        ],
+                    }
+                ],
+                forgotten_topics_data=[],
+                rack_id="",
+            )
+        answer = response.responses[0].partitions[0]
+        assert answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert answer.current_leader.leader_id == -1
+        assert response.node_endpoints == []
+    finally:
+        cluster.resume_replication(2, "no-leader")
+        cluster.start_node(3)
+    cluster.wait_in_sync("no-leader")
+
+
+def _topic_id(cluster: KafkaCluster, topic: str) -> Any:
+    with WireClient(cluster.address(1)) as client:
+        metadata = client.call(ApiKey.Metadata, 12, topics=[{"name": topic}])
+    return metadata.topics[0].topic_id
