@@ -135,9 +135,21 @@ class ReplicaFetcher:
                     continue
                 partition, replica, epoch = found
                 clean = clean and answer.error_code == ErrorCode.NO_ERROR
-                if partition.leader_epoch == epoch:  # else fetched from a leader since replaced
+                if self._still_following(partition, replica, epoch):
                     self._apply(replica, answer, now_ms)
         return clean
+
+    def _still_following(self, partition: Partition, replica: Replica, epoch: int) -> bool:
+        """Whether a fetch's answer may still be applied: same leader epoch, and neither the
+        topic deleted nor the replica reassigned away while the fetch waited."""
+        current = self.broker.cluster.partition(partition.topic, partition.index)
+        replica_set = partition.replication
+        return (
+            current is partition
+            and partition.leader_epoch == epoch
+            and replica_set is not None
+            and replica_set.replicas.get(replica.node_id) is replica
+        )
 
     @staticmethod
     def _truncate_if_new_epoch(partition: Partition, replica: Replica) -> None:

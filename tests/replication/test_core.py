@@ -398,3 +398,21 @@ def _topic_id(cluster: KafkaCluster, topic: str) -> Any:
     with WireClient(cluster.address(1)) as client:
         metadata = client.call(ApiKey.Metadata, 12, topics=[{"name": topic}])
     return metadata.topics[0].topic_id
+
+
+def test_deleting_a_replicated_topic_removes_every_replica(tmp_path: Path) -> None:
+    with KafkaCluster(nodes=3, data_dir=tmp_path, config=FAST_LAG) as cluster:
+        cluster.create_topic("gone", partitions=2, replication_factor=3)
+        _produce(cluster, "gone", [b"a"])
+        cluster.wait_in_sync("gone")
+        with WireClient(cluster.address(1)) as client:
+            deleted = client.call(
+                ApiKey.DeleteTopics, 6, topics=[{"name": "gone"}], timeout_ms=5000
+            )
+        assert deleted.responses[0].error_code == ErrorCode.NO_ERROR
+        cluster.create_topic("after", replication_factor=3)
+        _produce(cluster, "after", [b"b"])
+        cluster.wait_in_sync("after")
+        for node in (1, 2, 3):
+            assert not list((tmp_path / "nodes" / str(node)).glob("gone-*"))
+            assert _values(cluster, node, "after") == [b"b"]
