@@ -87,7 +87,7 @@ Stable hooks for browser tests (`id` and `data-testid` are equal where both are 
   `offsets-table` with rows `offset-row` (`data-topic`, `data-partition`) holding a
   `lag-value` cell; the reset form `reset-offsets-form`: `reset-target` (select: earliest,
   latest, timestamp, offset), `reset-value`, `reset-topic`, `reset-partition`,
-  `reset-submit`; `delete-group-form` with `delete-group-submit`.
+  `reset-offsets-submit`; `delete-group-form` with `delete-group-submit`.
 - transactions page: `transactions-table`, rows `transaction-row`
   (`data-transactional-id`); `producers-table`, rows `producer-partition-row`
   (`data-topic`, `data-partition`) holding an `lso-value` cell.

@@ -36,7 +36,13 @@ from minibroker.cluster.assignments import (
 from minibroker.cluster.state import Cluster, Partition, TopicError
 from minibroker.console.errors import BAD_REQUEST, CONFLICT, ConsoleError, kafka_error
 from minibroker.console.messages import parse_timestamp
-from minibroker.console.views import existing_group, existing_topic, group_state, partition_start
+from minibroker.console.views import (
+    existing_group,
+    existing_topic,
+    group_state,
+    partition_end,
+    partition_start,
+)
 from minibroker.groups.coordinator import OffsetCommit
 from minibroker.groups.group import Group
 from minibroker.groups.share.offsets_admin import check_empty_share_group
@@ -48,10 +54,6 @@ from minibroker.server.broker import Broker
 METADATA_TOPIC = "__cluster_metadata"
 RESET_TARGETS = ("earliest", "latest", "timestamp", "offset")
 HIGH_WATERMARK = -1
-
-
-def _topic_errors(action: str) -> ConsoleError:
-    return ConsoleError(BAD_REQUEST, action)
 
 
 # ---- topics -----------------------------------------------------------------------------------
@@ -150,7 +152,7 @@ def _delete_records_error(broker: Broker, partition: Partition, offset: int) -> 
         return ErrorCode.INVALID_TOPIC_EXCEPTION
     if "delete" not in broker.cluster.topic_value(topic, "cleanup.policy").split(","):
         return ErrorCode.POLICY_VIOLATION
-    if offset < 0 or offset > partition.high_watermark:
+    if offset < 0 or offset > partition_end(partition):
         return ErrorCode.OFFSET_OUT_OF_RANGE
     return None
 
@@ -162,7 +164,7 @@ def delete_records(broker: Broker, name: str, index: int | None, offset: int) ->
     partitions = topic.partitions if index is None else [_partition(broker, name, index)]
     starts = {}
     for partition in partitions:
-        target = partition.high_watermark if offset == HIGH_WATERMARK else offset
+        target = partition_end(partition) if offset == HIGH_WATERMARK else offset
         error = _delete_records_error(broker, partition, target)
         if error is not None:
             raise kafka_error(error, _delete_records_message(error, partition, target))
@@ -174,7 +176,7 @@ def _delete_records_message(error: ErrorCode, partition: Partition, offset: int)
     if error == ErrorCode.OFFSET_OUT_OF_RANGE:
         return (
             f"offset {offset} is outside partition {partition.topic}-{partition.index}'s range "
-            f"[{partition_start(partition)}, {partition.high_watermark}]"
+            f"[{partition_start(partition)}, {partition_end(partition)}]"
         )
     if error == ErrorCode.POLICY_VIOLATION:
         return "the topic's cleanup.policy does not include delete"
@@ -244,7 +246,7 @@ class ResetSpec:
 
 
 def _reset_offset(partition: Partition, spec: ResetSpec) -> int:
-    first, end = partition_start(partition), partition.high_watermark
+    first, end = partition_start(partition), partition_end(partition)
     if spec.target == "earliest":
         return first
     if spec.target == "latest":

@@ -20,7 +20,7 @@ from typing import Any
 
 from minibroker.cluster.state import Partition, Topic
 from minibroker.console.errors import BAD_REQUEST, NOT_FOUND, ConsoleError
-from minibroker.console.views import Json, existing_topic, partition_start
+from minibroker.console.views import Json, existing_topic, partition_end, partition_start
 from minibroker.handlers.list_offsets import offset_for
 from minibroker.log.base import OffsetOutOfRange
 from minibroker.records.batch import HEADER_SIZE, BatchHeader
@@ -61,6 +61,8 @@ def parse_timestamp(text: str) -> int:
     """Milliseconds since the epoch, or an ISO 8601 date-time (UTC unless it says otherwise)."""
     text = text.strip()
     if text.lstrip("-").isdigit():
+        if int(text) < 0:
+            raise ConsoleError(BAD_REQUEST, f"timestamp must not be negative, not {text}")
         return int(text)
     try:
         moment = datetime.fromisoformat(text)
@@ -132,7 +134,7 @@ def _selected(topic: Topic, wanted: int | None) -> list[Partition]:
 
 
 def _start(partition: Partition, request: BrowseRequest, single: bool) -> int:
-    first, end = partition_start(partition), partition.high_watermark
+    first, end = partition_start(partition), partition_end(partition)
     if request.after is not None:
         return min(max(request.after.get(partition.index, end), first), end)
     if request.position == "beginning":
@@ -155,7 +157,7 @@ def _start(partition: Partition, request: BrowseRequest, single: bool) -> int:
 
 def stored_records(partition: Partition, start: int) -> Iterator[tuple[Record, bool]]:
     """(record, transactional) from `start` up to the high watermark, markers left out."""
-    log, end = partition.log, partition.high_watermark
+    log, end = partition.log, partition_end(partition)
     offset = max(start, partition_start(partition))
     while offset < end:
         try:
@@ -205,14 +207,21 @@ def _text(data: bytes | None) -> Json | None:
     }
 
 
+def _iso_time(timestamp_ms: int) -> str:
+    """The record's timestamp as an ISO 8601 UTC time ("" outside what datetime can show)."""
+    try:
+        moment = datetime.fromtimestamp(timestamp_ms / 1000, UTC)
+    except (ValueError, OverflowError, OSError):
+        return ""
+    return moment.isoformat(timespec="milliseconds")
+
+
 def record_json(partition: int, record: Record, transactional: bool) -> Json:
     return {
         "partition": partition,
         "offset": record.offset,
         "timestamp": record.timestamp,
-        "time": datetime.fromtimestamp(max(record.timestamp, 0) / 1000, UTC).isoformat(
-            timespec="milliseconds"
-        ),
+        "time": _iso_time(record.timestamp),
         "key": _text(record.key),
         "value": _text(record.value),
         "headers": [{"key": name, "value": _text(value)} for name, value in record.headers],
@@ -248,7 +257,7 @@ def browse(broker: Broker, topic_name: str, request: BrowseRequest) -> Json:
     for index, record, _ in kept:
         next_offsets[index] = max(next_offsets[index], record.offset + 1)
     if request.position == "end" and request.after is None:
-        next_offsets = {p.index: p.high_watermark for p in partitions}
+        next_offsets = {p.index: partition_end(p) for p in partitions}
     return {
         "topic": topic_name,
         "records": [record_json(p, record, txn) for p, record, txn in kept],

@@ -279,7 +279,7 @@ def topic_page(topic: Json, read_only: bool) -> str:
     ]
     configs = [
         f'<tr data-testid="config-row" data-config="{e(c["name"])}"'
-        f"{' class=override' if c['source'] == 'DYNAMIC_TOPIC_CONFIG' else ''}>"
+        f"{' class=override' if c['source'] == 'TOPIC_CONFIG' else ''}>"
         + cells([c["name"], c["value"], c["source"]])
         + "</tr>"
         for c in topic["all_configs"]

@@ -13,7 +13,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from minibroker.console.views import partition_size, total_lag
+from minibroker.console.views import partition_end, partition_size, total_lag
 from minibroker.server.broker import Broker
 
 RATE_INTERVAL_S = 1.0
@@ -45,7 +45,7 @@ def totals(broker: Broker) -> Totals:
     for topic in broker.cluster.topics.values():
         if topic.internal:
             continue
-        per_topic[topic.name] = sum(p.high_watermark for p in topic.partitions)
+        per_topic[topic.name] = sum(partition_end(p) for p in topic.partitions)
         produced_bytes += sum(partition_size(p) for p in topic.partitions)
     committed = sum(
         value.offset for group in broker.groups.groups.values() for value in group.offsets.values()

@@ -67,6 +67,15 @@ def partition_start(partition: Partition) -> int:
     return partition.log.log_start_offset if is_created(partition.log) else 0
 
 
+def partition_end(partition: Partition) -> int:
+    """The high watermark; 0 for a lazy log never used (reading it would create it)."""
+    return partition.high_watermark if is_created(partition.log) else 0
+
+
+def partition_stable_end(partition: Partition) -> int:
+    return partition.last_stable_offset if is_created(partition.log) else 0
+
+
 # ---- overview ---------------------------------------------------------------------------------
 
 
@@ -124,8 +133,8 @@ def partition_view(broker: Broker, partition: Partition) -> Json:
         "replicas": replicas.replicas,
         "isr": replicas.isr,
         "log_start_offset": partition_start(partition),
-        "high_watermark": partition.high_watermark,
-        "last_stable_offset": partition.last_stable_offset,
+        "high_watermark": partition_end(partition),
+        "last_stable_offset": partition_stable_end(partition),
         "size_bytes": partition_size(partition),
     }
 
@@ -137,8 +146,8 @@ def topic_summary(broker: Broker, topic: Topic, rates: dict[str, float]) -> Json
         "partitions": len(topic.partitions),
         "replication_factor": topic.replication_factor,
         "size_bytes": sum(partition_size(p) for p in topic.partitions),
-        "messages": sum(p.high_watermark - partition_start(p) for p in topic.partitions),
-        "end_offsets": sum(p.high_watermark for p in topic.partitions),
+        "messages": sum(partition_end(p) - partition_start(p) for p in topic.partitions),
+        "end_offsets": sum(partition_end(p) for p in topic.partitions),
         "messages_per_s": round(rates.get(topic.name, 0.0), 1),
         "configs": dict(sorted(topic.configs.items())),
     }
@@ -255,7 +264,7 @@ def committed_lags(broker: Broker, group: Group) -> Iterator[Json]:
     the committed offset; none for a partition that no longer exists)."""
     for (topic, index), value in sorted(group.offsets.items()):
         partition = broker.cluster.partition(topic, index)
-        end = None if partition is None else partition.high_watermark
+        end = None if partition is None else partition_end(partition)
         yield {
             "topic": topic,
             "partition": index,
@@ -276,7 +285,7 @@ def share_lags(broker: Broker, group: Group) -> Iterator[Json]:
             "topic": str(topic_id) if topic is None else topic.name,
             "partition": index,
             "committed_offset": share.start_offset,
-            "log_end_offset": None if partition is None else partition.high_watermark,
+            "log_end_offset": None if partition is None else partition_end(partition),
             "lag": None if partition is None else max(0, share_lag(share, partition)),
             "metadata": "",
         }
