@@ -69,7 +69,8 @@ Stable hooks for browser tests (`id` and `data-testid` are equal where both are 
   `browse-timestamp`, `browse-limit`, `browse-query`, `browse-submit`; a search's
   `search-summary` ("N match(es) ...; scanned M record(s), at most 10,000 per search");
   `value-format` (select utf8/json/hex: which rendering the value and key cells show);
-  `tail-toggle` (checkbox: live tail, polling the API every second and appending rows) and
+  `tail-toggle` (checkbox: live tail, polling the API every second and appending the rows
+  of records appended since the page was made, marked class `fresh`) and
   `tail-status`; `messages-table` with rows `message-row` (`data-partition`,
   `data-offset`) and cells `message-partition`, `message-offset`, `message-timestamp`,
   `message-key`, `message-value` (each holding `message-value-utf8`, `message-value-json`,

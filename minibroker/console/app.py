@@ -466,7 +466,8 @@ async def messages_page(request: web.Request) -> web.Response:
 async def messages_api(request: web.Request) -> web.Response:
     browse = messages.parse_browse(request.query)
     result = messages.browse(_state(request).broker, request.match_info["name"], browse)
-    result["next_offsets"] = {str(k): v for k, v in result["next_offsets"].items()}
+    for key in ("next_offsets", "end_offsets"):
+        result[key] = {str(k): v for k, v in result[key].items()}
     return web.json_response(result)
 
 

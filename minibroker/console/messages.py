@@ -262,6 +262,7 @@ def browse(broker: Broker, topic_name: str, request: BrowseRequest) -> Json:
         "topic": topic_name,
         "records": [record_json(p, record, txn) for p, record, txn in kept],
         "next_offsets": next_offsets,
+        "end_offsets": {p.index: partition_end(p) for p in partitions},
     }
 
 
@@ -289,6 +290,7 @@ def _search(
         "topic": topic_name,
         "records": [record_json(p, r, txn) for p, r, txn in matches[: request.limit]],
         "next_offsets": next_offsets,
+        "end_offsets": {p.index: partition_end(p) for p in partitions},
         "search": {
             "query": request.query,
             "scanned": scanned,

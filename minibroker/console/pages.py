@@ -72,7 +72,7 @@ def layout(
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         '<meta name=viewport content="width=device-width, initial-scale=1">'
         f"<title>{e(title)} · minibroker</title>"
-        '<link rel=stylesheet href="/static/console.css">'
+        '<link rel=icon href="data:,"><link rel=stylesheet href="/static/console.css">'
         '<script defer src="/static/console.js"></script></head>'
         f'<body data-page="{e(active)}"><header><span class=brand>minibroker</span>'
         f"<nav>{links}</nav></header>{banner}<main>{flash_html(flash)}"
@@ -419,7 +419,8 @@ def messages_page(
             f"{' (limit reached: narrow the range to search further)' if search['limited'] else ''}"
             ".</p>"
         )
-    positions = ",".join(f"{p}:{o}" for p, o in sorted(result["next_offsets"].items()))
+    # The live tail shows what is appended after the page was made.
+    positions = ",".join(f"{p}:{o}" for p, o in sorted(result["end_offsets"].items()))
     html += (
         "<div class=toolbar>"
         + select(

@@ -396,6 +396,10 @@ def test_browse_from_offset_end_and_timestamp(http: Http, browsed: str) -> None:
     ]
     assert len(everything["records"]) == 8
     assert everything["next_offsets"] == {"0": 5, "1": 3}
+    assert everything["end_offsets"] == {"0": 5, "1": 3}
+    first_two = http.get(f"{path}?partition=all&limit=2").json
+    assert first_two["next_offsets"] == {"0": 1, "1": 1}
+    assert first_two["end_offsets"] == {"0": 5, "1": 3}
 
 
 def test_search_scans_a_bounded_range_and_says_so(http: Http, browsed: str) -> None:
@@ -435,6 +439,7 @@ def test_messages_page_renders_rows_with_test_ids(http: Http, browsed: str) -> N
     assert 'data-partition="1" data-offset="2"' in page.text
     assert 'id="produce-form"' in page.text
     assert 'id="tail-toggle"' in page.text
+    assert 'data-positions="1:3"' in page.text  # the tail starts at the end
 
 
 def test_produce_through_the_api_is_read_by_a_kafka_consumer(
@@ -1111,3 +1116,32 @@ def test_with_an_authorizer_only_cluster_administrators_use_the_console() -> Non
         assert refused.error == "User:eve may not use the console (needs ALTER on the cluster)"
         broker.add_acl("User:eve", "ALTER", cluster=True)
         assert eve.get("/api/topics").status == 200
+
+
+# ---- the testing API ---------------------------------------------------------------------------
+
+
+async def test_async_broker_serves_the_console_on_its_loop_and_stops_it() -> None:
+    from minibroker.testing.cluster import AsyncKafkaBroker
+
+    broker = AsyncKafkaBroker(console=True, storage="memory")
+    async with broker:
+        broker.create_topic("async-topic")
+        url = broker.console_url
+        assert url.startswith("http://127.0.0.1:")
+        await broker.restart()
+        assert broker.console_url == url  # the same port after a restart
+    with pytest.raises(RuntimeError, match="console=True"):
+        _ = broker.console_url
+
+
+def test_console_url_needs_console_true() -> None:
+    with KafkaBroker(storage="memory") as broker, pytest.raises(RuntimeError, match="console"):
+        _ = broker.console_url
+
+
+@pytest.mark.minibroker(console=True, storage="memory")
+def test_the_kafka_broker_fixture_takes_the_console_option(kafka_broker: KafkaBroker) -> None:
+    kafka_broker.create_topic("from-fixture")
+    topics = Http(kafka_broker.console_url).get("/api/topics").json["topics"]
+    assert [topic["name"] for topic in topics] == ["from-fixture"]

@@ -7,7 +7,7 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 function drawLine(svg, values, width, height) {
   while (svg.firstChild) svg.removeChild(svg.firstChild);
   if (values.length < 2) return;
-  const max = Math.max(...values, 1);
+  const max = Math.max(...values, 1) * 1.15;
   const step = width / (values.length - 1);
   const points = values
     .map((v, i) => `${(i * step).toFixed(1)},${(height - 2 - (v / max) * (height - 4)).toFixed(1)}`)
@@ -24,7 +24,7 @@ function drawLine(svg, values, width, height) {
   label.setAttribute("x", "4");
   label.setAttribute("y", "12");
   label.setAttribute("class", "max");
-  label.textContent = `max ${formatNumber(max)}`;
+  label.textContent = `max ${formatNumber(Math.max(...values))}`;
   svg.appendChild(label);
 }
 
