@@ -21,10 +21,13 @@ from urllib.parse import urlencode, urlsplit
 from urllib.request import HTTPRedirectHandler, Request, build_opener
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
 
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.errors import ErrorCode
 from minibroker.testing.cluster import KafkaBroker
 from minibroker.testing.security import secured_config
+from tests.wire import WireClient
 
 WAIT_S = 30.0
 
@@ -1145,3 +1148,74 @@ def test_the_kafka_broker_fixture_takes_the_console_option(kafka_broker: KafkaBr
     kafka_broker.create_topic("from-fixture")
     topics = Http(kafka_broker.console_url).get("/api/topics").json["topics"]
     assert [topic["name"] for topic in topics] == ["from-fixture"]
+
+
+# ---- share groups -------------------------------------------------------------------------------
+
+
+def _share_from_earliest(kafka: KafkaBroker, group: str) -> None:
+    with WireClient(kafka.bootstrap_servers) as wire:
+        answer = wire.call(
+            ApiKey.IncrementalAlterConfigs,
+            1,
+            resources=[
+                {
+                    "resource_type": 32,  # GROUP
+                    "resource_name": group,
+                    "configs": [
+                        {
+                            "name": "share.auto.offset.reset",
+                            "config_operation": 0,
+                            "value": "earliest",
+                        }
+                    ],
+                }
+            ],
+            validate_only=False,
+        )
+    assert answer.responses[0].error_code == ErrorCode.NO_ERROR
+
+
+def _share_consume(kafka: KafkaBroker, topic: str, group: str, count: int) -> ShareConsumer:
+    client = ShareConsumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": group})
+    client.subscribe([topic])
+    received = 0
+    deadline = time.monotonic() + WAIT_S
+    while received < count and time.monotonic() < deadline:
+        received += sum(1 for message in client.poll(0.5) if message.error() is None)
+    assert received == count
+    client.poll(0.1)  # implicit acknowledgement: the previous poll's records are accepted
+    return client
+
+
+def test_share_group_lag_and_reset(kafka: KafkaBroker, http: Http) -> None:
+    topic, group = unique("queue"), unique("workers")
+    create(http, topic)
+    _share_from_earliest(kafka, group)
+    produce(kafka, topic, [{"value": f"job-{i}".encode()} for i in range(6)])
+    client = _share_consume(kafka, topic, group, 6)
+    view = wait_for(
+        lambda: (
+            (v := http.get(f"/api/groups/{group}").json)["offsets"]
+            and v["offsets"][0]["lag"] == 0
+            and v
+        ),
+        "the share partition acknowledged",
+    )
+    assert view["type"] == "share"
+    assert view["state"] == "Stable"
+    assert len(view["members"]) == 1
+    assert view["members"][0]["assignment"] == {topic: [0]}
+    refused = http.post(f"/api/groups/{group}/reset", {"target": "earliest"})
+    assert refused.status == 409
+    assert "current state is Stable" in refused.error
+    client.close()
+    wait_for(lambda: http.get(f"/api/groups/{group}").json["state"] == "Empty", "an empty group")
+    reset = http.post(f"/api/groups/{group}/reset", {"target": "offset", "value": 2})
+    assert reset.json == {"offsets": {f"{topic}-0": 2}}
+    after = http.get(f"/api/groups/{group}").json
+    assert after["offsets"][0]["committed_offset"] == 2
+    assert after["lag"] == 4
+    again = _share_consume(kafka, topic, group, 4)
+    again.close()
+    assert http.call("DELETE", f"/api/groups/{group}").json == {"deleted": group}
