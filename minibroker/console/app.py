@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from importlib.resources import files
 from typing import Any, NoReturn
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from aiohttp import web
 
@@ -108,9 +108,22 @@ async def access_middleware(request: web.Request, handler: Handler) -> web.Strea
         return _error(
             request, FORBIDDEN, f"{principal} may not use the console (needs ALTER on the cluster)"
         )
-    if state.read_only and request.method not in READ_METHODS:
-        return _error(request, FORBIDDEN, "the console is read-only")
+    if request.method not in READ_METHODS:
+        if state.read_only:
+            return _error(request, FORBIDDEN, "the console is read-only")
+        if _cross_site(request):
+            return _error(request, FORBIDDEN, "cross-site request refused")
     return await handler(request)
+
+
+def _cross_site(request: web.Request) -> bool:
+    """A write a browser sends from another site's page (CSRF: a form or a `text/plain` fetch
+    needs no CORS preflight, and the browser adds remembered basic credentials). Browsers
+    name the page's origin; scripts such as curl send none and are let through."""
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return request.headers.get("Sec-Fetch-Site", "same-origin") == "cross-site"
+    return urlsplit(origin).netloc != request.host
 
 
 # ---- request input ----------------------------------------------------------------------------

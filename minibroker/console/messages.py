@@ -6,8 +6,8 @@ Records are read from the partition logs up to the high watermark, as a read_unc
 consumer would see them: transaction markers are left out, records of aborted transactions
 are shown (flagged transactional). A single partition's offset must lie within
 [log start, high watermark] (OFFSET_OUT_OF_RANGE otherwise); with every partition the offset
-applies to each, clamped to its range. A search scans at most SEARCH_SCAN_LIMIT records in
-all and says how many it scanned.
+applies to each, clamped to its range (and at most MAX_BROWSE_DECODED records are read in
+all). A search scans at most SEARCH_SCAN_LIMIT records in all and says how many it scanned.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ MAX_LIMIT = 500
 SEARCH_SCAN_LIMIT = 10_000
 TEXT_PREVIEW_BYTES = 8192
 HEX_PREVIEW_BYTES = 1024
-READ_CHUNK_BYTES = 1 << 20
+READ_CHUNK_BYTES = 64 << 10  # a page shows few records: read little at a time
+# Browsing every partition of a wide topic decodes at most this many records in all.
+MAX_BROWSE_DECODED = 5_000
 POSITIONS = ("beginning", "offset", "timestamp", "end")
 
 
@@ -247,6 +249,8 @@ def browse(broker: Broker, topic_name: str, request: BrowseRequest) -> Json:
         return _search(topic_name, partitions, starts, request)
     found: list[tuple[int, Record, bool]] = []
     for partition in partitions:
+        if len(found) >= MAX_BROWSE_DECODED:
+            break
         for count, (record, txn) in enumerate(stored_records(partition, starts[partition.index])):
             if count >= request.limit:
                 break

@@ -1013,6 +1013,35 @@ def test_bad_browse_parameters_on_the_page_keep_the_page(http: Http, browsed: st
     assert http.get("/groups/missing").status == 404
 
 
+def test_writes_from_another_site_are_refused(kafka: KafkaBroker, http: Http) -> None:
+    name = unique("csrf")
+    create(http, name)
+    for headers in ({"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"}):
+        form = urlencode({}).encode()
+        request = Request(
+            f"{kafka.console_url}/topics/{name}/delete", data=form, method="POST", headers=headers
+        )
+        try:
+            with build_opener(_NoRedirect).open(request, timeout=WAIT_S) as response:
+                status = response.status
+        except HTTPError as exc:
+            status = exc.code
+            assert b"cross-site request refused" in exc.read()
+        assert status == 403
+    assert name in kafka.topics()
+    same_site = Request(
+        f"{kafka.console_url}/topics/{name}/delete",
+        data=b"",
+        method="POST",
+        headers={"Origin": kafka.console_url, "Content-Type": "application/x-www-form-urlencoded"},
+    )
+    try:
+        build_opener(_NoRedirect).open(same_site, timeout=WAIT_S)
+    except HTTPError as exc:
+        assert exc.code == 303
+    assert name not in kafka.topics()
+
+
 def test_forms_need_a_form_body(http: Http) -> None:
     answer = http.call("POST", "/topics", body={"name": "x"})
     assert answer.status == 400
