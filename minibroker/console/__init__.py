@@ -25,7 +25,8 @@ with a flash message, or JSON bodies):
          ?partition=all|N &from=beginning|offset|timestamp|end &offset=N
          &timestamp=ms|ISO-8601 &limit=1..500 &q=substring &after=P:O,P:O (live tail)
     POST /topics/{name}/messages (produce)  POST /api/topics/{name}/messages
-                                                 {"partition", "key", "value", "headers": {}}
+                                                 {"partition" (0), "key", "value",
+                                                  "headers": {}} (null key/value: null)
     GET  /groups                            GET /api/groups
     GET  /groups/{id}                       GET /api/groups/{id}
     POST /groups/{id}/reset                 POST /api/groups/{id}/reset {"target":

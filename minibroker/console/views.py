@@ -17,7 +17,7 @@ from typing import Any
 from minibroker.cluster.describe_configs import topic_config_entries
 from minibroker.cluster.state import Partition, Topic
 from minibroker.console.errors import NOT_FOUND, ConsoleError
-from minibroker.groups.consumer.protocol import parse_assignment
+from minibroker.groups.consumer.protocol import MalformedConsumerProtocol, parse_assignment
 from minibroker.groups.group import Group, GroupState
 from minibroker.handlers.describe_share_group_offsets import share_lag
 from minibroker.log.lazy import is_created
@@ -246,7 +246,7 @@ def _classic_assignment(group: Group, data: bytes) -> dict[str, list[int]]:
         return {}
     try:
         return {topic: sorted(parts) for topic, parts in parse_assignment(data).items()}
-    except (ValueError, IndexError, UnicodeDecodeError):
+    except MalformedConsumerProtocol:
         return {}
 
 

@@ -614,8 +614,13 @@ def test_consumer_protocol_group_members_and_assignment(kafka: KafkaBroker, http
         assert view["type"] == "consumer"
         assert view["state"] == "Stable"
         assert view["members"][0]["assignment"] == {topic: [0, 1]}
+        client.commit(asynchronous=False)
     finally:
         client.close()
+    wait_for(lambda: http.get(f"/api/groups/{group}").json["state"] == "Empty", "an empty group")
+    reset = http.post(f"/api/groups/{group}/reset", {"target": "earliest"})
+    assert reset.json == {"offsets": {f"{topic}-0": 0, f"{topic}-1": 0}}
+    assert http.get(f"/api/groups/{group}").json["lag"] == 2
 
 
 # ---- transactions -----------------------------------------------------------------------------
