@@ -1,6 +1,6 @@
 """`scripts/bench`: every scenario against minibroker and librdkafka's mock cluster in one run.
 
-python -m benchmarks.run [--runs 3] [--only P1,PR,F1,L1,R1,P2,S1,FC,M1,RF,SPARK] [--json F]
+python -m benchmarks.run [--runs 3] [--only P1,PR,F1,L1,R1,P2,S1,FC,M1,RF,SPARK,CO] [--json F]
     [--chart F]
 """
 
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from benchmarks import (
+    console_load,
     fetch,
     fixture_cycle,
     latency,
@@ -32,7 +33,7 @@ from benchmarks.report import markdown_table, spread_text, write_chart, write_js
 from benchmarks.stats import Spread, ratio
 from minibroker.records.accel import active_path
 
-SCENARIOS = ("P1", "PR", "F1", "L1", "R1", "P2", "S1", "FC", "M1", "RF", "SPARK")
+SCENARIOS = ("P1", "PR", "F1", "L1", "R1", "P2", "S1", "FC", "M1", "RF", "SPARK", "CO")
 MB = 1e6
 T = TypeVar("T")
 
@@ -253,7 +254,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results["RF"] = rf(args.runs)
     if "SPARK" in chosen:
         results["SPARK"] = spark_rows()
+    if "CO" in chosen:
+        results["CO"] = co(args.runs)
     return results
+
+
+def co(runs: int) -> dict[str, Any]:
+    """A paced 10k msg/s producer against `serve` with and without a polled `--console`."""
+    settle("CO")
+    result = console_load.compare(runs)
+    for line in console_load.report_lines(result):
+        print(line, flush=True)
+    return result
 
 
 def rf(runs: int) -> dict[str, Any]:
