@@ -59,7 +59,8 @@ def broker() -> Iterator[KafkaBroker]:
     the group `billing` has committed part of them."""
     with KafkaBroker(console=True, config=BROKER_CONFIG) as running:
         running.create_topic(SEEDED_TOPIC, 3)
-        produce(running, SEEDED_TOPIC, [f"order-{i}".encode() for i in range(SEEDED_RECORDS)])
+        values = [f"order-{i}".encode() for i in range(SEEDED_RECORDS)]
+        produce(running, SEEDED_TOPIC, values, partitions=3)
         commit(running, SEEDED_GROUP, SEEDED_TOPIC, {0: 1, 1: 0, 2: 0})
         yield running
 
