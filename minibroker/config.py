@@ -563,6 +563,18 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
             "zstd",
         ):
             raise ConfigError(f"Invalid value {value} for configuration {name}")
+        if name == "cleanup.policy" and value is not None:
+            _check_cleanup_policy(value)
+
+
+def _check_cleanup_policy(value: str) -> None:
+    """Kafka's ValidList of compact and delete."""
+    for item in (part.strip() for part in value.split(",")):
+        if item and item not in ("compact", "delete"):
+            raise ConfigError(
+                f"Invalid value {item} for configuration cleanup.policy: String must be one "
+                "of: compact, delete"
+            )
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
