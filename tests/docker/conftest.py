@@ -106,8 +106,10 @@ class Containers:
         self.volumes.append(name)
         return name
 
-    def run(self, volume: str, port: int) -> tuple[str, Startup]:
-        """A broker on 127.0.0.1:`port` (host network) with its data in `volume`."""
+    def run(self, volume: str, port: int, console_port: int = 0) -> tuple[str, Startup]:
+        """A broker on 127.0.0.1:`port` (host network) with its data in `volume` and its web
+        console on 127.0.0.1:`console_port` (0: a free port; the image's own 0.0.0.0:8080
+        could clash with the host's services)."""
         name = f"minibroker-e2e-{uuid.uuid4().hex[:12]}"
         self.names.append(name)
         listener = f"PLAINTEXT://127.0.0.1:{port}"
@@ -126,6 +128,8 @@ class Containers:
             "--env",
             f"MINIBROKER_ADVERTISED_LISTENERS={listener}",
             self.image,
+            "--console",
+            f"127.0.0.1:{console_port or free_port()}",
         )
         return name, wait_healthy(name, port, started)
 

@@ -3,18 +3,22 @@
 The image is built on a local Debian stand-in for the official Python base, run with host
 networking on free 127.0.0.1 ports, used by confluent-kafka (librdkafka), stopped with
 `docker stop` and restarted on the same volume; the compose files are validated and the
-host-network variant is brought up with both listeners in use. Start-up figures are printed.
+host-network variant is brought up with both listeners in use; the web console, on by
+default, answers its JSON API from the running container. Start-up figures are printed.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -76,6 +80,19 @@ def advertised_brokers(bootstrap: str) -> set[tuple[str, int]]:
     return {(str(broker.host), broker.port) for broker in metadata.brokers.values()}
 
 
+def console_api(port: int, path: str) -> Any:
+    """A GET of the web console's JSON API on 127.0.0.1:`port` (it must answer 200)."""
+    url = f"http://127.0.0.1:{port}{path}"
+    with urllib.request.urlopen(url, timeout=CLIENT_TIMEOUT_S) as answer:
+        assert answer.status == 200
+        return json.loads(answer.read())
+
+
+def topic_end_offsets(console_port: int, topic: str) -> int:
+    topics = console_api(console_port, "/api/topics")["topics"]
+    return next(int(entry["end_offsets"]) for entry in topics if entry["name"] == topic)
+
+
 def startup_line(what: str, startup: Startup) -> str:
     return (
         f"{what}: broker answering after {startup.answering:.2f}s, "
@@ -91,6 +108,8 @@ def test_image_metadata(image: str, report: list[str]) -> None:
     assert "/var/lib/minibroker" in config["Volumes"]
     assert config["Healthcheck"]["Test"] == ["CMD", "minibroker", "healthcheck"]
     assert "9092/tcp" in config["ExposedPorts"]
+    assert "8080/tcp" in config["ExposedPorts"]  # the web console, on by default:
+    assert config["Cmd"] == ["--console", "0.0.0.0:8080"]
     report.append(f"image {image}: {engine.image_size_bytes(image) / 1e6:.0f} MB")
 
 
@@ -106,16 +125,20 @@ def test_image_runs_the_native_produce_path_without_a_compiler(image: str) -> No
 def test_produce_stop_and_restart_on_the_same_volume(
     containers: Containers, report: list[str]
 ) -> None:
-    port = free_port()
+    port, console_port = free_port(), free_port()
     bootstrap = f"127.0.0.1:{port}"
     volume = containers.new_volume()
-    first, startup = containers.run(volume, port)
+    first, startup = containers.run(volume, port, console_port)
     report.append(startup_line("docker run", startup))
     assert advertised_brokers(bootstrap) == {("127.0.0.1", port)}
 
     values = [b"record-%d" % i for i in range(20)]
     produce(bootstrap, "docker-e2e", values)
     assert consume(bootstrap, "docker-e2e", len(values)) == list(enumerate(values))
+    overview = console_api(console_port, "/api/overview")
+    assert overview["data_dir"] == "/var/lib/minibroker"
+    assert overview["topics"] == 1
+    assert topic_end_offsets(console_port, "docker-e2e") == len(values)
 
     stop_started = time.monotonic()
     engine.docker("stop", "--time", str(STOP_TIMEOUT_S), first, timeout=60)
@@ -124,8 +147,9 @@ def test_produce_stop_and_restart_on_the_same_volume(
     assert state["ExitCode"] == 0, engine.logs(first)  # 137 would mean SIGKILL
     assert "minibroker.cli: stopping" in engine.logs(first)
 
-    _, startup = containers.run(volume, port)
+    _, startup = containers.run(volume, port, console_port)
     report.append(startup_line("docker run on the existing volume", startup))
+    assert topic_end_offsets(console_port, "docker-e2e") == len(values)
     assert consume(bootstrap, "docker-e2e", len(values)) == list(enumerate(values))
     produce(bootstrap, "docker-e2e", [b"after-restart"])
     assert consume(bootstrap, "docker-e2e", len(values) + 1)[-1] == (20, b"after-restart")
@@ -137,6 +161,8 @@ def test_compose_file_is_valid(docker_engine: None) -> None:
     rendered = compose_config(COMPOSE_FILE)
     assert "MINIBROKER_ADVERTISED_LISTENERS: PLAINTEXT://minibroker:29092," in rendered
     assert "PLAINTEXT_HOST://localhost:9092" in rendered
+    assert "- published: 8080\n      target: 8080" in rendered  # the web console's port
+    assert "- 0.0.0.0:8080" in rendered  # the console's address, in `command`
     assert "- minibroker-data:/var/lib/minibroker" in rendered
 
 
@@ -158,12 +184,13 @@ def test_host_network_variant_differs_only_in_network_and_addresses(
 
 
 def test_host_network_compose_brings_up_both_listeners(image: str, report: list[str]) -> None:
-    host_port, internal_port = free_port(), free_port()
+    host_port, internal_port, console_port = free_port(), free_port(), free_port()
     project = f"minibrokere2e{uuid.uuid4().hex[:8]}"
     env = {
         "MINIBROKER_IMAGE": image,
         "MINIBROKER_PORT": str(host_port),
         "MINIBROKER_INTERNAL_PORT": str(internal_port),
+        "MINIBROKER_CONSOLE_PORT": str(console_port),
     }
     compose = [engine.COMPOSE, "-p", project, "-f", str(HOST_NETWORK_COMPOSE_FILE)]
     try:
@@ -181,6 +208,7 @@ def test_host_network_compose_brings_up_both_listeners(image: str, report: list[
         values = [b"compose-%d" % i for i in range(5)]
         produce(host_bootstrap, "compose-e2e", values)
         assert consume(internal_bootstrap, "compose-e2e", len(values)) == list(enumerate(values))
+        assert topic_end_offsets(console_port, "compose-e2e") == len(values)
     finally:
         engine.run([*compose, "down", "--volumes", "--timeout", "10"], env=env, check=False)
 
@@ -204,6 +232,9 @@ def _without_network_settings(rendered: str) -> list[str]:
     kept: list[str] = []
     in_ports = False
     for line in rendered.splitlines():
+        if kept and kept[-1] == "    - --console":
+            kept.append("    - <console address>")
+            continue
         if line == "    ports:":
             in_ports = True
             continue
