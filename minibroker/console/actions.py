@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from minibroker.cluster.alter_configs import (
     ConfigChangeError,
     ConfigOp,
-    ConfigTargets,
     OpType,
     ResourceType,
     alter_resource,
@@ -130,14 +129,7 @@ def alter_configs(
     ops += [ConfigOp(key, OpType.DELETE, None) for key in deletions]
     if not ops:
         raise ConsoleError(BAD_REQUEST, "no config to set or delete")
-    targets = ConfigTargets(
-        broker.cluster,
-        broker.dynamic_configs,
-        broker.telemetry,
-        broker.node_id,
-        broker.group_configs,
-        broker.config,
-    )
+    targets = broker.config_targets()
     try:
         alter_resource(
             targets, ResourceType.TOPIC, name, ops, incremental=True, validate_only=False

@@ -22,8 +22,7 @@ from minibroker.cluster.state import Partition, Topic
 from minibroker.console.errors import BAD_REQUEST, NOT_FOUND, ConsoleError
 from minibroker.console.views import Json, existing_topic, partition_end, partition_start
 from minibroker.handlers.list_offsets import offset_for
-from minibroker.log.base import OffsetOutOfRange
-from minibroker.records.batch import HEADER_SIZE, BatchHeader
+from minibroker.log.walk import stored_batches
 from minibroker.records.records import CorruptRecordsError, Record, iter_records
 from minibroker.server.broker import Broker
 
@@ -159,32 +158,18 @@ def _start(partition: Partition, request: BrowseRequest, single: bool) -> int:
 
 def stored_records(partition: Partition, start: int) -> Iterator[tuple[Record, bool]]:
     """(record, transactional) from `start` up to the high watermark, markers left out."""
-    log, end = partition.log, partition_end(partition)
-    offset = max(start, partition_start(partition))
-    while offset < end:
+    end = partition_end(partition)
+    first = max(start, partition_start(partition))
+    for header, batch in stored_batches(partition.log, first, end, READ_CHUNK_BYTES):
+        if header.is_control:
+            continue
         try:
-            data = log.read(offset, READ_CHUNK_BYTES, end)
-        except OffsetOutOfRange:  # retention moved the log start while we read
-            return
-        if not data:
-            return
-        before, pos = offset, 0
-        while pos + HEADER_SIZE <= len(data):
-            header = BatchHeader.parse(data, pos)
-            batch = data[pos : pos + header.size]
-            pos += header.size
-            offset = max(offset, header.last_offset + 1)
-            if header.is_control:
-                continue
-            try:
-                records = list(iter_records(batch))
-            except CorruptRecordsError:
-                continue
-            for record in records:
-                if start <= record.offset < end:
-                    yield record, header.is_transactional
-        if offset == before:  # no whole batch in what was read: nothing more to show
-            return
+            records = list(iter_records(batch))
+        except CorruptRecordsError:
+            continue
+        for record in records:
+            if start <= record.offset < end:
+                yield record, header.is_transactional
 
 
 def _text(data: bytes | None) -> Json | None:

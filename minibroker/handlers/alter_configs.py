@@ -145,14 +145,7 @@ def answer_config_changes(
         for resource in request.resources
     ]
     broker = ctx.broker
-    targets = ConfigTargets(
-        broker.cluster,
-        broker.dynamic_configs,
-        broker.telemetry,
-        broker.node_id,
-        broker.group_configs,
-        broker.config,
-    )
+    targets = broker.config_targets()
     results = _results(
         ctx, targets, resources, incremental=incremental, validate_only=request.validate_only
     )

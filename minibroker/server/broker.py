@@ -24,6 +24,7 @@ from minibroker import handlers
 from minibroker.auth.authorizer import Authorizer
 from minibroker.auth.principal import parse_mapping_rules
 from minibroker.auth.quotas import ClientQuotas
+from minibroker.cluster.alter_configs import ConfigTargets
 from minibroker.cluster.dynamic_configs import DynamicConfigs
 from minibroker.cluster.features import Features
 from minibroker.cluster.fetch_sessions import FetchSessionCache
@@ -125,6 +126,17 @@ class Broker:
         self.dynamic_configs = DynamicConfigs.open(self.data_dir)
         self.dynamic_configs.apply([self], self, self.cluster)
         self.telemetry = ClientTelemetry.open(config.get_int("telemetry.max.bytes"), self.data_dir)
+
+    def config_targets(self) -> ConfigTargets:
+        """What config changes made on this node reach (AlterConfigs, the console)."""
+        return ConfigTargets(
+            self.cluster,
+            self.dynamic_configs,
+            self.telemetry,
+            self.node_id,
+            self.group_configs,
+            self.config,
+        )
 
     def _share_member_fenced(self, group_id: str, member_id: str) -> None:
         """A share-group member was fenced: what it holds goes back to the group and its share

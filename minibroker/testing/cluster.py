@@ -31,8 +31,8 @@ from minibroker.cluster.state import Partition, TopicError
 from minibroker.config import BrokerConfig
 from minibroker.groups.consumer.model import ConsumerGroup
 from minibroker.log.base import PartitionLog
+from minibroker.log.walk import stored_batches
 from minibroker.protocol.errors import ErrorCode
-from minibroker.records.batch import HEADER_SIZE, BatchHeader
 from minibroker.records.records import Header, iter_records
 from minibroker.server.broker import Broker
 from minibroker.server.faults import (
@@ -61,7 +61,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 Storage = Literal["disk", "memory"]
 ConfigValue = str | int | float | bool
-READ_CHUNK_BYTES = 1 << 20
 THREAD_CALL_TIMEOUT_S = 60.0
 
 __all__ = [
@@ -242,25 +241,15 @@ class _Helpers(SecurityHelpers, ReplicationHelpers):
     def _log_records(
         self, topic: str, index: int, log: PartitionLog, end: int
     ) -> list[StoredRecord]:
-        offset = log.log_start_offset
         records: list[StoredRecord] = []
-        while offset < end:
-            data = log.read(offset, READ_CHUNK_BYTES, end)
-            if not data:
-                break
-            pos = 0
-            while pos + HEADER_SIZE <= len(data):
-                header = BatchHeader.parse(data, pos)
-                batch = data[pos : pos + header.size]
-                pos += header.size
-                offset = max(offset, header.last_offset + 1)
-                if header.is_control:
-                    continue
-                records.extend(
-                    StoredRecord(topic, index, r.offset, r.timestamp, r.key, r.value, r.headers)
-                    for r in iter_records(batch)
-                    if r.offset >= log.log_start_offset
-                )
+        for header, batch in stored_batches(log, log.log_start_offset, end):
+            if header.is_control:
+                continue
+            records.extend(
+                StoredRecord(topic, index, r.offset, r.timestamp, r.key, r.value, r.headers)
+                for r in iter_records(batch)
+                if r.offset >= log.log_start_offset
+            )
         return records
 
     def end_offsets(self, topic: str) -> dict[int, int]:
