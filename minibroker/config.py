@@ -126,6 +126,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("log.retention.hours", INT, "168"),
         _broker("log.retention.bytes", L, "-1"),
         _broker("log.retention.check.interval.ms", L, "300000"),
+        _broker("log.initial.task.delay.ms", L, "30000"),
         _broker("log.flush.interval.messages", L, str(LONG_MAX)),
         _broker("log.flush.interval.ms", L, None),
         _broker("log.flush.scheduler.interval.ms", L, str(LONG_MAX)),

@@ -182,7 +182,15 @@ class Broker:
             self.transactions.start()
             loop = asyncio.get_running_loop()
             self._timers = [
-                loop.create_task(self._every(self._retention_interval(), self._run_retention)),
+                loop.create_task(
+                    self._every(
+                        self._retention_interval(),
+                        self._run_retention,
+                        first_after=min(
+                            self._interval("log.initial.task.delay.ms"), self._retention_interval()
+                        ),
+                    )
+                ),
                 loop.create_task(self._every(FLUSH_CHECK_INTERVAL_SECONDS, self._flush_due)),
                 loop.create_task(self._every(self._isr_check_interval(), self._shrink_isrs)),
                 *self._transaction_timers(loop),
@@ -220,6 +228,8 @@ class Broker:
         log.info("broker %d listening on %s", self.node_id, self.bootstrap_servers)
 
     def _retention_interval(self) -> float:
+        """Retention runs `log.initial.task.delay.ms` after start, as Kafka's LogManager, then
+        at this interval: a broker restarted more often than the interval still applies it."""
         return self.config.get_int("log.retention.check.interval.ms") / 1000
 
     def _transaction_timers(self, loop: asyncio.AbstractEventLoop) -> list[asyncio.Task[None]]:
@@ -242,10 +252,12 @@ class Broker:
         return self.config.get_int(name) / 1000
 
     @staticmethod
-    async def _every(seconds: float, action: object) -> None:
+    async def _every(seconds: float, action: object, first_after: float | None = None) -> None:
         assert callable(action)
+        delay = seconds if first_after is None else first_after
         while True:
-            await asyncio.sleep(seconds)
+            await asyncio.sleep(delay)
+            delay = seconds
             try:
                 action()
             except Exception:
