@@ -17,14 +17,15 @@ import time
 import urllib.error
 import urllib.request
 from base64 import b64encode
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.select import Select
 
 from minibroker.testing import KafkaBroker
@@ -226,8 +227,26 @@ def submit(driver: webdriver.Chrome, form: str) -> None:
     """Click the submit button of the form `form` (its testid) and wait for the next page."""
     button = element(driver, f"{by_testid(form)} button[type=submit]")
     button.click()
-    wait_until(driver, expected_conditions.staleness_of(button), f"the page after {form}")
+    wait_until(driver, left_the_page(button), f"the page after {form}")
     element(driver, "body[data-page]")
+
+
+def left_the_page(button: WebElement) -> Callable[[webdriver.Chrome], bool]:
+    """Whether `button`'s page was replaced. Asked mid-navigation, chromedriver may answer
+    "Node with given id does not belong to the document" rather than a stale element."""
+
+    def replaced(_driver: webdriver.Chrome) -> bool:
+        try:
+            button.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as exc:
+            if "does not belong to the document" in str(exc):
+                return True
+            raise
+        return False
+
+    return replaced
 
 
 def chart_heights(driver: webdriver.Chrome) -> list[float]:
