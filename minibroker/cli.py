@@ -45,6 +45,12 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     serve.add_argument(
         "--console-read-only", action="store_true", help="the console refuses every change"
     )
+    serve.add_argument(
+        "--schema-registry",
+        type=_host_port,
+        metavar="HOST:PORT",
+        help="serve a Confluent-compatible Schema Registry there (e.g. 127.0.0.1:8081)",
+    )
 
 
 def _positive(text: str) -> int:
@@ -93,17 +99,11 @@ def serve_config(args: argparse.Namespace) -> BrokerConfig:
     return load_config(args.config, settings, os.environ)
 
 
-async def _serve(
-    config: BrokerConfig,
-    in_memory: bool,
-    nodes: int = 1,
-    console: tuple[str, int] | None = None,
-    console_read_only: bool = False,
-) -> None:
+async def _serve(config: BrokerConfig, args: argparse.Namespace) -> None:
     from minibroker.server.broker import Broker
 
-    first, *others = node_configs(config, nodes)
-    broker = Broker(first, in_memory=in_memory)
+    first, *others = node_configs(config, args.nodes)
+    broker = Broker(first, in_memory=args.in_memory)
     brokers = [broker, *(Broker(other, shared_with=broker) for other in others)]
     for node in brokers:
         await node.start()
@@ -113,17 +113,26 @@ async def _serve(
         loop.add_signal_handler(signum, stop.set)
     addresses = ",".join(node.bootstrap_servers for node in brokers)
     web_console = None
-    if console is not None:
+    if args.console is not None:
         from minibroker.console import start_console
 
-        web_console = await start_console(broker, *console, read_only=console_read_only)
+        web_console = await start_console(broker, *args.console, read_only=args.console_read_only)
+    registry = None
+    if args.schema_registry is not None:
+        from minibroker.registry import start_schema_registry
+
+        registry = await start_schema_registry(broker, *args.schema_registry)
     # What start-up built lives as long as the process: full collections need not walk it.
     gc.freeze()
     print(f"minibroker ready on {addresses}", flush=True)
     if web_console is not None:
         print(f"minibroker console on {web_console.url}", flush=True)
+    if registry is not None:
+        print(f"minibroker schema registry on {registry.url}", flush=True)
     await stop.wait()
     logging.getLogger(__name__).info("stopping")
+    if registry is not None:
+        await registry.stop()
     if web_console is not None:
         await web_console.stop()
     for node in reversed(brokers):
@@ -185,9 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     from minibroker.log.manager import LogDirError
 
     try:
-        run_event_loop(
-            _serve(config, args.in_memory, args.nodes, args.console, args.console_read_only)
-        )
+        run_event_loop(_serve(config, args))
     except (ConfigError, LogDirError) as exc:  # e.g. a TLS keystore that cannot be read
         print(f"minibroker: {exc}", file=sys.stderr)
         return 2

@@ -57,6 +57,7 @@ from minibroker.testing.share_groups import (
 
 if TYPE_CHECKING:
     from minibroker.console import Console
+    from minibroker.registry import RunningRegistry
 
 T = TypeVar("T")
 Storage = Literal["disk", "memory"]
@@ -470,7 +471,9 @@ class AsyncKafkaCluster(_Helpers):
     first node's port, the others consecutive (0: any free ones). Requests are recorded
     (`requests()`) unless `record_requests` is false; only the last `max_recorded_requests`
     are kept. `console`: serve the web console (minibroker.console) on an ephemeral port of
-    `host`, at `console_url`; `console_read_only` refuses its writes.
+    `host`, at `console_url`; `console_read_only` refuses its writes. `schema_registry`:
+    serve the Schema Registry (minibroker.registry) on an ephemeral port of `host`, at
+    `schema_registry_url` (or start it later with `start_schema_registry()`).
     """
 
     def __init__(
@@ -486,6 +489,7 @@ class AsyncKafkaCluster(_Helpers):
         max_recorded_requests: int = DEFAULT_MAX_RECORDED_REQUESTS,
         console: bool = False,
         console_read_only: bool = False,
+        schema_registry: bool = False,
     ) -> None:
         if nodes < 1:
             raise ValueError("a cluster has at least one node")
@@ -507,6 +511,9 @@ class AsyncKafkaCluster(_Helpers):
         self._console_read_only = console_read_only
         self._console: Console | None = None
         self._console_port = 0
+        self._registry_wanted = schema_registry
+        self._registry: RunningRegistry | None = None
+        self._registry_port = 0
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -562,6 +569,9 @@ class AsyncKafkaCluster(_Helpers):
         await self._start_on(ports)
 
     async def _stop_brokers(self) -> None:
+        if self._registry is not None:
+            await self._registry.stop()
+            self._registry = None
         if self._console is not None:
             await self._console.stop()
             self._console = None
@@ -597,6 +607,21 @@ class AsyncKafkaCluster(_Helpers):
                 owner, self._host, self._console_port, read_only=self._console_read_only
             )
             self._console_port = self._console.port
+        if self._registry_wanted:
+            await self.start_schema_registry()
+
+    async def start_schema_registry(self) -> str:
+        """Serve the Schema Registry (if it is not served yet, and again after restarts, on the
+        same port); its URL."""
+        if self._registry is None:
+            from minibroker.registry import start_schema_registry
+
+            self._registry = await start_schema_registry(
+                self._owner(), self._host, self._registry_port
+            )
+            self._registry_port = self._registry.port
+            self._registry_wanted = True
+        return self._registry.url
 
     async def wait_in_sync(self, topic: str | None = None, timeout_s: float = 30.0) -> None:
         """Until `in_sync(topic)`; TimeoutError after `timeout_s`."""
@@ -655,6 +680,16 @@ class AsyncKafkaCluster(_Helpers):
             raise RuntimeError("the console is not running: start the cluster with console=True")
         return self._console.url
 
+    @property
+    def schema_registry_url(self) -> str:
+        """The Schema Registry's address (`schema_registry=True` or after
+        `start_schema_registry()`), e.g. http://127.0.0.1:41235."""
+        if self._registry is None:
+            raise RuntimeError(
+                "the schema registry is not running: start the cluster with schema_registry=True"
+            )
+        return self._registry.url
+
     def _owner(self) -> Broker:
         if not self._brokers:
             raise RuntimeError("the cluster is not running")
@@ -679,6 +714,7 @@ class AsyncKafkaBroker(AsyncKafkaCluster):
         max_recorded_requests: int = DEFAULT_MAX_RECORDED_REQUESTS,
         console: bool = False,
         console_read_only: bool = False,
+        schema_registry: bool = False,
     ) -> None:
         super().__init__(
             1,
@@ -691,6 +727,7 @@ class AsyncKafkaBroker(AsyncKafkaCluster):
             max_recorded_requests=max_recorded_requests,
             console=console,
             console_read_only=console_read_only,
+            schema_registry=schema_registry,
         )
 
 
@@ -806,6 +843,12 @@ class KafkaCluster(_Helpers):
     @property
     def console_url(self) -> str:
         return self._async.console_url
+
+    @property
+    def schema_registry_url(self) -> str:
+        """The Schema Registry's address, started on first use (per broker: a fresh broker
+        per test is a fresh registry)."""
+        return self._call(self._async.start_schema_registry())
 
 
 class KafkaBroker(KafkaCluster):

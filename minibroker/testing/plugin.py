@@ -8,7 +8,9 @@
 - `@pytest.mark.minibroker(nodes=3, config={...}, storage="memory")` configures
   `kafka_broker` and `kafka_cluster` for one test (or a module, through `pytestmark`);
   `console=True` serves the web console too, at `kafka_broker.console_url`
-  (`console_read_only=True`: without its writes).
+  (`console_read_only=True`: without its writes); `schema_registry=True` starts the Schema
+  Registry with the broker, at `kafka_broker.schema_registry_url` (reading that property
+  starts it otherwise).
 
 The brokers run on a background thread, so they serve plain tests and pytest-asyncio tests
 alike. Ports are ephemeral and disk storage goes under the test's `tmp_path` (per xdist
@@ -34,7 +36,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}(nodes=1, config=None, storage='disk', record_requests=True, "
-        "max_recorded_requests=10000, console=False, console_read_only=False): "
+        "max_recorded_requests=10000, console=False, console_read_only=False, "
+        "schema_registry=False): "
         "options of the kafka_broker / kafka_cluster fixtures for this test",
     )
 
