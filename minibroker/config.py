@@ -1,14 +1,18 @@
 """Broker and topic configuration, by Apache Kafka's names.
 
-Broker settings come from a `server.properties` file, then environment variables
-`MINIBROKER_<NAME>` (dots as underscores, upper case), then `--override key=value`, each
-later source winning. Topic settings are Kafka's topic-level names; a topic's effective value
+Broker settings come from a `server.properties` file, then the environment names of the Kafka
+images (apache/kafka's `KAFKA_<NAME>`, then Bitnami's `KAFKA_CFG_<NAME>`), then environment
+variables `MINIBROKER_<NAME>` (dots as underscores, upper case), then `--override key=value`,
+each later source winning. Topic settings are Kafka's topic-level names; a topic's effective value
 is its own override, else the broker synonym that was set, else Kafka's default.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
+import socket
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -16,6 +20,8 @@ from enum import IntEnum
 from pathlib import Path
 
 LONG_MAX = 9223372036854775807
+
+log = logging.getLogger(__name__)
 
 
 class ConfigType(IntEnum):
@@ -667,7 +673,11 @@ class BrokerConfig:
 
     @property
     def listeners(self) -> list[Listener]:
-        return [Listener.parse(item) for item in self.get_str("listeners").split(",") if item]
+        """The client listeners: those of `listeners` not named in `controller.listener.names`
+        (a KRaft controller's, which minibroker does not serve)."""
+        controllers = _names(self.get_str("controller.listener.names"))
+        parsed = [Listener.parse(item) for item in self.get_str("listeners").split(",") if item]
+        return [item for item in parsed if item.name not in controllers]
 
     @property
     def advertised_listeners(self) -> list[Listener]:
@@ -726,6 +736,10 @@ class BrokerConfig:
         return self.topic_default(name)[0]
 
 
+def _names(text: str) -> set[str]:
+    return {item.strip().upper() for item in text.split(",") if item.strip()}
+
+
 def _logical_lines(text: str) -> Iterable[str]:
     """Physical lines joined where one ends in an odd number of backslashes, as Java does."""
     pending = ""
@@ -761,7 +775,8 @@ def parse_properties(text: str) -> dict[str, str]:
 
 def from_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """`MINIBROKER_LOG_RETENTION_MS=1` -> `log.retention.ms=1`, for known names only."""
-    known = {name.replace(".", "_").upper(): name for name in BROKER_CONFIGS}
+    names = (*BROKER_CONFIGS, *KAFKA_SETTINGS_READ)
+    known = {name.replace(".", "_").upper(): name for name in names}
     result: dict[str, str] = {}
     for key, value in environ.items():
         if key.startswith("MINIBROKER_"):
@@ -769,6 +784,89 @@ def from_environment(environ: Mapping[str, str]) -> dict[str, str]:
             if name is not None:
                 result[name] = value
     return result
+
+
+# Kafka settings minibroker reads (to leave a KRaft controller's listener unserved) without
+# having them as settings of its own.
+KAFKA_SETTINGS_READ = frozenset({"controller.listener.names"})
+_APACHE_UNDERSCORES = {"_": ".", "__": "_", "___": "-"}
+# Bitnami turns every `_` into `.`, then restores these listener names (`listener.name.sasl_ssl.…`).
+_BITNAMI_LISTENER_NAMES = {"sasl.ssl": "sasl_ssl", "sasl.plaintext": "sasl_plaintext"}
+_WILDCARD_HOSTS = frozenset({"0.0.0.0", "::"})
+
+
+def apache_kafka_setting(variable: str) -> str | None:
+    """The setting an apache/kafka image variable names, as its KafkaDockerWrapper writes them
+    into server.properties: `CLUSTER_ID` -> `cluster.id`; `KAFKA_<NAME>` lower-cased with
+    `_` -> `.`, `__` -> `_`, `___` -> `-`. None for other variables and Bitnami's."""
+    if variable == "CLUSTER_ID":
+        return "cluster.id"
+    if not variable.startswith("KAFKA_") or bitnami_kafka_setting(variable) is not None:
+        return None
+    name = variable[len("KAFKA_") :].lower()
+    return re.sub("_{1,3}", lambda match: _APACHE_UNDERSCORES[match.group()], name)
+
+
+def bitnami_kafka_setting(variable: str) -> str | None:
+    """The setting a Bitnami image variable names: `KAFKA_CFG_<NAME>` lower-cased with every
+    `_` -> `.` (listener names `sasl_ssl`/`sasl_plaintext` kept); `KAFKA_KRAFT_CLUSTER_ID` ->
+    `cluster.id`. None for other variables."""
+    if variable == "KAFKA_KRAFT_CLUSTER_ID":
+        return "cluster.id"
+    if not variable.startswith("KAFKA_CFG_"):
+        return None
+    name = variable[len("KAFKA_CFG_") :].lower().replace("_", ".")
+    for dotted, listener in _BITNAMI_LISTENER_NAMES.items():
+        name = name.replace(dotted, listener)
+    return name
+
+
+def _read_by_minibroker(name: str) -> bool:
+    return (
+        name in BROKER_CONFIGS or name in KAFKA_SETTINGS_READ or name.startswith("listener.name.")
+    )
+
+
+def from_kafka_image_environment(environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The broker settings that the Kafka images' variables set (Bitnami's over apache/kafka's;
+    empty values are unset), and the variables that name nothing minibroker has (KRaft quorum
+    settings, KAFKA_HEAP_OPTS and other JVM options, the images' own switches ...)."""
+    settings: dict[str, str] = {}
+    ignored: list[str] = []
+    for setting_name in (apache_kafka_setting, bitnami_kafka_setting):
+        for variable in sorted(environ):
+            name = setting_name(variable)
+            if name is None or not environ[variable]:
+                continue
+            if _read_by_minibroker(name):
+                settings[name] = environ[variable]
+            else:
+                ignored.append(variable)
+    return _with_listener_defaults(settings), sorted(ignored)
+
+
+def _with_listener_defaults(settings: dict[str, str]) -> dict[str, str]:
+    """Given only advertised listeners, apache/kafka's image listens on their ports on every
+    address; given only listeners, Kafka advertises them (a wildcard as this host's name)."""
+    listeners, advertised = settings.get("listeners"), settings.get("advertised.listeners")
+    if advertised and not listeners:
+        parsed = [Listener.parse(item) for item in advertised.split(",") if item]
+        listeners = ",".join(f"{item.name}://0.0.0.0:{item.port}" for item in parsed)
+        return {**settings, "listeners": listeners}
+    if listeners and not advertised:
+        controllers = _names(settings.get("controller.listener.names", ""))
+        parsed = [Listener.parse(item) for item in listeners.split(",") if item]
+        advertised = ",".join(
+            f"{item.name}://{_routable(item.host)}:{item.port}"
+            for item in parsed
+            if item.name not in controllers
+        )
+        return {**settings, "advertised.listeners": advertised}
+    return settings
+
+
+def _routable(host: str) -> str:
+    return socket.getfqdn() if host in _WILDCARD_HOSTS else host
 
 
 def parse_overrides(items: Iterable[str]) -> dict[str, str]:
@@ -789,7 +887,12 @@ def load_config(
     values: dict[str, str] = {}
     if properties_file is not None:
         values.update(parse_properties(properties_file.read_text()))
-    values.update(from_environment(os.environ if environ is None else environ))
+    environ = os.environ if environ is None else environ
+    image_settings, ignored = from_kafka_image_environment(environ)
+    if ignored:
+        log.info("ignored environment variables (no minibroker setting): %s", ", ".join(ignored))
+    values.update(image_settings)
+    values.update(from_environment(environ))
     values.update(overrides or {})
     for name, value in values.items():
         definition = BROKER_CONFIGS.get(name)
