@@ -52,9 +52,11 @@ def _registry(request: web.Request) -> SchemaRegistry:
 
 
 def reply(document: Any, status: int = 200) -> web.Response:
-    return web.Response(
-        text=json.dumps(document), status=status, content_type=CONTENT_TYPE, charset=None
-    )
+    return raw_reply(json.dumps(document), status)
+
+
+def raw_reply(text: str, status: int = 200) -> web.Response:
+    return web.Response(body=text.encode(), status=status, headers={"Content-Type": CONTENT_TYPE})
 
 
 def _error_reply(error_code: int, message: str, **headers: str) -> web.Response:
@@ -154,7 +156,7 @@ async def raw_schema_by_id(request: web.Request) -> web.Response:
     registry = _registry(request)
     record = registry.schema_by_id(_schema_id(request))
     text = await registry.formatted(record, request.query.get("format"))
-    return web.Response(text=text, content_type=CONTENT_TYPE, charset=None)
+    return raw_reply(text)
 
 
 async def subjects_of_id(request: web.Request) -> web.Response:
@@ -214,7 +216,7 @@ async def get_raw_version(request: web.Request) -> web.Response:
         request.match_info["subject"], request.match_info["version"], _flag(request, "deleted")
     )
     text = await registry.formatted(record, request.query.get("format"))
-    return web.Response(text=text, content_type=CONTENT_TYPE, charset=None)
+    return raw_reply(text)
 
 
 async def referenced_by(request: web.Request) -> web.Response:
