@@ -24,6 +24,8 @@ from minibroker.console.views import Json, existing_topic, partition_end, partit
 from minibroker.handlers.list_offsets import offset_for
 from minibroker.log.walk import stored_batches
 from minibroker.records.records import CorruptRecordsError, Record, iter_records
+from minibroker.registry.decode import Decoded, decode_framed, running_registry
+from minibroker.registry.service import SchemaRegistry
 from minibroker.server.broker import Broker
 
 DEFAULT_LIMIT = 50
@@ -172,9 +174,12 @@ def stored_records(partition: Partition, start: int) -> Iterator[tuple[Record, b
                 yield record, header.is_transactional
 
 
-def _text(data: bytes | None) -> Json | None:
+def _text(data: bytes | None, registry: SchemaRegistry | None = None) -> Json | None:
     if data is None:
         return None
+    decoded = None if registry is None else decode_framed(registry, data)
+    if decoded is not None:
+        return _decoded_text(data, decoded)
     try:
         text: str | None = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -194,6 +199,23 @@ def _text(data: bytes | None) -> Json | None:
     }
 
 
+def _decoded_text(data: bytes, decoded: Decoded) -> Json:
+    """A value in Confluent's wire format, shown decoded with its registered schema."""
+    compact = json.dumps(decoded.value, ensure_ascii=False, default=str)
+    return {
+        "size": len(data),
+        "utf8": compact[:TEXT_PREVIEW_BYTES],
+        "json": json.dumps(decoded.value, indent=2, ensure_ascii=False, default=str),
+        "hex": data[:HEX_PREVIEW_BYTES].hex(" "),
+        "truncated": len(compact) > TEXT_PREVIEW_BYTES,
+        "schema": {
+            "id": decoded.schema_id,
+            "type": decoded.schema_type,
+            "subject": decoded.subject,
+        },
+    }
+
+
 def _iso_time(timestamp_ms: int) -> str:
     """The record's timestamp as an ISO 8601 UTC time ("" outside what datetime can show)."""
     try:
@@ -203,14 +225,18 @@ def _iso_time(timestamp_ms: int) -> str:
     return moment.isoformat(timespec="milliseconds")
 
 
-def record_json(partition: int, record: Record, transactional: bool) -> Json:
+def record_json(
+    partition: int, record: Record, transactional: bool, registry: SchemaRegistry | None = None
+) -> Json:
+    """The record as the console shows it; keys and values in Confluent's wire format decoded
+    through `registry` (the broker's Schema Registry, when it runs)."""
     return {
         "partition": partition,
         "offset": record.offset,
         "timestamp": record.timestamp,
         "time": _iso_time(record.timestamp),
-        "key": _text(record.key),
-        "value": _text(record.value),
+        "key": _text(record.key, registry),
+        "value": _text(record.value, registry),
         "headers": [{"key": name, "value": _text(value)} for name, value in record.headers],
         "transactional": transactional,
     }
@@ -231,7 +257,7 @@ def browse(broker: Broker, topic_name: str, request: BrowseRequest) -> Json:
     single = request.partition is not None
     starts = {p.index: _start(p, request, single) for p in partitions}
     if request.query:
-        return _search(topic_name, partitions, starts, request)
+        return _search(topic_name, partitions, starts, request, running_registry(broker))
     found: list[tuple[int, Record, bool]] = []
     for partition in partitions:
         if len(found) >= MAX_BROWSE_DECODED:
@@ -249,14 +275,20 @@ def browse(broker: Broker, topic_name: str, request: BrowseRequest) -> Json:
         next_offsets = {p.index: partition_end(p) for p in partitions}
     return {
         "topic": topic_name,
-        "records": [record_json(p, record, txn) for p, record, txn in kept],
+        "records": [
+            record_json(p, record, txn, running_registry(broker)) for p, record, txn in kept
+        ],
         "next_offsets": next_offsets,
         "end_offsets": {p.index: partition_end(p) for p in partitions},
     }
 
 
 def _search(
-    topic_name: str, partitions: list[Partition], starts: dict[int, int], request: BrowseRequest
+    topic_name: str,
+    partitions: list[Partition],
+    starts: dict[int, int],
+    request: BrowseRequest,
+    registry: SchemaRegistry | None,
 ) -> Json:
     needle = request.query.encode()
     budget = max(1, SEARCH_SCAN_LIMIT // len(partitions))
@@ -277,7 +309,7 @@ def _search(
     matches.sort(key=_order)
     return {
         "topic": topic_name,
-        "records": [record_json(p, r, txn) for p, r, txn in matches[: request.limit]],
+        "records": [record_json(p, r, txn, registry) for p, r, txn in matches[: request.limit]],
         "next_offsets": next_offsets,
         "end_offsets": {p.index: partition_end(p) for p in partitions},
         "search": {

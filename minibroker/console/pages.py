@@ -358,8 +358,15 @@ def _value_html(view: Json | None, testid: str) -> str:
     text = utf8 if utf8 is not None else "(not UTF-8)"
     pretty = view["json"] if view["json"] is not None else text
     more = " …" if view["truncated"] else ""
+    schema = view.get("schema")
+    decoded = (
+        ""
+        if schema is None
+        else f' data-schema-id="{schema["id"]}" data-schema-type="{e(schema["type"])}"'
+        f' title="{e(schema["type"])} schema {schema["id"]} ({e(schema["subject"])})"'
+    )
     return (
-        f'<td data-testid="{testid}" data-size="{view["size"]}">'
+        f'<td data-testid="{testid}" data-size="{view["size"]}"{decoded}>'
         f'<span class=v-utf8 data-testid="{testid}-utf8">{e(text)}{more}</span>'
         f'<pre class=v-json data-testid="{testid}-json">{e(pretty)}{more}</pre>'
         f'<code class=v-hex data-testid="{testid}-hex">{e(view["hex"])}</code></td>'

@@ -33,13 +33,16 @@ if TYPE_CHECKING:
     from minibroker.registry.service import SchemaRegistry
     from minibroker.server.broker import Broker
 
+from minibroker.registry.decode import register_running
+
 log = logging.getLogger(__name__)
 
 
 class RunningRegistry:
     """A serving registry: `url`, `registry` (its state), and `stop()`."""
 
-    def __init__(self, runner: web.AppRunner, registry: SchemaRegistry) -> None:
+    def __init__(self, broker: Broker, runner: web.AppRunner, registry: SchemaRegistry) -> None:
+        self.broker = broker
         self._runner = runner
         self.registry = registry
         host, port = runner.addresses[0][:2]
@@ -48,6 +51,7 @@ class RunningRegistry:
         self.url = f"http://{shown}:{port}"
 
     async def stop(self) -> None:
+        register_running(self.broker, None)
         await self._runner.cleanup()
 
 
@@ -65,6 +69,7 @@ async def start_schema_registry(broker: Broker, host: str, port: int) -> Running
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
     await site.start()
-    running = RunningRegistry(runner, registry)
+    running = RunningRegistry(broker, runner, registry)
+    register_running(broker, registry)
     log.info("schema registry on %s", running.url)
     return running

@@ -263,6 +263,14 @@ class SchemaRegistry:
         )
 
     async def _parsed_record(self, record: SchemaRecord) -> ParsedSchema:
+        parsed = self._parsed.get(content_of(record))
+        if parsed is None:
+            parsed = await asyncio.to_thread(self.parsed_now, record)
+        return parsed
+
+    def parsed_now(self, record: SchemaRecord) -> ParsedSchema:
+        """The stored schema parsed (once; RegistryError if it no longer parses), in the
+        calling thread."""
         content = content_of(record)
         parsed = self._parsed.get(content)
         if parsed is None:
@@ -271,7 +279,7 @@ class SchemaRegistry:
                 raise errors.invalid_schema(f"Invalid schema type {record.schema_type}")
             resolved = self._resolved_references(record.references)
             try:
-                parsed = await asyncio.to_thread(schema_format.parse, record.schema, resolved)
+                parsed = schema_format.parse(record.schema, resolved)
             except InvalidSchema as exc:
                 raise errors.invalid_schema(exc.message) from exc
             self._parsed[content] = parsed

@@ -118,6 +118,11 @@ function valueCell(view, testid) {
     return cell;
   }
   cell.dataset.size = view.size;
+  if (view.schema) {
+    cell.dataset.schemaId = view.schema.id;
+    cell.dataset.schemaType = view.schema.type;
+    cell.title = `${view.schema.type} schema ${view.schema.id} (${view.schema.subject})`;
+  }
   const more = view.truncated ? " …" : "";
   const text = view.utf8 === null ? "(not UTF-8)" : view.utf8;
   const parts = [
