@@ -1,4 +1,4 @@
-"""The README's example test file runs as a user runs it: its own pytest, the plugin found
+"""The README's example test files run as a user runs them: their own pytest, the plugin found
 through the installed entry point, no project conftest."""
 
 from __future__ import annotations
@@ -12,11 +12,15 @@ import pytest
 
 pytestmark = pytest.mark.clients
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "test_with_minibroker.py"
+EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
-def test_example_file_passes(tmp_path: Path) -> None:
-    shutil.copy(EXAMPLE, tmp_path / EXAMPLE.name)
+@pytest.mark.parametrize(
+    ("name", "tests"), [("test_with_minibroker.py", 4), ("test_schema_registry.py", 2)]
+)
+def test_example_file_passes(tmp_path: Path, name: str, tests: int) -> None:
+    example = EXAMPLES / name
+    shutil.copy(example, tmp_path / example.name)
     result = subprocess.run(
         [
             sys.executable,
@@ -28,7 +32,7 @@ def test_example_file_passes(tmp_path: Path) -> None:
             "--asyncio-mode=auto",
             "-W",
             "ignore::DeprecationWarning",
-            EXAMPLE.name,
+            example.name,
         ],
         cwd=tmp_path,
         capture_output=True,
@@ -36,4 +40,4 @@ def test_example_file_passes(tmp_path: Path) -> None:
         timeout=240,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "4 passed" in result.stdout
+    assert f"{tests} passed" in result.stdout
