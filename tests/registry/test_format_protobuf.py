@@ -242,9 +242,16 @@ def test_base64_descriptor_with_an_unresolvable_import_is_invalid() -> None:
         parse(serialized, {})
 
 
-def test_reference_names_cannot_leave_the_source_tree() -> None:
+@pytest.mark.parametrize("name", ["../escape.proto", "/etc/escape.proto", "nul\0.proto", ""])
+def test_reference_names_cannot_leave_the_source_tree(name: str) -> None:
     with pytest.raises(InvalidSchema, match="bad reference name"):
-        parse('syntax = "proto3";\nmessage A {}', {"../escape.proto": "message E {}"})
+        parse('syntax = "proto3";\nmessage A {}', {name: "message E {}"})
+
+
+def test_references_that_cannot_be_laid_out_as_files_are_invalid() -> None:
+    refs = {"a.proto": 'syntax = "proto3";', "a.proto/b.proto": 'syntax = "proto3";'}
+    with pytest.raises(InvalidSchema, match="cannot lay out the references"):
+        parse('syntax = "proto3";\nimport "a.proto/b.proto";\nmessage A {}', refs)
 
 
 # -- compatibility: reading_errors(self=reader, writer) ---------------------------------------

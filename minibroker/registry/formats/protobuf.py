@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from types import ModuleType
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
@@ -170,20 +171,8 @@ def _read_zigzag(data: bytes, offset: int) -> tuple[int, int]:
 @functools.lru_cache(maxsize=512)
 def _parse(text: str, references: tuple[tuple[str, str], ...]) -> ProtobufSchema:
     # Parsing runs protoc; the registry parses the same stored schemas again and again.
-    for name, _ in references:
-        _check_import_path(name)
     main = _decode_serialized(text)
-    ref_texts: dict[str, str] = {}
-    serialized: list[descriptor_pb2.FileDescriptorProto] = []
-    for name, ref_text in references:
-        if _is_well_known(name):
-            continue
-        ref_file = _decode_serialized(ref_text)
-        if ref_file is None:
-            ref_texts[name] = ref_text
-        else:
-            ref_file.name = name
-            serialized.append(ref_file)
+    ref_texts, serialized = _split_references(references)
     main_name = _main_file_name(main, {name for name, _ in references})
     if main is None:
         ref_texts[main_name] = text
@@ -195,6 +184,29 @@ def _parse(text: str, references: tuple[tuple[str, str], ...]) -> ProtobufSchema
     pool = _pool(files)
     file = next(f for f in files if f.name == main_name)
     return ProtobufSchema(file=file, files=tuple(files), pool=pool, text=render(file, files, pool))
+
+
+def _split_references(
+    references: tuple[tuple[str, str], ...],
+) -> tuple[dict[str, str], list[descriptor_pb2.FileDescriptorProto]]:
+    """The references protoc reads as text and those it takes as descriptors; a reference to a
+    well-known file this process has is left out, as the file itself is used."""
+    texts: dict[str, str] = {}
+    serialized: list[descriptor_pb2.FileDescriptorProto] = []
+    for name, text in references:
+        if not _is_safe_path(name):
+            raise InvalidSchema(
+                f"Invalid schema of type PROTOBUF, details: bad reference name {name!r}"
+            )
+        if name.startswith("google/protobuf/") or _well_known_module(name) is not None:
+            continue
+        file = _decode_serialized(text)
+        if file is None:
+            texts[name] = text
+        else:
+            file.name = name
+            serialized.append(file)
+    return texts, serialized
 
 
 def _decode_serialized(text: str) -> descriptor_pb2.FileDescriptorProto | None:
@@ -211,21 +223,17 @@ def _decode_serialized(text: str) -> descriptor_pb2.FileDescriptorProto | None:
     return file
 
 
-def _check_import_path(name: str) -> None:
+def _is_safe_path(name: str) -> bool:
+    """Whether an import path names a file inside the directory protoc reads from."""
     path = PurePosixPath(name)
-    if not name or path.is_absolute() or ".." in path.parts or "\\" in name or "\0" in name:
-        raise InvalidSchema(
-            f"Invalid schema of type PROTOBUF, details: bad reference name {name!r}"
-        )
+    odd = "\\" in name or "\0" in name
+    return bool(name) and not odd and not path.is_absolute() and ".." not in path.parts
 
 
 def _main_file_name(main: descriptor_pb2.FileDescriptorProto | None, taken: set[str]) -> str:
-    if main is not None and main.name and main.name not in taken and not _is_well_known(main.name):
-        try:
-            _check_import_path(main.name)
-            return main.name
-        except InvalidSchema:
-            pass
+    own = main.name if main is not None else ""
+    if own and own not in taken and not _is_well_known(own) and _is_safe_path(own):
+        return own
     name, counter = MAIN_FILE, 0
     while name in taken:
         counter += 1
@@ -246,12 +254,21 @@ def _mentioned_well_known(
 def _well_known_files(paths: list[str]) -> list[descriptor_pb2.FileDescriptorProto]:
     files: dict[str, descriptor_pb2.FileDescriptorProto] = {}
     for path in paths:
-        try:
-            module = importlib.import_module(OPTIONAL_WELL_KNOWN[path])
-        except ImportError:
-            continue
-        _add_with_dependencies(module.DESCRIPTOR, files)
+        module = _well_known_module(path)
+        if module is not None:
+            _add_with_dependencies(module.DESCRIPTOR, files)
     return list(files.values())
+
+
+@functools.cache
+def _well_known_module(path: str) -> ModuleType | None:
+    """The generated module defining an optional well-known file, if it is installed."""
+    if path not in OPTIONAL_WELL_KNOWN:
+        return None
+    try:
+        return importlib.import_module(OPTIONAL_WELL_KNOWN[path])
+    except ImportError:
+        return None
 
 
 def _add_with_dependencies(
@@ -276,36 +293,54 @@ def _compile(
         root = Path(directory)
         sources = root / "src"
         sources.mkdir()
+        _write_sources(sources, texts)
+        known = root / "known.pb"
+        known.write_bytes(descriptor_pb2.FileDescriptorSet(file=descriptors).SerializeToString())
+        output = root / "out.pb"
+        _run_protoc(
+            [
+                f"--descriptor_set_in={known}",
+                f"--proto_path={sources}",
+                f"--descriptor_set_out={output}",
+                "--include_imports",
+                main_name,
+            ],
+            sources,
+        )
+        file_set = descriptor_pb2.FileDescriptorSet()
+        file_set.ParseFromString(output.read_bytes())
+    return list(file_set.file)
+
+
+def _write_sources(sources: Path, texts: Mapping[str, str]) -> None:
+    try:
         for name, text in texts.items():
             path = sources / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        known = root / "known.pb"
-        known.write_bytes(descriptor_pb2.FileDescriptorSet(file=descriptors).SerializeToString())
-        output = root / "out.pb"
-        command = [
-            sys.executable,
-            "-m",
-            "grpc_tools.protoc",
-            f"--descriptor_set_in={known}",
-            f"--proto_path={sources}",
-            f"--descriptor_set_out={output}",
-            "--include_imports",
-            main_name,
-        ]
+    except OSError as error:
+        raise InvalidSchema(
+            f"Invalid schema of type PROTOBUF, details: cannot lay out the references: {error}"
+        ) from error
+
+
+def _run_protoc(arguments: list[str], sources: Path) -> None:
+    try:
         result = subprocess.run(
-            command,
+            [sys.executable, "-m", "grpc_tools.protoc", *arguments],
             cwd=sources,
             capture_output=True,
-            text=True,
+            encoding="utf-8",
+            errors="replace",
             timeout=PROTOC_TIMEOUT_SECONDS,
             check=False,
         )
-        if result.returncode != 0:
-            raise InvalidSchema(_protoc_error(result.stderr, sources))
-        file_set = descriptor_pb2.FileDescriptorSet()
-        file_set.ParseFromString(output.read_bytes())
-    return list(file_set.file)
+    except subprocess.TimeoutExpired as error:
+        raise InvalidSchema(
+            f"Invalid schema of type PROTOBUF, details: protoc took over {error.timeout} s"
+        ) from error
+    if result.returncode != 0:
+        raise InvalidSchema(_protoc_error(result.stderr, sources))
 
 
 def _protoc_error(stderr: str, sources: Path) -> str:

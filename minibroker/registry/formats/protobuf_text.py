@@ -197,7 +197,9 @@ class Renderer:
         inner = indent + INDENT
         yield f"{indent}message {message.name} {{"
         yield from self._option_lines(inner, message.options, "MessageOptions")
-        yield from self._reserved_lines(message.reserved_range, message.reserved_name, inner)
+        # A message's reserved ranges end one past their last number; an enum's at it.
+        ranges = [(r.start, r.end - 1) for r in message.reserved_range]
+        yield from _reserved(ranges, MAX_FIELD_NUMBER, message.reserved_name, inner)
         for extension_range in message.extension_range:
             end = _range_end(extension_range.end - 1, MAX_FIELD_NUMBER)
             options = self._bracket_options(extension_range.options, "ExtensionRangeOptions", [])
@@ -235,7 +237,7 @@ class Renderer:
         indent: str,
     ) -> Iterator[str]:
         first = message.field[block[0]]
-        if not _in_real_oneof(first, message):
+        if not _in_real_oneof(first):
             yield from self._field_lines(first, message, scope, indent, in_oneof=False)
             return
         oneof = message.oneof_decl[first.oneof_index]
@@ -344,15 +346,6 @@ class Renderer:
                 yield from self._field_lines(field, None, scope, inner, in_oneof=False)
             yield f"{indent}}}"
 
-    def _reserved_lines(
-        self,
-        ranges: Sequence[descriptor_pb2.DescriptorProto.ReservedRange],
-        names: Sequence[str],
-        indent: str,
-    ) -> Iterator[str]:
-        # A message's reserved ranges end one past their last number; an enum's at it.
-        return _reserved([(r.start, r.end - 1) for r in ranges], MAX_FIELD_NUMBER, names, indent)
-
 
 def render(
     file: descriptor_pb2.FileDescriptorProto,
@@ -393,7 +386,7 @@ def _field_blocks(message: descriptor_pb2.DescriptorProto) -> list[list[int]]:
     blocks: list[list[int]] = []
     oneof_blocks: dict[int, list[int]] = {}
     for index, field in enumerate(message.field):
-        if not _in_real_oneof(field, message):
+        if not _in_real_oneof(field):
             blocks.append([index])
         elif field.oneof_index in oneof_blocks:
             oneof_blocks[field.oneof_index].append(index)
@@ -403,7 +396,7 @@ def _field_blocks(message: descriptor_pb2.DescriptorProto) -> list[list[int]]:
     return blocks
 
 
-def _in_real_oneof(field: FieldProto, message: descriptor_pb2.DescriptorProto) -> bool:
+def _in_real_oneof(field: FieldProto) -> bool:
     """Whether the field belongs to a oneof written in the schema (proto3 `optional` puts a
     field alone in a synthetic one)."""
     return field.HasField("oneof_index") and not field.proto3_optional
