@@ -38,10 +38,16 @@ def pair_errors(level: str, new: ParsedSchema, old: ParsedSchema) -> list[str]:
         ]
     errors: list[str] = []
     if level.startswith(("BACKWARD", "FULL")):
-        errors += new.reading_errors(old)
+        errors += _with_roles(new.reading_errors(old), "new", "old")
     if level.startswith(("FORWARD", "FULL")):
-        errors += old.reading_errors(new)
+        errors += _with_roles(old.reading_errors(new), "old", "new")
     return errors
+
+
+def _with_roles(messages: list[str], reader: str, writer: str) -> list[str]:
+    """Confluent's messages name the reader's and the writer's role in two `%s` (in that
+    order), filled once the direction is known; a path may hold a `%` of its own."""
+    return [message.replace("%s", reader, 1).replace("%s", writer, 1) for message in messages]
 
 
 def checked_versions(level: str, previous: Sequence[int]) -> list[int]:
