@@ -5,6 +5,7 @@ stored in `_schemas` (read back by a real Kafka client), and bad input answered 
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from collections.abc import Iterator
@@ -13,8 +14,10 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
 from minibroker.testing.cluster import KafkaBroker
+from minibroker.testing.security import secured_config
 from tests.registry.http import CONTENT_TYPE, Registry
 
 
@@ -436,3 +439,22 @@ def _read_schemas_topic(broker: KafkaBroker) -> dict[str, Any]:
     finally:
         consumer.close()
     return found
+
+
+def test_with_sasl_the_registry_asks_for_a_sasl_users_credentials() -> None:
+    with KafkaBroker(schema_registry=True, storage="memory", config=secured_config()) as broker:
+        anonymous = Registry(broker.schema_registry_url)
+        refused = anonymous.get("/subjects")
+        assert (refused.status, refused.error_code) == (401, 401)
+        wrong = anonymous.call("GET", "/subjects", headers={"Authorization": _basic("admin", "x")})
+        assert wrong.status == 401
+        admin = {"Authorization": _basic("admin", "admin-secret")}
+        assert anonymous.call("GET", "/subjects", headers=admin).json == []
+        client = SchemaRegistryClient(
+            {"url": broker.schema_registry_url, "basic.auth.user.info": "admin:admin-secret"}
+        )
+        assert client.register_schema("secured", Schema('"string"', "AVRO")) == 1
+
+
+def _basic(user: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
