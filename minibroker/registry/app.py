@@ -113,20 +113,6 @@ def _schema_id(request: web.Request) -> int:
         raise errors.RegistryError(404, f"HTTP 404 Not Found: schema id {text!r}") from None
 
 
-def _version_json(record: SchemaRecord, schema: str) -> dict[str, Any]:
-    document: dict[str, Any] = {
-        "subject": record.subject,
-        "version": record.version,
-        "id": record.schema_id,
-    }
-    if record.schema_type != "AVRO":
-        document["schemaType"] = record.schema_type
-    if record.references:
-        document["references"] = [reference.to_json() for reference in record.references]
-    document["schema"] = schema
-    return document
-
-
 def _schema_json(record: SchemaRecord, schema: str) -> dict[str, Any]:
     document: dict[str, Any] = {}
     if record.schema_type != "AVRO":
@@ -135,6 +121,15 @@ def _schema_json(record: SchemaRecord, schema: str) -> dict[str, Any]:
         document["references"] = [reference.to_json() for reference in record.references]
     document["schema"] = schema
     return document
+
+
+def _version_json(record: SchemaRecord, schema: str) -> dict[str, Any]:
+    return {
+        "subject": record.subject,
+        "version": record.version,
+        "id": record.schema_id,
+        **_schema_json(record, schema),
+    }
 
 
 # Schemas by id.

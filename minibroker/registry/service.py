@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from minibroker.registry import errors
@@ -345,15 +345,7 @@ class SchemaRegistry:
         if record.deleted:
             raise errors.version_soft_deleted(subject, record.version)
         self._require_unreferenced([record])
-        soft = SchemaRecord(
-            subject,
-            record.version,
-            record.schema_id,
-            record.schema_type,
-            record.schema,
-            record.references,
-            True,
-        )
+        soft = replace(record, deleted=True)
         self.store.write([(schema_key(subject, record.version), schema_value(soft))])
         return record.version
 

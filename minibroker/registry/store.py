@@ -13,6 +13,7 @@ import json
 import logging
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from minibroker.cluster.state import Cluster
@@ -109,7 +110,7 @@ class SchemaStore:
         versions = self.subjects.get(subject, {})
         for number, record in list(versions.items()):
             if number <= version and not record.deleted:
-                versions[number] = _deleted(record)
+                versions[number] = replace(record, deleted=True)
 
     def schema_by_id(self, schema_id: int) -> SchemaRecord | None:
         """A version holding the schema, while one exists (soft-deleted ones count)."""
@@ -135,15 +136,3 @@ class SchemaStore:
     def all_records(self) -> Iterable[SchemaRecord]:
         for versions in self.subjects.values():
             yield from versions.values()
-
-
-def _deleted(record: SchemaRecord) -> SchemaRecord:
-    return SchemaRecord(
-        record.subject,
-        record.version,
-        record.schema_id,
-        record.schema_type,
-        record.schema,
-        record.references,
-        True,
-    )
