@@ -4,7 +4,8 @@ The image is built on a local Debian stand-in for the official Python base, run 
 networking on free 127.0.0.1 ports, used by confluent-kafka (librdkafka), stopped with
 `docker stop` and restarted on the same volume; the compose files are validated and the
 host-network variant is brought up with both listeners in use; the web console, on by
-default, answers its JSON API from the running container. Start-up figures are printed.
+default, answers its JSON API from the running container, and the compose file's Schema
+Registry answers too. Start-up figures are printed.
 """
 
 from __future__ import annotations
@@ -88,6 +89,13 @@ def console_api(port: int, path: str) -> Any:
         return json.loads(answer.read())
 
 
+def registry_subjects(port: int) -> Any:
+    """The Schema Registry's `GET /subjects` on 127.0.0.1:`port`."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/subjects", timeout=10) as answer:
+        assert answer.status == 200
+        return json.loads(answer.read())
+
+
 def topic_end_offsets(console_port: int, topic: str) -> int:
     topics = console_api(console_port, "/api/topics")["topics"]
     return next(int(entry["end_offsets"]) for entry in topics if entry["name"] == topic)
@@ -104,12 +112,16 @@ def startup_line(what: str, startup: Startup) -> str:
 def test_image_metadata(image: str, report: list[str]) -> None:
     config = engine.container_config(image)
     assert config["User"] == "1000:1000"  # numeric, so runAsNonRoot can verify it
-    assert config["Entrypoint"] == ["minibroker", "serve"]
+    defaults = ["--config", "/etc/minibroker/server.properties"]
+    assert config["Entrypoint"] == ["minibroker", "serve", *defaults]
     assert "/var/lib/minibroker" in config["Volumes"]
-    assert config["Healthcheck"]["Test"] == ["CMD", "minibroker", "healthcheck"]
+    assert config["Healthcheck"]["Test"] == ["CMD", "minibroker", "healthcheck", *defaults]
     assert "9092/tcp" in config["ExposedPorts"]
-    assert "8080/tcp" in config["ExposedPorts"]  # the web console, on by default:
-    assert config["Cmd"] == ["--console", "0.0.0.0:8080"]
+    assert "8080/tcp" in config["ExposedPorts"]  # the web console and the Schema Registry,
+    assert "8081/tcp" in config["ExposedPorts"]  # on by default:
+    assert config["Cmd"] == ["--console", "0.0.0.0:8080", "--schema-registry", "0.0.0.0:8081"]
+    # Defaults as MINIBROKER_* variables would win over a compose file's KAFKA_* names.
+    assert not [item for item in config["Env"] if item.startswith("MINIBROKER_")]
     report.append(f"image {image}: {engine.image_size_bytes(image) / 1e6:.0f} MB")
 
 
@@ -163,6 +175,8 @@ def test_compose_file_is_valid(docker_engine: None) -> None:
     assert "PLAINTEXT_HOST://localhost:9092" in rendered
     assert "- published: 8080\n      target: 8080" in rendered  # the web console's port
     assert "- 0.0.0.0:8080" in rendered  # the console's address, in `command`
+    assert "- published: 8081\n      target: 8081" in rendered  # the Schema Registry's
+    assert "- 0.0.0.0:8081" in rendered
     assert "- minibroker-data:/var/lib/minibroker" in rendered
 
 
@@ -185,12 +199,14 @@ def test_host_network_variant_differs_only_in_network_and_addresses(
 
 def test_host_network_compose_brings_up_both_listeners(image: str, report: list[str]) -> None:
     host_port, internal_port, console_port = free_port(), free_port(), free_port()
+    registry_port = free_port()
     project = f"minibrokere2e{uuid.uuid4().hex[:8]}"
     env = {
         "MINIBROKER_IMAGE": image,
         "MINIBROKER_PORT": str(host_port),
         "MINIBROKER_INTERNAL_PORT": str(internal_port),
         "MINIBROKER_CONSOLE_PORT": str(console_port),
+        "MINIBROKER_REGISTRY_PORT": str(registry_port),
     }
     compose = [engine.COMPOSE, "-p", project, "-f", str(HOST_NETWORK_COMPOSE_FILE)]
     try:
@@ -209,6 +225,7 @@ def test_host_network_compose_brings_up_both_listeners(image: str, report: list[
         produce(host_bootstrap, "compose-e2e", values)
         assert consume(internal_bootstrap, "compose-e2e", len(values)) == list(enumerate(values))
         assert topic_end_offsets(console_port, "compose-e2e") == len(values)
+        assert registry_subjects(registry_port) == []
     finally:
         engine.run([*compose, "down", "--volumes", "--timeout", "10"], env=env, check=False)
 
@@ -232,8 +249,8 @@ def _without_network_settings(rendered: str) -> list[str]:
     kept: list[str] = []
     in_ports = False
     for line in rendered.splitlines():
-        if kept and kept[-1] == "    - --console":
-            kept.append("    - <console address>")
+        if kept and kept[-1] in ("    - --console", "    - --schema-registry"):
+            kept.append("    - <address>")
             continue
         if line == "    ports:":
             in_ports = True
