@@ -59,8 +59,6 @@ CONTAINER_ONLY_SETTINGS = frozenset(
     }
 )
 
-_UNDERSCORES = {"_": ".", "__": "_", "___": "-"}
-
 
 class ContainerStartException(RuntimeError):
     """Asked for something that exists only once the container has started (as in
@@ -70,12 +68,9 @@ class ContainerStartException(RuntimeError):
 def setting_name(variable: str) -> str | None:
     """`KAFKA_AUTO_CREATE_TOPICS_ENABLE` -> `auto.create.topics.enable`; None when the name
     does not start with `KAFKA_` (the Kafka images' convention for broker settings)."""
-    if variable == "CLUSTER_ID":
-        return "cluster.id"
-    if not variable.startswith("KAFKA_"):
-        return None
-    name = variable[len("KAFKA_") :].lower()
-    return re.sub("_{1,3}", lambda match: _UNDERSCORES[match.group()], name)
+    from minibroker.config import apache_kafka_setting, bitnami_kafka_setting
+
+    return apache_kafka_setting(variable) or bitnami_kafka_setting(variable)
 
 
 def broker_settings(env: Mapping[str, object]) -> dict[str, str]:
