@@ -3,6 +3,12 @@ and for the APIs kafka-python has no class for (ConsumerGroupHeartbeat, telemetr
 groups...), classes built by its machinery from our own message definitions
 (`minibroker/protocol/definitions/`).
 
+The versions Kafka 2.8-3.9 served that Kafka 4 removed (KIP-896: Produce v0-2, Fetch v0-3,
+ListOffsets v0, OffsetCommit v0-1, ...) go through kafka-python's classes too: Kafka kept those
+versions' fields in the 4.3 schemas it builds them from, and kafka-python decodes and encodes
+every version from 0 (`tests/protocol/test_old_versions.py` holds them to Kafka 3.9's layouts).
+Which versions a broker accepts is the handlers' and the emulated release's business.
+
 The rest of the broker never imports `kafka.protocol`; it gets request objects from
 `decode_request` and turns response objects into frames with `encode_response`.
 kafka-python's `decode()` does not notice, for some versions, a frame cut short (a final
