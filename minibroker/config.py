@@ -137,6 +137,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("log.flush.interval.ms", L, None),
         _broker("log.flush.scheduler.interval.ms", L, str(LONG_MAX)),
         _broker("log.message.timestamp.type", S, "CreateTime"),
+        _broker("log.message.downconversion.enable", B, "true"),
         _broker("log.message.timestamp.before.max.ms", L, str(LONG_MAX)),
         _broker("log.message.timestamp.after.max.ms", L, "3600000"),
         _broker("min.insync.replicas", INT, "1"),
@@ -316,6 +317,14 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "Kafka 4.3 cluster; 1 or 0 = TV1). UpdateFeatures changes it.",
         ),
         _broker(
+            "minibroker.emulate.kafka.version",
+            S,
+            "4.3",
+            "The Kafka release to answer as (2.8, 3.0-3.9, 4.0-4.3): ApiVersions advertises "
+            "the API versions and feature flags that release's broker did, and requests it "
+            "would not have served are refused as it refused them.",
+        ),
+        _broker(
             "minibroker.max.decompressed.batch.bytes",
             INT,
             "67108864",
@@ -493,6 +502,7 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
         _topic("index.interval.bytes", INT, "4096", "log.index.interval.bytes"),
         _topic("max.compaction.lag.ms", L, str(LONG_MAX), "log.cleaner.max.compaction.lag.ms"),
         _topic("max.message.bytes", INT, "1048588", "message.max.bytes"),
+        _topic("message.downconversion.enable", B, "true", "log.message.downconversion.enable"),
         _topic("message.timestamp.type", S, "CreateTime", "log.message.timestamp.type"),
         _topic(
             "message.timestamp.before.max.ms",

@@ -24,6 +24,15 @@ a level changed by UpdateFeatures is stored in `<data dir>/minibroker-features.j
 wins over the setting after a restart. Level 0 is omitted from the finalized list, as Kafka
 omits it; below ApiVersions v4 a supported range starting at 0 is omitted too (KAFKA-17011).
 
+Under an emulated Kafka release (`minibroker.emulate.kafka.version`, `protocol/releases.py`)
+the supported features are those that release's broker reported, each capped at what
+minibroker implements (metadata.version as the release reported it), and a new data
+directory finalizes the levels a cluster newly formatted with that release did: under 2.8-3.2
+(ZooKeeper mode) none, under 3.3-3.9 only metadata.version, so clients see no
+`transaction.version` (Java uses transactions V1) and KIP-848 and share-group requests get
+UNSUPPORTED_VERSION. `minibroker.transaction.version` is capped at the release's maximum, and
+levels stored by an earlier run are capped the same way.
+
 `update()` is Kafka's `FeatureControlManager.updateFeature`: INVALID_UPDATE_VERSION with
 Kafka's messages for a negative level, a level outside the supported range (an unknown
 feature supports only 0), a downgrade without a downgrade type, a "downgrade" to a higher
@@ -41,6 +50,7 @@ from typing import TYPE_CHECKING
 
 from minibroker.config import ConfigError
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.releases import EMULATE_SETTING, RELEASES, KafkaRelease, find_release
 
 if TYPE_CHECKING:
     from minibroker.config import BrokerConfig
@@ -86,11 +96,48 @@ class UpdateResult:
     message: str | None = None
 
 
+def emulated_release(config: BrokerConfig) -> KafkaRelease:
+    """The release named by `minibroker.emulate.kafka.version`; ConfigError for another name."""
+    name = config.get_str(EMULATE_SETTING)
+    release = find_release(name)
+    if release is None:
+        raise ConfigError(
+            f"Invalid value {name} for configuration {EMULATE_SETTING}: one of "
+            + ", ".join(RELEASES)
+        )
+    return release
+
+
+def supported_under(release: KafkaRelease) -> dict[str, tuple[int, int]]:
+    """The release's supported features, each capped at the levels minibroker implements."""
+    supported: dict[str, tuple[int, int]] = {}
+    for name, (ours_low, ours_high) in SUPPORTED.items():
+        if name not in release.features:
+            continue
+        low, high = release.features[name]
+        if name == METADATA_VERSION:
+            supported[name] = (low, high)
+        else:
+            supported[name] = (max(low, ours_low), min(high, ours_high))
+    return supported
+
+
+def _capped(levels: dict[str, int], supported: dict[str, tuple[int, int]]) -> dict[str, int]:
+    capped = {name: min(level, supported.get(name, (0, 0))[1]) for name, level in levels.items()}
+    return {name: level for name, level in capped.items() if level > 0}
+
+
 class Features:
     def __init__(
-        self, finalized: dict[str, int], epoch: int, path: Path | None, node_id: int
+        self,
+        finalized: dict[str, int],
+        epoch: int,
+        path: Path | None,
+        node_id: int,
+        supported: dict[str, tuple[int, int]] | None = None,
     ) -> None:
-        self.finalized = finalized
+        self.supported = dict(SUPPORTED) if supported is None else supported
+        self.finalized = _capped(finalized, self.supported)
         self.epoch = epoch
         self.node_id = node_id
         self._path = path
@@ -98,10 +145,12 @@ class Features:
     @classmethod
     def open(cls, config: BrokerConfig, data_dir: Path | None, node_id: int = 1) -> Features:
         path = None if data_dir is None else data_dir / FEATURES_FILE
+        release = emulated_release(config)
+        supported = supported_under(release)
         if path is not None and path.exists():
             stored = json.loads(path.read_text())
             finalized = {str(k): int(v) for k, v in stored["finalized"].items()}
-            return cls(finalized, int(stored["epoch"]), path, node_id)
+            return cls(finalized, int(stored["epoch"]), path, node_id, supported)
         level = config.get_int(TRANSACTION_VERSION_SETTING)
         low, high = SUPPORTED[TRANSACTION_VERSION]
         if not low <= level <= high:
@@ -109,13 +158,9 @@ class Features:
                 f"{TRANSACTION_VERSION_SETTING}={level}: {TRANSACTION_VERSION} supports "
                 f"levels {low}-{high}"
             )
-        finalized = {
-            METADATA_VERSION: METADATA_VERSION_4_3_IV0,
-            TRANSACTION_VERSION: level,
-            GROUP_VERSION: 1,
-            SHARE_VERSION: 1,
-        }
-        return cls(finalized, 1, path, node_id)
+        finalized = {**release.finalized, TRANSACTION_VERSION: level}
+        epoch = 1 if release.features else -1
+        return cls(finalized, epoch, path, node_id, supported)
 
     def level(self, feature: str) -> int:
         return self.finalized.get(feature, 0)
@@ -138,7 +183,7 @@ class Features:
         """(name, min, max); below ApiVersions v4 a range starting at 0 is left out."""
         return [
             (name, low, high)
-            for name, (low, high) in SUPPORTED.items()
+            for name, (low, high) in self.supported.items()
             if api_version >= 4 or low > 0
         ]
 
@@ -155,7 +200,7 @@ class Features:
             )
         if level < 0:
             return _invalid(feature, level, "A feature version cannot be less than 0.")
-        low, high = SUPPORTED.get(feature, (0, 0))
+        low, high = self.supported.get(feature, (0, 0))
         if not low <= level <= high:
             who = f"{LOCAL_CONTROLLER} {self.node_id}"
             reason = (

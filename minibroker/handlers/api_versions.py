@@ -1,15 +1,18 @@
 """ApiVersions (key 18), versions 0-4.
 
-Behaviour: lists every API in the handler registry with its advertised range, and (v3+) the
-features this broker supports and the levels finalized for the cluster with their epoch
-(`cluster/features.py`: `transaction.version` tells clients whether to use transactions V2).
+Behaviour: lists every API in the handler registry with its advertised range as the emulated
+Kafka release had it (`broker.api_gates`: keys the release lacked are left out, ranges are
+the intersection; `protocol/releases.py`), and (v3+) the features this broker supports and
+the levels finalized for the cluster with their epoch (`cluster/features.py`:
+`transaction.version` tells clients whether to use transactions V2).
 As Kafka's `ApiVersionsRequest.isValid`, a v3+ request whose ClientSoftwareName or
 ClientSoftwareVersion does not match `[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?` (empty
 included) gets INVALID_REQUEST with no API list (Kafka's `getErrorResponse`); Java, librdkafka
 (which sanitizes its names) and the other clients send names that match.
 
-Version notes: an ApiVersions request above v4 never reaches this module; the dispatcher
-answers it with a v0 body carrying UNSUPPORTED_VERSION and key 18's range (KIP-511). The
+Version notes: an ApiVersions request above the advertised maximum (v4; v3 under 2.8-3.8)
+never reaches this module; the dispatcher answers it with a v0 body carrying
+UNSUPPORTED_VERSION and key 18's range (KIP-511). The
 response header is always v0, even for the flexible v3+ bodies. Below v4 a supported feature
 whose range starts at 0 is left out (KAFKA-17011: older clients reject a minimum of 0); a
 finalized level 0 is never listed.
@@ -20,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from minibroker.handlers.registry import advertised_ranges, handles
+from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
 from minibroker.protocol.errors import ErrorCode
@@ -68,8 +71,8 @@ async def handle_api_versions(ctx: RequestContext, request: Any) -> Any:
         ctx.api_version,
         error_code=ErrorCode.NO_ERROR,
         api_keys=[
-            _ApiVersion(api_key=key, min_version=low, max_version=high)
-            for key, low, high in advertised_ranges()
+            _ApiVersion(api_key=key, min_version=gate.advertised_min, max_version=gate.max_version)
+            for key, gate in ctx.broker.api_gates.items()
         ],
         throttle_time_ms=0,
         supported_features=[

@@ -3,6 +3,9 @@
 ApiVersions is answered from this registry, so the advertised ranges and the served ranges
 are one list. `advertise_from` lets a handler advertise versions below the ones it serves,
 as Kafka does for Produce v0-2 (librdkafka's feature probe); those get UNSUPPORTED_VERSION.
+
+Each broker gates the registry by the Kafka release it emulates (`api_gates`): a key is
+advertised and accepted only where the release had it, at the intersection of the two ranges.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.releases import KafkaRelease
 
 if TYPE_CHECKING:
     from minibroker.server.context import RequestContext
@@ -50,7 +54,27 @@ def handles(
     return register
 
 
-def advertised_ranges() -> list[tuple[int, int, int]]:
-    return sorted(
-        (spec.api_key, spec.advertised_min, spec.max_version) for spec in REGISTRY.values()
-    )
+@dataclass(frozen=True, slots=True)
+class ApiGate:
+    """One API as one broker offers it: advertised `advertised_min`-`max_version`, accepted
+    from `accepted_min` (higher only where the release refused versions it advertised)."""
+
+    spec: HandlerSpec
+    advertised_min: int
+    accepted_min: int
+    max_version: int
+
+
+def api_gates(release: KafkaRelease) -> dict[int, ApiGate]:
+    """The registry's advertised ranges intersected with the release's, key by key."""
+    gates: dict[int, ApiGate] = {}
+    for key, spec in sorted(REGISTRY.items()):
+        released = release.api_ranges.get(key)
+        if released is None:
+            continue
+        low = max(spec.advertised_min, released[0])
+        high = min(spec.max_version, released[1])
+        if low <= high:
+            accepted = max(low, release.refused_below.get(key, low))
+            gates[key] = ApiGate(spec, low, accepted, high)
+    return gates

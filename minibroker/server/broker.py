@@ -26,7 +26,7 @@ from minibroker.auth.principal import parse_mapping_rules
 from minibroker.auth.quotas import ClientQuotas
 from minibroker.cluster.alter_configs import ConfigTargets
 from minibroker.cluster.dynamic_configs import DynamicConfigs
-from minibroker.cluster.features import Features
+from minibroker.cluster.features import Features, emulated_release
 from minibroker.cluster.fetch_sessions import FetchSessionCache
 from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig, Listener, new_cluster_id
@@ -35,6 +35,7 @@ from minibroker.groups.group_configs import GroupConfigs
 from minibroker.groups.share.delivery import ShareDeliveries
 from minibroker.groups.share.persist import ShareStateTopic
 from minibroker.groups.share.sessions import ShareSessionCache
+from minibroker.handlers.registry import api_gates
 from minibroker.log.checkpoints import META_PROPERTIES, read_properties
 from minibroker.log.dirs import LogDirs
 from minibroker.log.lazy import is_created
@@ -70,6 +71,8 @@ class Broker:
     ) -> None:
         handlers.load_all()
         self.config = config
+        self.release = emulated_release(config)
+        self.api_gates = api_gates(self.release)
         self.node_id = config.node_id
         self.connections: set[BrokerConnection] = set()
         self.quotas = ConnectionQuotas.from_config(config)

@@ -1,7 +1,10 @@
 """From a request frame to a response frame, with Kafka's answers to requests it won't serve.
 
-- ApiVersions at a version we don't know: a v0 body with UNSUPPORTED_VERSION listing key 18.
-- Unknown API keys and versions outside the advertised range: close the connection.
+- ApiVersions above the version we advertise: a v0 body with UNSUPPORTED_VERSION listing key 18.
+- API keys and versions outside what this broker advertises (the handlers' ranges as the
+  emulated Kafka release had them, `broker.api_gates`): close the connection, as Kafka does
+  for a key or version it does not know. Versions the release advertised but refused (Kafka
+  4's Produce v0-2) get UNSUPPORTED_VERSION in the request's own response.
 - A handler bug: logged, answered with UNKNOWN_SERVER_ERROR where the response has a
   top-level error code, otherwise the connection is closed.
 
@@ -28,7 +31,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from minibroker.auth.throttle import RequestTimer, throttled
-from minibroker.handlers.registry import REGISTRY, Handler
+from minibroker.handlers.registry import Handler
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import (
     EncodedFrame,
@@ -66,14 +69,13 @@ log = logging.getLogger(__name__)
 ANSWERS_ENTRY_ERRORS = frozenset({ApiKey.Fetch})
 
 
-def unsupported_api_versions_frame(correlation_id: int) -> bytearray:
-    spec = REGISTRY[ApiKey.ApiVersions]
+def unsupported_api_versions_frame(correlation_id: int, max_version: int) -> bytearray:
     api_version = struct_type(ApiKey.ApiVersions, "response", "ApiVersion")
     body = new_response(
         ApiKey.ApiVersions,
         0,
         error_code=ErrorCode.UNSUPPORTED_VERSION,
-        api_keys=[api_version(api_key=18, min_version=0, max_version=spec.max_version)],
+        api_keys=[api_version(api_key=18, min_version=0, max_version=max_version)],
     )
     return encode_response(ApiKey.ApiVersions, 0, correlation_id, body)
 
@@ -98,13 +100,14 @@ async def dispatch(
     """
     view = memoryview(frame)
     api_key, api_version, correlation_id = peek_key_version_correlation(view)
-    spec = REGISTRY.get(api_key)
-    if spec is None:
+    gate = broker.api_gates.get(api_key)
+    if gate is None:
         raise MalformedRequest(f"unknown API key {api_key}")
-    if api_key == ApiKey.ApiVersions and api_version > spec.max_version:
-        return unsupported_api_versions_frame(correlation_id)
-    if not spec.advertises(api_version):
+    if api_key == ApiKey.ApiVersions and api_version > gate.max_version:
+        return unsupported_api_versions_frame(correlation_id, gate.max_version)
+    if not gate.advertised_min <= api_version <= gate.max_version:
         raise MalformedRequest(f"{ApiKey.name_of(api_key)} v{api_version} is not enabled")
+    spec = gate.spec
     header, body_pos = decode_header(view)
     # Recorded requests must keep the records as sent: only unrecorded ones are stamped in place.
     in_place = not broker.faults.active and not view.readonly
@@ -119,6 +122,8 @@ async def dispatch(
         )
         if isinstance(response, EntryErrors):
             entry_errors, response = dict(response.errors), None
+    if response is None and api_version < gate.accepted_min:
+        response = error_response(api_key, api_version, request, ErrorCode.UNSUPPORTED_VERSION)
     if response is None:
         response = _not_coordinator_answer(broker, api_key, api_version, request, entry_errors)
     try:

@@ -1,4 +1,5 @@
-"""ApiVersions against Apache Kafka 4.3: every served range is Kafka 4.3's, and none is lost.
+"""ApiVersions against Apache Kafka 4.3: every range advertised by default (emulating 4.3) is
+Kafka 4.3's, and none is lost.
 
 `KAFKA_4_3` is a table of facts: the version range a Kafka 4.3.0 broker advertises to clients
 for each API key its broker listener serves (the `validVersions` of the 4.3 message
@@ -12,8 +13,9 @@ from __future__ import annotations
 import pytest
 
 from minibroker.handlers import load_all
-from minibroker.handlers.registry import REGISTRY, advertised_ranges
+from minibroker.handlers.registry import REGISTRY, api_gates
 from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.releases import RELEASES
 from tests.wire import WireClient
 
 KAFKA_4_3: dict[ApiKey, tuple[int, int]] = {
@@ -177,11 +179,11 @@ def test_every_served_key_is_still_served() -> None:
 
 @pytest.mark.parametrize("key", sorted(KAFKA_4_3), ids=lambda key: key.name)
 def test_served_range_is_kafka_4_3s(key: ApiKey) -> None:
-    spec = REGISTRY.get(key)
-    if spec is None:
+    gate = api_gates(RELEASES["4.3"]).get(key)
+    if gate is None:
         assert key not in SERVED
         return
-    assert (spec.advertised_min, spec.max_version) == KAFKA_4_3[key]
+    assert (gate.advertised_min, gate.max_version) == KAFKA_4_3[key]
 
 
 def test_nothing_beyond_kafka_4_3_is_advertised() -> None:
@@ -193,7 +195,10 @@ def test_api_versions_on_the_wire_is_the_registry(bootstrap: str) -> None:
         for version in range(5):
             response = client.call(ApiKey.ApiVersions, version)
             on_the_wire = [(k.api_key, k.min_version, k.max_version) for k in response.api_keys]
-            assert on_the_wire == advertised_ranges()
+            assert on_the_wire == [
+                (key, gate.advertised_min, gate.max_version)
+                for key, gate in api_gates(RELEASES["4.3"]).items()
+            ]
 
 
 def test_kafka_python_3_takes_minibroker_for_kafka_4_3(bootstrap: str) -> None:
