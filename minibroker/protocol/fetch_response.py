@@ -1,4 +1,4 @@
-"""The Fetch response (v4-18) framed by hand around stored record bytes.
+"""The Fetch response (v0-18) framed by hand around stored record bytes.
 
 The codec would copy every partition's records into one new buffer; here the frame is a list
 of parts, the small encoded fields as bytes and each partition's records as they were given
@@ -6,7 +6,9 @@ of parts, the small encoded fields as bytes and each partition's records as they
 so the stored bytes are never copied. The encoding is the codec's, byte for byte (v12+ are
 flexible versions: compact lengths, tagged fields, header v1); tests compare the two.
 
-Version notes: topics are named from v4 to v12 and go by topic id from v13. A partition's
+Version notes: v0 has no throttle time (v1+); v0-3 partitions carry only index, error, high
+watermark and records (v4 adds the last stable offset and aborted transactions, v5 the log
+start offset); topics are named up to v12 and go by topic id from v13. A partition's
 CurrentLeader (tag 1) is written when given (Kafka sets it from v16 for NOT_LEADER_OR_FOLLOWER
 and FENCED_LEADER_EPOCH), as are the response's NodeEndpoints (tag 0, v16+).
 """
@@ -24,6 +26,8 @@ from minibroker.protocol.codec import new_response, struct_type
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.varint import encode_uvarint
 
+FIRST_THROTTLE_VERSION = 1
+FIRST_TRANSACTIONAL_VERSION = 4
 FIRST_FLEXIBLE_VERSION = 12
 FIRST_TOPIC_ID_VERSION = 13
 FIRST_NODE_ENDPOINTS_VERSION = 16
@@ -32,6 +36,7 @@ _NODE_ENDPOINTS_TAG = 0
 _INT32 = struct.Struct(">i")
 _HEADER = struct.Struct(">ii")  # frame size, correlation id
 _TOP_V7 = struct.Struct(">ihi")  # throttle time, error code, session id
+_PARTITION_V0 = struct.Struct(">ihq")  # index, error code, high watermark
 _PARTITION = struct.Struct(">ihqqq")  # index, error code, high watermark, LSO, log start
 _ABORTED_TXN = struct.Struct(">qq")  # producer id, first offset
 _LEADER = struct.Struct(">ii")  # leader id, leader epoch
@@ -135,7 +140,10 @@ def encode_fetch_response(
     is 0, the preferred read replica -1. `node_endpoints` are written from v16."""
     writer = _Writer(version)
     writer.tagged_fields()  # response header v1 (flexible versions)
-    writer.current += _TOP_V7.pack(0, error, session_id) if version >= 7 else _INT32.pack(0)
+    if version >= 7:
+        writer.current += _TOP_V7.pack(0, error, session_id)
+    elif version >= FIRST_THROTTLE_VERSION:
+        writer.current += _INT32.pack(0)
     writer.array_length(len(topics))
     for topic in topics:
         if version >= FIRST_TOPIC_ID_VERSION:
@@ -177,6 +185,12 @@ def _node_endpoints(endpoints: Sequence[NodeEndpoint]) -> bytes:
 
 
 def _partition(writer: _Writer, partition: FetchedPartition) -> None:
+    if writer.version < FIRST_TRANSACTIONAL_VERSION:
+        writer.current += _PARTITION_V0.pack(
+            partition.index, partition.error, partition.high_watermark
+        )
+        writer.records(partition.records)
+        return
     fields = _PARTITION.pack(
         partition.index,
         partition.error,

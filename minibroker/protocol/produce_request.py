@@ -1,4 +1,4 @@
-"""A hand-written decoder for Produce requests v3-13 that leaves the records in the frame.
+"""A hand-written decoder for Produce requests v0-13 that leaves the records in the frame.
 
 kafka-python's generated decoder copies every partition's records into a `bytes`; on the
 produce path that is a copy of nearly the whole request. This decoder builds the same request
@@ -6,6 +6,7 @@ objects (the generated classes, the same attributes) but each `records` is a `me
 slice of the frame, so validation reads it where it arrived and the log can stamp the base
 offset into it before writing it out.
 
+v0-2 are v3 without the transactional id (None here, as the generated decoder leaves it).
 v13 names topics by topic id (a UUID) instead of by name; as the generated decoder, such a
 topic has `name` "" and the other versions' topics have `topic_id` None. It only takes the plain
 shape: anything it does not expect (tagged fields, null arrays or
@@ -24,7 +25,8 @@ from kafka.protocol.producer.produce import ProduceRequest
 
 from minibroker.records.accel import pure_python_forced
 
-FIRST_VERSION = 3
+FIRST_VERSION = 0
+_FIRST_TRANSACTIONAL_VERSION = 3
 LAST_VERSION = 13
 _FIRST_FLEXIBLE_VERSION = 9
 _FIRST_TOPIC_ID_VERSION = 13
@@ -68,7 +70,11 @@ def decode_produce_request(frame: memoryview, pos: int, version: int) -> tuple[A
     """(request, end position) or None when the generic decoder must take this frame."""
     if not FIRST_VERSION <= version <= LAST_VERSION:
         return None
-    if native_walk is not None and (walked := native_walk(frame, pos, version)) is not None:
+    if (
+        native_walk is not None
+        and version >= _FIRST_TRANSACTIONAL_VERSION
+        and (walked := native_walk(frame, pos, version)) is not None
+    ):
         return _built(frame, walked, version)
     reader = _Reader(frame, pos, flexible=version >= _FIRST_FLEXIBLE_VERSION)
     try:
@@ -111,7 +117,10 @@ def _built(frame: memoryview, walked: Walked, version: int) -> tuple[Any, int]:
 
 def _read_request(reader: _Reader, version: int) -> Any:
     request = _new(_REQUEST, version)
-    request.transactional_id = reader.string(nullable=True)
+    if version >= _FIRST_TRANSACTIONAL_VERSION:
+        request.transactional_id = reader.string(nullable=True)
+    else:
+        request.transactional_id = None
     request.acks, request.timeout_ms = reader.acks_and_timeout()
     request.topic_data = [_read_topic(reader, version) for _ in range(reader.array_length())]
     reader.no_tagged_fields()

@@ -1,10 +1,10 @@
-"""A hand-written encoder for Produce responses v3-13, the answer to every produce request.
+"""A hand-written encoder for Produce responses v0-13, the answer to every produce request.
 
 kafka-python's generic encoder walks the schema for each response; this one writes the few
 fields a Produce response has directly (v13: topic ids, 16 bytes, instead of names), byte for
 byte what the generic encoder writes (a property test holds them together). A response with
 tagged fields set (CurrentLeader, NodeEndpoints or unknown tags) returns None and goes through
-the generic encoder.
+the generic encoder. v0 has no throttle time; v2 adds each partition's log append time.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from typing import Any
 
 from minibroker.protocol.varint import encode_uvarint
 
-FIRST_VERSION = 3
+FIRST_VERSION = 0
+_FIRST_THROTTLE_VERSION = 1
+_FIRST_LOG_APPEND_TIME_VERSION = 2
 LAST_VERSION = 13
 _FIRST_FLEXIBLE_VERSION = 9
 _FIRST_TOPIC_ID_VERSION = 13
@@ -25,7 +27,8 @@ _FIRST_RECORD_ERRORS_VERSION = 8
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
-_PARTITION = struct.Struct(">ihqq")  # index, error_code, base_offset, log_append_time_ms
+_PARTITION_V0 = struct.Struct(">ihq")  # index, error_code, base_offset
+_PARTITION = struct.Struct(">ihqq")  # ... and log_append_time_ms
 _PARTITION_V5 = struct.Struct(">ihqqq")  # ... and log_start_offset
 _INT64 = struct.Struct(">q")
 _NO_TAGGED_FIELDS = b"\x00"
@@ -66,19 +69,25 @@ class _Writer:
             for partition in topic.partition_responses:
                 self.partition(partition)
             self.end_struct()
-        self.parts.append(_INT32.pack(response.throttle_time_ms))
+        if self.version >= _FIRST_THROTTLE_VERSION:
+            self.parts.append(_INT32.pack(response.throttle_time_ms))
         self.end_struct()
 
     def partition(self, partition: Any) -> None:
         _untagged(partition)
-        self.parts.append(
-            _PARTITION.pack(
-                partition.index,
-                partition.error_code,
-                partition.base_offset,
-                partition.log_append_time_ms,
+        if self.version >= _FIRST_LOG_APPEND_TIME_VERSION:
+            self.parts.append(
+                _PARTITION.pack(
+                    partition.index,
+                    partition.error_code,
+                    partition.base_offset,
+                    partition.log_append_time_ms,
+                )
             )
-        )
+        else:
+            self.parts.append(
+                _PARTITION_V0.pack(partition.index, partition.error_code, partition.base_offset)
+            )
         if self.version >= _FIRST_LOG_START_OFFSET_VERSION:
             self.parts.append(_INT64.pack(partition.log_start_offset))
         if self.version >= _FIRST_RECORD_ERRORS_VERSION:
@@ -143,8 +152,10 @@ def encode_produce_answers(
                     parts.append(
                         _PARTITION_V5.pack(index, error, base_offset, append_time, log_start)
                     )
-                else:
+                elif version >= _FIRST_LOG_APPEND_TIME_VERSION:
                     parts.append(_PARTITION.pack(index, error, base_offset, append_time))
+                else:
+                    parts.append(_PARTITION_V0.pack(index, error, base_offset))
                 if version >= _FIRST_RECORD_ERRORS_VERSION:
                     parts.append(_count(0, flexible))
                     parts.append(_string(message, flexible))
@@ -152,7 +163,8 @@ def encode_produce_answers(
             parts.append(end)
     except (struct.error, UnicodeEncodeError):
         return None
-    parts.append(_INT32.pack(0))  # throttle_time_ms
+    if version >= _FIRST_THROTTLE_VERSION:
+        parts.append(_INT32.pack(0))  # throttle_time_ms
     parts.append(end)
     return b"".join(parts)
 

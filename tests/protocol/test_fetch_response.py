@@ -56,7 +56,7 @@ endpoints = st.lists(
 
 @settings(max_examples=500, deadline=None)
 @given(
-    version=st.integers(4, 18),
+    version=st.integers(0, 18),
     correlation_id=int32s,
     error=st.sampled_from([ErrorCode.NO_ERROR, ErrorCode.FETCH_SESSION_ID_NOT_FOUND]),
     fetched=topics,

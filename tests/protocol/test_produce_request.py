@@ -107,7 +107,7 @@ _names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_s
 _records = st.one_of(st.none(), st.binary(max_size=64))
 _partitions = st.lists(st.tuples(st.integers(-(2**31), 2**31 - 1), _records), max_size=3)
 _requests = st.tuples(
-    st.integers(3, 13),
+    st.integers(0, 13),
     st.one_of(st.none(), _names),
     st.sampled_from([-1, 0, 1, 2]),
     st.lists(st.tuples(_names, st.uuids(), _partitions), max_size=3),
