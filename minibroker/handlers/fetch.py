@@ -1,4 +1,4 @@
-"""Fetch (key 1), versions 4-18.
+"""Fetch (key 1), versions 0-18.
 
 Behaviour: stored batches go into the response exactly as they are on disk. Every requested
 partition is in a full answer, with its high watermark, last stable offset and log start
@@ -34,7 +34,13 @@ a consumer's fetch needs READ on each topic, else TOPIC_AUTHORIZATION_FAILED for
 partitions stay in the session and are answered with their error on every fetch; they are
 not read and do not end a long poll early.
 
-Version notes: v13+ name topics by id in request, forgotten topics and response: an unknown
+Version notes: v0-3 (Kafka before 4.0) read uncommitted and get the stored v2 batches
+down-converted (`records/downconvert.py`) to message format v0 (Fetch v0-1) or v1 (v2-3), as
+Kafka 3.x did after reading within the size limits: a partition of a topic with
+`message.downconversion.enable` false (broker: `log.message.downconversion.enable`) gets
+UNSUPPORTED_VERSION, of a topic with `compression.type` zstd, or whose first batch to convert
+is zstd, UNSUPPORTED_COMPRESSION_TYPE (each with no offsets, as Kafka). v3 adds MaxBytes.
+v13+ name topics by id in request, forgotten topics and response: an unknown
 id gets UNKNOWN_TOPIC_ID for each of its partitions, and a session partition whose topic was
 deleted and re-created under its name INCONSISTENT_TOPIC_ID (its old id no longer matches).
 Preferred read replica (v11+) is always -1. v12+ LastFetchedEpoch is not checked (no
@@ -78,9 +84,12 @@ from minibroker.protocol.fetch_response import (
     encode_fetch_response,
     fetch_response_message,
 )
+from minibroker.records.downconvert import UnsupportedDownConversion, down_convert
 from minibroker.server.context import RequestContext
 
 READ_COMMITTED = 1
+FIRST_MAGIC_V1_VERSION = 2
+LAST_DOWN_CONVERTED_VERSION = 3
 FIRST_STORAGE_ERROR_VERSION = 6
 FIRST_TOPIC_ID_VERSION = 13
 FIRST_REPLICA_STATE_VERSION = 15
@@ -427,6 +436,42 @@ def _bytes_of(records: object) -> bytes:
     return records
 
 
+# ---- v0-3: down-conversion to message formats v0/v1 --------------------------------------
+
+
+def _down_convert(ctx: RequestContext, reads: list[PartitionRead]) -> None:
+    """Kafka 3.x's `maybeConvertFetchedData` for each partition of a known topic."""
+    to_magic = 1 if ctx.api_version >= FIRST_MAGIC_V1_VERSION else 0
+    cluster = ctx.broker.cluster
+    max_decompressed = ctx.broker.config.get_int("minibroker.max.decompressed.batch.bytes")
+    for read in reads:
+        topic = None if read.partition is None else cluster.topics.get(read.partition.topic)
+        if topic is None:
+            continue
+        if cluster.topic_value(topic, "compression.type") == "zstd":
+            _refuse(read, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+        elif cluster.topic_value(topic, "message.downconversion.enable").lower() != "true":
+            _refuse(read, ErrorCode.UNSUPPORTED_VERSION)
+        elif read.records:
+            stored = _bytes_of(read.records)
+            try:
+                read.records = down_convert(
+                    stored,
+                    to_magic,
+                    read.requested.wanted.fetch_offset,
+                    max_decompressed_bytes=max_decompressed,
+                )
+            except UnsupportedDownConversion:
+                _refuse(read, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+
+
+def _refuse(read: PartitionRead, error: ErrorCode) -> None:
+    """Kafka's `FetchResponse.partitionResponse(tp, error)`: the error and no offsets."""
+    read.drop_records()
+    read.error = error
+    read.high_watermark = read.last_stable_offset = read.log_start_offset = -1
+
+
 # ---- consumer_byte_rate (minibroker/auth/quotas.py) ---------------------------------------
 
 
@@ -471,7 +516,7 @@ def _throttled(
     return response
 
 
-@handles(ApiKey.Fetch, 4, 18)
+@handles(ApiKey.Fetch, 0, 18)
 async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     context = _context(ctx, request)
     if context.error is not None:
@@ -481,6 +526,8 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     denied = _denied(ctx, request, items)
     readable = [item for item in items if item.key not in denied] if denied else items
     reads = await _long_poll(ctx, request, readable)
+    if ctx.api_version <= LAST_DOWN_CONVERTED_VERSION:
+        _down_convert(ctx, reads)
     if denied:
         reads = _with_denied(items, reads)
     if ctx.broker.client_quotas.enabled and (throttled := _throttled(ctx, request, context, reads)):

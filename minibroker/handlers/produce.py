@@ -1,4 +1,4 @@
-"""Produce (key 0), advertised 0-13, served 3-13.
+"""Produce (key 0), versions 0-13.
 
 Behaviour: each partition's records are validated as Kafka's LogValidator does (see
 `records/validate.py`), checked against the producer's sequence state (idempotence), then
@@ -34,12 +34,14 @@ In a cluster a partition this node does not lead gets NOT_LEADER_OR_FOLLOWER; fr
 answer carries the partition's CurrentLeader (id, epoch) and the leaders' NodeEndpoints
 (KIP-951), so clients go to the new leader without a Metadata round trip.
 
-Version notes: v0-2 are advertised only because librdkafka before 2.11.1 checks for
-Produce v0 before it compresses (KAFKA-18659); like Kafka 4, requests at those versions get
-UNSUPPORTED_VERSION. v2+ carries log_append_time_ms, v5+ log_start_offset, v8+ record
-errors and an error message, v10+ the leader discovery tagged fields. v12 is v11 for a
-transactions V2 producer. v13 names topics by topic id (a topic id not known:
-UNKNOWN_TOPIC_ID).
+Version notes: v0-2 (Kafka before 4.0) carry message sets of format v0/v1 (magic 0/1), checked
+and converted to one v2 batch as Kafka 3.x did (`records/legacy_validate.py`; a v2 batch is
+taken as in v3+); they have no transactional id. Emulating Kafka 4.x they are advertised only
+because librdkafka before 2.11.1 checks for Produce v0 before it compresses (KAFKA-18659), and
+requests at those versions get UNSUPPORTED_VERSION, as Kafka 4 answers. v2+ carries
+log_append_time_ms, v5+ log_start_offset, v8+ record errors and an error message, v10+ the
+leader discovery tagged fields. v12 is v11 for a transactions V2 producer. v13 names topics by
+topic id (a topic id not known: UNKNOWN_TOPIC_ID).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from minibroker.protocol.codec import EncodedFrame, new_response, response_frame
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.produce_response import encode_produce_answers
 from minibroker.records.batch import ATTR_TRANSACTIONAL, ATTRIBUTES_OFFSET, MAGIC_OFFSET, MAGIC_V2
+from minibroker.records.legacy_validate import validate_old_produce_records
 from minibroker.records.validate import InvalidRecords, ValidatedBatch, validate_produce_records
 from minibroker.server.context import RequestContext
 
@@ -83,7 +86,8 @@ _Leader = struct_type(
     "LeaderIdAndEpoch",
 )
 _NodeEndpoint = struct_type(ApiKey.Produce, "response", "NodeEndpoint")
-FIRST_SERVED_VERSION = 3
+FIRST_SERVED_VERSION = 0
+FIRST_V2_ONLY_VERSION = 3
 LAST_VERSION = 13
 FIRST_LEADER_DISCOVERY_VERSION = 10
 FIRST_GENERIC_TXN_ERROR_VERSION = 11
@@ -236,10 +240,13 @@ def produce_to_partition(
     if acks == -1 and (refused := cluster.not_enough_replicas(partition)) is not None:
         return _rejected(ErrorCode.NOT_ENOUGH_REPLICAS, refused)
     now_ms = ctx.now_ms()
+    validate = (
+        validate_produce_records
+        if ctx.api_version >= FIRST_V2_ONLY_VERSION
+        else validate_old_produce_records
+    )
     try:
-        batches = validate_produce_records(
-            records or b"", cluster.validation_config(topic), now_ms, in_place=True
-        )
+        batches = validate(records or b"", cluster.validation_config(topic), now_ms, in_place=True)
     except InvalidRecords as exc:
         result = _rejected(exc.error_code, exc.message)
         result.record_errors = exc.record_errors
@@ -258,8 +265,6 @@ def produce_to_partition(
 
 def _early_error(ctx: RequestContext, request: Any) -> ErrorCode | None:
     """An error for every partition of the request, found before any topic is looked at."""
-    if ctx.api_version < FIRST_SERVED_VERSION:
-        return ErrorCode.UNSUPPORTED_VERSION
     if not _transactional_id_authorized(ctx, request):
         return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     return None
@@ -330,7 +335,7 @@ def _topic_entry(topic_data: Any, partitions: list[Any]) -> Any:
 TopicResults = list[tuple[Any, list[tuple[int, PartitionResult]]]]
 
 
-@handles(ApiKey.Produce, FIRST_SERVED_VERSION, LAST_VERSION, advertise_from=0)
+@handles(ApiKey.Produce, FIRST_SERVED_VERSION, LAST_VERSION)
 async def handle_produce(ctx: RequestContext, request: Any) -> Any:
     early = _early_error(ctx, request)
     names = [_topic_name(ctx, topic_data) for topic_data in request.topic_data]
