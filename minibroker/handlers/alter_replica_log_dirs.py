@@ -1,4 +1,4 @@
-"""AlterReplicaLogDirs (key 34), versions 1-2.
+"""AlterReplicaLogDirs (key 34), versions 0-2 (v0 only under an emulated Kafka 2.8-3.9).
 
 Behaviour: moves this node's copy of each named partition into the named log directory
 (cluster/log_dirs.py), as Kafka's ReplicaManager does, but at once rather than through a
@@ -52,7 +52,7 @@ def _moved(ctx: RequestContext, path: str, topic: str, index: int) -> ErrorCode:
     return error
 
 
-@handles(ApiKey.AlterReplicaLogDirs, 1, 2)
+@handles(ApiKey.AlterReplicaLogDirs, 0, 2)
 async def handle_alter_replica_log_dirs(ctx: RequestContext, request: Any) -> Any:
     allowed = ctx.authorize_cluster(AclOperation.ALTER)
     results: dict[str, list[Any]] = {}

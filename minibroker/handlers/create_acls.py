@@ -1,4 +1,4 @@
-"""CreateAcls (key 30), versions 1-3.
+"""CreateAcls (key 30), versions 0-3 (v0 only under an emulated Kafka 2.8-3.9).
 
 Behaviour: as Kafka's AclApis.handleCreateAcls and AclControlManager.createAcls (Kafka forwards
 the request to its controller, which answers the same). A code 0 (UNKNOWN) in any creation
@@ -12,8 +12,8 @@ messages: the CLUSTER resource's name, an empty name, UNKNOWN types, a principal
 colon) and refused with INVALID_REQUEST, or added; a binding that exists already succeeds
 again. Bindings are saved before the answer (`Authorizer.create`).
 
-Version notes: v1-v3 have the same fields (v1 added the pattern type); v2+ is flexible.
-Kafka 4.0 removed v0.
+Version notes: v1-v3 have the same fields (v1 added the pattern type); v2+ is flexible. v0 has
+no pattern type: LITERAL, its default, as Kafka 3.9 read it. Kafka 4.0 removed v0.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from minibroker.server.context import RequestContext
 _Result = struct_type(ApiKey.CreateAcls, "response", "AclCreationResult")
 
 
-@handles(ApiKey.CreateAcls, 1, 3)
+@handles(ApiKey.CreateAcls, 0, 3)
 async def handle_create_acls(ctx: RequestContext, request: Any) -> Any:
     bindings = [_binding(creation) for creation in request.creations]
     if not ctx.authorize_cluster(AclOperation.ALTER):

@@ -1,4 +1,4 @@
-"""CreateTopics (key 19), versions 2-7.
+"""CreateTopics (key 19), versions 0-7 (v0-1 only under an emulated Kafka 2.8-3.9).
 
 Behaviour: checks run in the order of Kafka's ControllerApis and ReplicationControlManager:
 a name given more than once gets one INVALID_REQUEST entry; `__cluster_metadata`
@@ -29,9 +29,11 @@ every check counts its partitions against the client's token bucket: from v6 a t
 refused THROTTLING_QUOTA_EXCEEDED once the bucket is exhausted (strict, as Kafka), before v6
 it is created; either way the answer carries the throttle time.
 
-Version notes: v5+ answers the new topic's partition count, replication factor and every
-config with its source (num_partitions/replication_factor -1 on errors); v7 adds the
-topic id (in a validate-only answer a random id, as Kafka does).
+Version notes: v0 has no `validate_only` (v1+); error messages are v1+ and the throttle time
+v2+; v0-3 clients must give num_partitions and replication_factor (Kafka checks it in the
+client, the broker takes -1 from any version); v5+ answers the new topic's partition count,
+replication factor and every config with its source (num_partitions/replication_factor -1 on
+errors); v7 adds the topic id (in a validate-only answer a random id, as Kafka does).
 """
 
 from __future__ import annotations
@@ -288,7 +290,7 @@ def _creatable(ctx: RequestContext, names: set[str]) -> set[str]:
     return ctx.authorized_names(AclOperation.CREATE, ResourceType.TOPIC, names)
 
 
-@handles(ApiKey.CreateTopics, 2, 7)
+@handles(ApiKey.CreateTopics, 0, 7)
 async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
     counts = Counter(topic.name for topic in request.topics)
     unique = {name for name, count in counts.items() if count == 1}

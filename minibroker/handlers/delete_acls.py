@@ -1,4 +1,4 @@
-"""DeleteAcls (key 31), versions 1-3.
+"""DeleteAcls (key 31), versions 0-3 (v0 only under an emulated Kafka 2.8-3.9).
 
 Behaviour: as Kafka's AclApis.handleDeleteAcls and AclControlManager.deleteAcls (Kafka forwards
 the request to its controller, which answers the same). A code 0 (UNKNOWN) in any filter fails
@@ -11,8 +11,9 @@ it matches (as DescribeAcls matches them) is removed and listed in its result, e
 NONE; a binding two filters match is listed for both, a filter matching nothing gets an empty
 list and no error. The removal is saved before the answer (`Authorizer.delete`).
 
-Version notes: v1-v3 have the same fields (v1 added the pattern types); v2+ is flexible.
-Kafka 4.0 removed v0.
+Version notes: v1-v3 have the same fields (v1 added the pattern types); v2+ is flexible. v0 has
+no pattern type: LITERAL, its default, as Kafka 3.9 read it, so only literal bindings match and
+a v0 answer never carries another kind. Kafka 4.0 removed v0.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ _FilterResult = struct_type(ApiKey.DeleteAcls, "response", "DeleteAclsFilterResu
 _MatchingAcl = _FilterResult.DeleteAclsMatchingAcl
 
 
-@handles(ApiKey.DeleteAcls, 1, 3)
+@handles(ApiKey.DeleteAcls, 0, 3)
 async def handle_delete_acls(ctx: RequestContext, request: Any) -> Any:
     filters = [_filter(fields) for fields in request.filters]
     if not ctx.authorize_cluster(AclOperation.ALTER):

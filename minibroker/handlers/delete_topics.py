@@ -1,4 +1,4 @@
-"""DeleteTopics (key 20), versions 1-6.
+"""DeleteTopics (key 20), versions 0-6 (v0 only under an emulated Kafka 2.8-3.9).
 
 Behaviour: deletes topics by name, or (v6) by topic id, as Kafka's ControllerApis does:
 a name or id given twice is INVALID_REQUEST ("Duplicate topic name." / "Duplicate topic
@@ -17,8 +17,9 @@ known topic id needs DELETE, else TOPIC_AUTHORIZATION_FAILED with its name only 
 principal may DESCRIBE it (an unknown id stays UNKNOWN_TOPIC_ID). Message: "Topic
 authorization failed.".
 
-Version notes: v1-5 carry names only (`topic_names`); v6 carries `topics` entries with a
-name or an id, and the answer gives both; error messages are v5+.
+Version notes: v0 has no throttle time (v1+); v0-5 carry names only (`topic_names`); v6
+carries `topics` entries with a name or an id, and the answer gives both; error messages are
+v5+.
 
 With a `controller_mutation_rate` quota (minibroker/auth/quotas.py), a deleted topic's partitions
 count against the client's token bucket: from v5 a topic is refused THROTTLING_QUOTA_EXCEEDED
@@ -171,7 +172,7 @@ def _delete_all(
     return results
 
 
-@handles(ApiKey.DeleteTopics, 1, 6)
+@handles(ApiKey.DeleteTopics, 0, 6)
 async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
     requested = _requested(ctx, request)
     quota = mutation_quota(ctx, STRICT_QUOTA_VERSION)

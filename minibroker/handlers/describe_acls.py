@@ -1,4 +1,4 @@
-"""DescribeAcls (key 29), versions 1-3.
+"""DescribeAcls (key 29), versions 0-3 (v0 only under an emulated Kafka 2.8-3.9).
 
 Behaviour: as Kafka's AclApis.handleDescribeAcls. A filter code 0 (UNKNOWN) fails Kafka's
 request parsing, so the connection is closed. The principal needs DESCRIBE on the cluster,
@@ -10,8 +10,9 @@ bindings that apply to the name; a null name, principal or host matches anything
 per resource pattern as DescribeAclsResponse.aclsResources groups them. Any other code Kafka
 does not know reads as UNKNOWN and matches nothing.
 
-Version notes: v1-v3 have the same fields (v1 added the pattern types); v2+ is flexible.
-Kafka 4.0 removed v0.
+Version notes: v1-v3 have the same fields (v1 added the pattern types); v2+ is flexible. v0 has
+no pattern type: LITERAL, its default, as Kafka 3.9 read it, so only literal bindings match and
+a v0 answer never carries another kind. Kafka 4.0 removed v0.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ _Resource = struct_type(ApiKey.DescribeAcls, "response", "DescribeAclsResource")
 _Description = _Resource.AclDescription
 
 
-@handles(ApiKey.DescribeAcls, 1, 3)
+@handles(ApiKey.DescribeAcls, 0, 3)
 async def handle_describe_acls(ctx: RequestContext, request: Any) -> Any:
     acl_filter = _filter(request)
     if not ctx.authorize_cluster(AclOperation.DESCRIBE):

@@ -1,4 +1,4 @@
-"""DescribeConfigs (key 32), versions 1-4.
+"""DescribeConfigs (key 32), versions 0-4 (v0 only under an emulated Kafka 2.8-3.9).
 
 Behaviour: topic (2) and broker (4) resources, as Kafka's `ConfigHelper` describes them
 (see `cluster/describe_configs.py`): every topic config with this topic's value, its source
@@ -25,8 +25,9 @@ broker-logger and client-metrics resources, on the topic or the group for the ot
 resource refused gets CLUSTER_/TOPIC_/GROUP_AUTHORIZATION_FAILED with Kafka's message and no
 configs, listed after the resources described.
 
-Version notes: synonyms are only listed when `include_synonyms` (v1+) is set; config type
-and documentation are v3+, documentation only when asked for.
+Version notes: v0 answers `IsDefault` instead of a config source, and Kafka 3.9 (2.8 too) never
+set it: it is always false. Synonyms are only listed when `include_synonyms` (v1+) is set;
+config type and documentation are v3+, documentation only when asked for.
 """
 
 from __future__ import annotations
@@ -189,7 +190,7 @@ def _denied(resource: Any, error: ErrorCode) -> Any:
     )
 
 
-@handles(ApiKey.DescribeConfigs, 1, 4)
+@handles(ApiKey.DescribeConfigs, 0, 4)
 async def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
     described, denied = [], []
     for resource in request.resources:

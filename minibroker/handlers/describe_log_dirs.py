@@ -1,4 +1,4 @@
-"""DescribeLogDirs (key 35), versions 1-5.
+"""DescribeLogDirs (key 35), versions 0-5 (v0 only under an emulated Kafka 2.8-3.9).
 
 Behaviour: every log directory of `log.dirs` (absolute paths), each listing the requested
 single-replica partitions (null: every partition) it holds with their size on disk and
@@ -11,8 +11,9 @@ pseudo directory named "memory:" whose space is unknown (-1). It needs DESCRIBE 
 cluster, else the answer lists no log dir with CLUSTER_AUTHORIZATION_FAILED (v3+; before v3
 only the empty list tells, as in Kafka).
 
-Version notes: v3 adds the top-level error code; v4 adds the directory's total and usable
-bytes; v5 adds `IsCordoned` (KIP-1066): minibroker's single log dir is never cordoned.
+Version notes: v1 is v0 (served by Kafka 4 from v1); v3 adds the top-level error code; v4
+adds the directory's total and usable bytes; v5 adds `IsCordoned` (KIP-1066): minibroker's
+single log dir is never cordoned.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def _log_dir(path: Path | None, memory_name: str, topics: list[Any]) -> Any:
     )
 
 
-@handles(ApiKey.DescribeLogDirs, 1, 5)
+@handles(ApiKey.DescribeLogDirs, 0, 5)
 async def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     if not ctx.authorize_cluster(AclOperation.DESCRIBE):
         return new_response(

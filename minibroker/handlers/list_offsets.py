@@ -1,4 +1,4 @@
-"""ListOffsets (key 2), versions 1-11.
+"""ListOffsets (key 2), versions 0-11 (v0 only under an emulated Kafka 2.8-3.9).
 
 Behaviour: timestamp -2 (earliest) gives the log start offset, -1 (latest) the high
 watermark (the last stable offset for read_committed), -3 (max timestamp) the record
@@ -21,14 +21,25 @@ The tiered-storage timestamps are answered as by a Kafka broker whose topics hav
 storage (`UnifiedLog.fetchOffsetByTimestamp`): -4 (earliest local) is the log start offset,
 -5 (latest tiered) and -6 (earliest pending upload) are offset -1, timestamp -1, epoch -1.
 
-Version notes: v0 (old-style offsets) is not served; isolation level is v2+; leader epochs
-v4+; max timestamp -3 v7+ (KIP-734); earliest local -4 v8+ (KIP-405); latest tiered -5 v9+
-(KIP-1005); `timeout_ms` v10+ (KIP-1075, for remote reads: nothing here waits, so it is
-unused); earliest pending upload -6 v11+ (KIP-1023).
+v0 (served only under an emulated Kafka 2.8-3.9) answers as Kafka 3.9's
+`handleListOffsetRequestV0` and `UnifiedLog.legacyFetchOffsetsBefore`: up to MaxNumOffsets
+offsets, newest first, from the points (each segment's base offset, at least the log start
+offset, with the segment's last-modified time; then the log end offset, now, when the last
+segment holds data): -1 starts at the last point, -2 at the first, another timestamp at the
+newest point modified at or before it (none: an empty list). For a consumer (replica id -1) an
+offset past the high watermark is replaced by the high watermark. A timestamp below -2 gets
+UNSUPPORTED_VERSION; a negative MaxNumOffsets UNKNOWN_SERVER_ERROR (Kafka's array allocation
+fails); replica id -2 (debugging) skips the leader check. No duplicate-partition check.
+
+Version notes: v0 answers `OldStyleOffsets` instead of an offset and timestamp; isolation
+level is v2+; leader epochs v4+; max timestamp -3 v7+ (KIP-734); earliest local -4 v8+
+(KIP-405); latest tiered -5 v9+ (KIP-1005); `timeout_ms` v10+ (KIP-1075, for remote reads:
+nothing here waits, so it is unused); earliest pending upload -6 v11+ (KIP-1023).
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from minibroker.auth.acls import AclOperation, ResourceType
@@ -61,6 +72,8 @@ SPECIAL_TIMESTAMP_FROM_VERSION = {
 }
 READ_COMMITTED = 1
 NOT_FOUND = (-1, -1)
+CONSUMER_REPLICA_ID = -1
+DEBUGGING_REPLICA_ID = -2
 
 
 def _first_at_or_after(batch: bytes | None, timestamp: int) -> tuple[int, int]:
@@ -142,6 +155,78 @@ def _partition_entry(ctx: RequestContext, topic: str, wanted: Any, read_committe
     )
 
 
+def legacy_offsets_before(
+    segments: list[tuple[int, int, int]],
+    log_start_offset: int,
+    log_end_offset: int,
+    now_ms: int,
+    timestamp: int,
+    max_num_offsets: int,
+) -> list[int]:
+    """Kafka's `legacyFetchOffsetsBefore` over (base offset, size, last modified ms) segments."""
+    points = [(max(base, log_start_offset), modified) for base, _, modified in segments]
+    if segments and segments[-1][1] > 0:
+        points.append((log_end_offset, now_ms))
+    if timestamp == LATEST:
+        start = len(points) - 1
+    elif timestamp == EARLIEST:
+        start = 0
+    else:
+        start = max(
+            (i for i, (_, modified) in enumerate(points) if modified <= timestamp), default=-1
+        )
+    count = min(max_num_offsets, start + 1)
+    return sorted((points[start - j][0] for j in range(count)), reverse=True)
+
+
+def _capped_at_high_watermark(offsets: list[int], high_watermark: int) -> list[int]:
+    """What a consumer gets (Kafka's `Partition.legacyFetchOffsetsForTimestamp`)."""
+    if not any(offset > high_watermark for offset in offsets):
+        return offsets
+    return [high_watermark, *itertools.dropwhile(lambda o: o > high_watermark, offsets)]
+
+
+def _old_style_error(partition: Partition | None, wanted: Any) -> ErrorCode | None:
+    if wanted.timestamp < EARLIEST:
+        return ErrorCode.UNSUPPORTED_VERSION
+    if partition is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if partition.log.storage_error is not None:
+        return ErrorCode.KAFKA_STORAGE_ERROR
+    if wanted.max_num_offsets < 0:
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+    return None
+
+
+def _old_style_entry(ctx: RequestContext, topic: str, wanted: Any, replica_id: int) -> Any:
+    """A v0 answer: the partition's offsets before `wanted.timestamp`."""
+    partition = ctx.broker.cluster.partition(topic, wanted.partition_index)
+    error = _old_style_error(partition, wanted)
+    if error is None and partition is not None and replica_id != DEBUGGING_REPLICA_ID:
+        error = ctx.leader_error(partition)
+    if error is not None or partition is None:
+        return _Partition(partition_index=wanted.partition_index, error_code=error)
+    log = partition.log
+    try:
+        offsets = legacy_offsets_before(
+            log.segments_with_times(),
+            log.log_start_offset,
+            log.log_end_offset,
+            ctx.now_ms(),
+            wanted.timestamp,
+            wanted.max_num_offsets,
+        )
+    except OSError:
+        return _error_entry(wanted.partition_index, ErrorCode.KAFKA_STORAGE_ERROR)
+    if replica_id == CONSUMER_REPLICA_ID:
+        offsets = _capped_at_high_watermark(offsets, partition.high_watermark)
+    return _Partition(
+        partition_index=wanted.partition_index,
+        error_code=ErrorCode.NO_ERROR,
+        old_style_offsets=offsets,
+    )
+
+
 def _duplicates(topics: list[Any]) -> set[tuple[str, int]]:
     seen: set[tuple[str, int]] = set()
     duplicates = set()
@@ -154,15 +239,21 @@ def _duplicates(topics: list[Any]) -> set[tuple[str, int]]:
     return duplicates
 
 
-@handles(ApiKey.ListOffsets, 1, 11)
-async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
+def _answered_topics(ctx: RequestContext, request: Any, authorized: list[Any]) -> list[Any]:
+    if ctx.api_version == 0:
+        return [
+            _Topic(
+                name=topic.name,
+                partitions=[
+                    _old_style_entry(ctx, topic.name, wanted, request.replica_id)
+                    for wanted in topic.partitions
+                ],
+            )
+            for topic in authorized
+        ]
     read_committed = request.isolation_level == READ_COMMITTED
-    allowed = ctx.authorized_names(
-        AclOperation.DESCRIBE, ResourceType.TOPIC, (topic.name for topic in request.topics)
-    )
-    authorized = [topic for topic in request.topics if topic.name in allowed]
     duplicates = _duplicates(authorized)
-    topics = [
+    return [
         _Topic(
             name=topic.name,
             partitions=[
@@ -174,6 +265,15 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
         )
         for topic in authorized
     ]
+
+
+@handles(ApiKey.ListOffsets, 0, 11)
+async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
+    allowed = ctx.authorized_names(
+        AclOperation.DESCRIBE, ResourceType.TOPIC, (topic.name for topic in request.topics)
+    )
+    authorized = [topic for topic in request.topics if topic.name in allowed]
+    topics = _answered_topics(ctx, request, authorized)
     topics.extend(
         _Topic(
             name=topic.name,

@@ -1,4 +1,4 @@
-"""OffsetForLeaderEpoch (key 23), versions 2-4.
+"""OffsetForLeaderEpoch (key 23), versions 0-4 (v0-1 only under an emulated Kafka 2.8-3.9).
 
 Behaviour: a replicated partition (in-process cluster) answers from its leader replica's
 leader-epoch cache (cluster/replicas.py). Otherwise every partition has had a single leader
@@ -15,7 +15,8 @@ Authorization: with CLUSTER_ACTION on the cluster (a follower) every topic is an
 otherwise each topic needs DESCRIBE (KIP-320 consumers), else its partitions get
 TOPIC_AUTHORIZATION_FAILED, listed after the authorized topics as Kafka does.
 
-Version notes: v3 adds the replica id (consumers send -1, ignored here); v4 is flexible.
+Version notes: v0 answers no leader epoch (v1+); v0-1 carry no current leader epoch (v2+),
+so it is not checked; v3 adds the replica id (consumers send -1, ignored here); v4 is flexible.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def _answer(ctx: RequestContext, topic: str, wanted: Any) -> Any:
     )
 
 
-@handles(ApiKey.OffsetForLeaderEpoch, 2, 4)
+@handles(ApiKey.OffsetForLeaderEpoch, 0, 4)
 async def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
     allowed = _authorized_topics(ctx, request)
     topics = [

@@ -128,4 +128,9 @@ class PartitionLog(Protocol):
         """(base offset, size in bytes) of each segment, oldest first."""
         ...
 
+    def segments_with_times(self) -> list[tuple[int, int, int]]:
+        """(base offset, size in bytes, last modified ms) of each segment, oldest first: what
+        ListOffsets v0 answers from."""
+        ...
+
     def close(self) -> None: ...

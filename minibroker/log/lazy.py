@@ -140,6 +140,9 @@ class LazyPartitionLog:
     def segments(self) -> list[tuple[int, int]]:
         return self._target().segments()
 
+    def segments_with_times(self) -> list[tuple[int, int, int]]:
+        return self._target().segments_with_times()
+
     def close(self) -> None:
         if self._log is not None:
             self._log.close()

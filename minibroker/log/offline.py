@@ -106,6 +106,9 @@ class OfflinePartitionLog:
     def segments(self) -> list[tuple[int, int]]:
         return []
 
+    def segments_with_times(self) -> list[tuple[int, int, int]]:
+        return []
+
     def close(self) -> None:
         pass
 

@@ -116,6 +116,9 @@ class SegmentedLog(ABC):
     def segments(self) -> list[tuple[int, int]]:
         return [(segment.base_offset, segment.size) for segment in self._segments]
 
+    def segments_with_times(self) -> list[tuple[int, int, int]]:
+        return [(s.base_offset, s.size, s.last_modified_ms) for s in self._segments]
+
     def _add_segment(self, segment: LogSegment) -> None:
         self._segments.append(segment)
         self._base_offsets.append(segment.base_offset)

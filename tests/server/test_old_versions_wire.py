@@ -1,0 +1,268 @@
+"""The versions Kafka 2.8-3.9 served below Kafka 4's (KIP-896), over TCP against a broker
+emulating Kafka 2.8, each at its oldest version, answered as Kafka 3.9's `KafkaApis` answered."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from minibroker.auth.acls import ANONYMOUS
+from minibroker.handlers.list_offsets import legacy_offsets_before
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.errors import ErrorCode
+from minibroker.testing import AUTHORIZER_CONFIG, KafkaBroker
+from tests.wire import WireClient
+
+EMULATE_2_8 = {"minibroker.emulate.kafka.version": "2.8"}
+
+
+@pytest.fixture(scope="module")
+def old_broker() -> Iterator[KafkaBroker]:
+    with KafkaBroker(config=EMULATE_2_8, storage="memory") as broker:
+        yield broker
+
+
+@pytest.fixture
+def client(old_broker: KafkaBroker) -> Iterator[WireClient]:
+    with WireClient(old_broker.bootstrap_servers) as wire:
+        yield wire
+
+
+def _topic(broker: KafkaBroker, name: str, records: int = 0) -> str:
+    broker.create_topic(name, partitions=1)
+    for index in range(records):
+        broker.produce(name, f"v{index}")
+    return name
+
+
+# --- ListOffsets v0 ------------------------------------------------------------------------------
+
+
+def _list_offsets_v0(
+    client: WireClient, topic: str, timestamp: int, max_num: int = 1, replica_id: int = -1
+) -> tuple[int, list[int]]:
+    answer = client.call(
+        ApiKey.ListOffsets,
+        0,
+        replica_id=replica_id,
+        topics=[
+            {
+                "name": topic,
+                "partitions": [
+                    {"partition_index": 0, "timestamp": timestamp, "max_num_offsets": max_num}
+                ],
+            }
+        ],
+    )
+    (partition,) = answer.topics[0].partitions
+    return partition.error_code, list(partition.old_style_offsets)
+
+
+def test_list_offsets_v0_latest_and_earliest(old_broker: KafkaBroker, client: WireClient) -> None:
+    topic = _topic(old_broker, "lo-v0", records=3)
+    assert _list_offsets_v0(client, topic, -1) == (ErrorCode.NO_ERROR, [3])
+    assert _list_offsets_v0(client, topic, -2) == (ErrorCode.NO_ERROR, [0])
+    # latest with room for two: the log end offset, then the (only) segment's base offset
+    assert _list_offsets_v0(client, topic, -1, max_num=2) == (ErrorCode.NO_ERROR, [3, 0])
+    # a timestamp before every segment was written: no offsets
+    assert _list_offsets_v0(client, topic, 0, max_num=5) == (ErrorCode.NO_ERROR, [])
+
+
+def test_list_offsets_v0_errors(old_broker: KafkaBroker, client: WireClient) -> None:
+    topic = _topic(old_broker, "lo-v0-errors")
+    assert _list_offsets_v0(client, topic, -3) == (ErrorCode.UNSUPPORTED_VERSION, [])
+    assert _list_offsets_v0(client, topic, -1, max_num=-1) == (ErrorCode.UNKNOWN_SERVER_ERROR, [])
+    assert _list_offsets_v0(client, "lo-v0-missing", -1) == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        [],
+    )
+    assert _list_offsets_v0(client, topic, -1) == (ErrorCode.NO_ERROR, [0])  # empty: no LEO point
+
+
+def test_legacy_offsets_before_follows_kafkas_points() -> None:
+    # segments at 0 (modified at 100), 10 (200), 20 (300, holds data); log start 5, end 27
+    segments = [(0, 50, 100), (10, 50, 200), (20, 7, 300)]
+    points = (segments, 5, 27, 1_000)
+    assert legacy_offsets_before(*points, -1, 10) == [27, 20, 10, 5]
+    assert legacy_offsets_before(*points, -2, 10) == [5]
+    assert legacy_offsets_before(*points, 250, 10) == [10, 5]
+    assert legacy_offsets_before(*points, 250, 1) == [10]
+    assert legacy_offsets_before(*points, 99, 10) == []
+    empty_last = [(0, 50, 100), (10, 0, 200)]
+    assert legacy_offsets_before(empty_last, 0, 10, 1_000, -1, 10) == [10, 0]
+
+
+# --- topics, log dirs, leader epochs -------------------------------------------------------------
+
+
+def test_create_topics_v0_and_v1(old_broker: KafkaBroker, client: WireClient) -> None:
+    topic = {"num_partitions": 2, "replication_factor": 1, "assignments": [], "configs": []}
+    answer = client.call(
+        ApiKey.CreateTopics, 0, topics=[{"name": "ct-v0", **topic}], timeout_ms=1000
+    )
+    assert [(t.name, t.error_code) for t in answer.topics] == [("ct-v0", ErrorCode.NO_ERROR)]
+    assert "ct-v0" in old_broker.topics()
+    again = client.call(ApiKey.CreateTopics, 0, topics=[{"name": "ct-v0", **topic}], timeout_ms=1)
+    assert again.topics[0].error_code == ErrorCode.TOPIC_ALREADY_EXISTS
+    checked = client.call(
+        ApiKey.CreateTopics,
+        1,
+        topics=[{"name": "ct-v1", **topic}],
+        timeout_ms=1000,
+        validate_only=True,
+    )
+    assert [(t.error_code, t.error_message) for t in checked.topics] == [(ErrorCode.NO_ERROR, None)]
+    assert "ct-v1" not in old_broker.topics()
+
+
+def test_delete_topics_v0(old_broker: KafkaBroker, client: WireClient) -> None:
+    topic = _topic(old_broker, "dt-v0")
+    answer = client.call(ApiKey.DeleteTopics, 0, topic_names=[topic, "dt-missing"], timeout_ms=1)
+    assert sorted((r.name, r.error_code) for r in answer.responses) == [
+        ("dt-missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        (topic, ErrorCode.NO_ERROR),
+    ]
+    assert topic not in old_broker.topics()
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_offset_for_leader_epoch_v0_v1(
+    old_broker: KafkaBroker, client: WireClient, version: int
+) -> None:
+    topic = _topic(old_broker, f"ole-v{version}", records=4)
+    answer = client.call(
+        ApiKey.OffsetForLeaderEpoch,
+        version,
+        topics=[{"topic": topic, "partitions": [{"partition": 0, "leader_epoch": 0}]}],
+    )
+    (partition,) = answer.topics[0].partitions
+    assert (partition.error_code, partition.end_offset) == (ErrorCode.NO_ERROR, 4)
+    # v0 carries no leader epoch: the client reads the default
+    assert partition.leader_epoch == (-1 if version == 0 else 0)
+
+
+def test_describe_log_dirs_v0(old_broker: KafkaBroker, client: WireClient) -> None:
+    topic = _topic(old_broker, "dld-v0", records=1)
+    answer = client.call(ApiKey.DescribeLogDirs, 0, topics=[{"topic": topic, "partitions": [0]}])
+    (directory,) = answer.results
+    assert directory.error_code == ErrorCode.NO_ERROR
+    assert [(t.name, [p.partition_index for p in t.partitions]) for t in directory.topics] == [
+        (topic, [0])
+    ]
+
+
+def test_alter_replica_log_dirs_v0(old_broker: KafkaBroker, client: WireClient) -> None:
+    topic = _topic(old_broker, "arld-v0")
+    answer = client.call(
+        ApiKey.AlterReplicaLogDirs,
+        0,
+        dirs=[{"path": "/nowhere", "topics": [{"name": topic, "partitions": [0]}]}],
+    )
+    (result,) = answer.results
+    assert [(p.partition_index, p.error_code) for p in result.partitions] == [
+        (0, ErrorCode.LOG_DIR_NOT_FOUND)
+    ]
+
+
+# --- ACLs and configs ----------------------------------------------------------------------------
+
+TOPIC_RESOURCE, READ, ALLOW, ANY = 2, 3, 3, 1
+LITERAL, PREFIXED = 3, 4
+
+
+@pytest.fixture(scope="module")
+def acl_broker() -> Iterator[KafkaBroker]:
+    config = {**AUTHORIZER_CONFIG, "super.users": ANONYMOUS, **EMULATE_2_8}
+    with KafkaBroker(config=config, storage="memory") as broker:
+        yield broker
+
+
+def _creation(pattern: int | None = None) -> dict[str, object]:
+    creation: dict[str, object] = {
+        "resource_type": TOPIC_RESOURCE,
+        "resource_name": "acl-topic",
+        "principal": "User:alice",
+        "host": "*",
+        "operation": READ,
+        "permission_type": ALLOW,
+    }
+    return creation if pattern is None else {**creation, "resource_pattern_type": pattern}
+
+
+FILTER = {
+    "resource_type_filter": TOPIC_RESOURCE,
+    "resource_name_filter": "acl-topic",
+    "principal_filter": None,
+    "host_filter": None,
+    "operation": ANY,
+    "permission_type": ANY,
+}
+
+
+def test_acls_v0_are_literal(acl_broker: KafkaBroker) -> None:
+    with WireClient(acl_broker.bootstrap_servers) as client:
+        created = client.call(ApiKey.CreateAcls, 0, creations=[_creation()])
+        assert [r.error_code for r in created.results] == [ErrorCode.NO_ERROR]
+        client.call(ApiKey.CreateAcls, 1, creations=[_creation(PREFIXED)])
+        described = client.call(ApiKey.DescribeAcls, 0, **FILTER)
+        assert described.error_code == ErrorCode.NO_ERROR
+        # the prefixed binding on the same name is not LITERAL: a v0 filter does not match it
+        assert [(r.resource_name, [a.principal for a in r.acls]) for r in described.resources] == [
+            ("acl-topic", ["User:alice"])
+        ]
+        deleted = client.call(ApiKey.DeleteAcls, 0, filters=[FILTER])
+        (result,) = deleted.filter_results
+        assert [(m.resource_name, m.principal) for m in result.matching_acls] == [
+            ("acl-topic", "User:alice")
+        ]
+        left = client.call(ApiKey.DescribeAcls, 1, **FILTER, pattern_type_filter=1)  # ANY
+        assert [r.pattern_type for r in left.resources] == [PREFIXED]
+
+
+def test_describe_configs_v0(old_broker: KafkaBroker, client: WireClient) -> None:
+    topic = _topic(old_broker, "dc-v0")
+    answer = client.call(
+        ApiKey.DescribeConfigs,
+        0,
+        resources=[
+            {"resource_type": TOPIC_RESOURCE, "resource_name": topic, "configuration_keys": None}
+        ],
+    )
+    (result,) = answer.results
+    assert result.error_code == ErrorCode.NO_ERROR
+    configs = {config.name: config for config in result.configs}
+    assert configs["cleanup.policy"].value == "delete"
+    # Kafka 3.9 (and 2.8) never set IsDefault in a v0 answer
+    assert not any(config.is_default for config in configs.values())
+
+
+# --- the default release (Kafka 4.3) does not serve them ----------------------------------------
+
+REMOVED_IN_4 = [
+    (ApiKey.ListOffsets, 0, {"replica_id": -1, "topics": []}),
+    (ApiKey.CreateTopics, 1, {"topics": [], "timeout_ms": 1}),
+    (ApiKey.DeleteTopics, 0, {"topic_names": [], "timeout_ms": 1}),
+    (ApiKey.OffsetForLeaderEpoch, 1, {"topics": []}),
+    (ApiKey.DescribeLogDirs, 0, {"topics": None}),
+    (ApiKey.AlterReplicaLogDirs, 0, {"dirs": []}),
+    (ApiKey.CreateAcls, 0, {"creations": []}),
+    (ApiKey.DeleteAcls, 0, {"filters": []}),
+    (ApiKey.DescribeAcls, 0, FILTER),
+    (ApiKey.DescribeConfigs, 0, {"resources": []}),
+]
+
+
+@pytest.fixture(scope="module")
+def newest_broker() -> Iterator[KafkaBroker]:
+    with KafkaBroker(storage="memory") as broker:
+        yield broker
+
+
+@pytest.mark.parametrize(("key", "version", "fields"), REMOVED_IN_4)
+def test_kafka_4_3_closes_the_connection(
+    newest_broker: KafkaBroker, key: int, version: int, fields: dict[str, object]
+) -> None:
+    with WireClient(newest_broker.bootstrap_servers) as client:
+        client.send(key, version, **fields)
+        assert client.is_closed_by_peer()
