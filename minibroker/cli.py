@@ -35,6 +35,12 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=1,
         help="run an in-process cluster of N nodes on consecutive ports and node ids",
     )
+    serve.add_argument(
+        "--kafka-version",
+        metavar="X.Y",
+        help="the Kafka release to emulate: 2.8, 3.0-3.9, 4.0-4.3 (default 4.3; the setting "
+        "minibroker.emulate.kafka.version)",
+    )
     serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     serve.add_argument(
         "--console",
@@ -96,6 +102,8 @@ def serve_config(args: argparse.Namespace) -> BrokerConfig:
         settings["advertised.listeners"] = f"PLAINTEXT://{args.advertised}"
     if args.data_dir:
         settings["log.dirs"] = str(args.data_dir)
+    if args.kafka_version:
+        settings["minibroker.emulate.kafka.version"] = args.kafka_version
     return load_config(args.config, settings, os.environ)
 
 

@@ -33,6 +33,7 @@ from minibroker.groups.consumer.model import ConsumerGroup
 from minibroker.log.base import PartitionLog
 from minibroker.log.walk import stored_batches
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.releases import EMULATE_SETTING, RELEASES, find_release
 from minibroker.records.records import Header, iter_records
 from minibroker.server.broker import Broker
 from minibroker.server.faults import (
@@ -473,7 +474,9 @@ class AsyncKafkaCluster(_Helpers):
     are kept. `console`: serve the web console (minibroker.console) on an ephemeral port of
     `host`, at `console_url`; `console_read_only` refuses its writes. `schema_registry`:
     serve the Schema Registry (minibroker.registry) on an ephemeral port of `host`, at
-    `schema_registry_url` (or start it later with `start_schema_registry()`).
+    `schema_registry_url` (or start it later with `start_schema_registry()`). `kafka_version`:
+    the Kafka release to emulate ("2.8", "3.0" ... "4.3"; the setting
+    `minibroker.emulate.kafka.version`, default the newest).
     """
 
     def __init__(
@@ -490,6 +493,7 @@ class AsyncKafkaCluster(_Helpers):
         console: bool = False,
         console_read_only: bool = False,
         schema_registry: bool = False,
+        kafka_version: str | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError("a cluster has at least one node")
@@ -500,6 +504,10 @@ class AsyncKafkaCluster(_Helpers):
         self.node_count = nodes
         self.storage = storage
         self._settings = {key: _setting(value) for key, value in (config or {}).items()}
+        if kafka_version is not None:
+            if find_release(kafka_version) is None:
+                raise ValueError(f"kafka_version is one of {', '.join(RELEASES)}")
+            self._settings[EMULATE_SETTING] = kafka_version
         self._given_data_dir = Path(data_dir) if data_dir is not None else None
         self._temporary_dir: Path | None = None
         self._host = host
@@ -715,6 +723,7 @@ class AsyncKafkaBroker(AsyncKafkaCluster):
         console: bool = False,
         console_read_only: bool = False,
         schema_registry: bool = False,
+        kafka_version: str | None = None,
     ) -> None:
         super().__init__(
             1,
@@ -728,6 +737,7 @@ class AsyncKafkaBroker(AsyncKafkaCluster):
             console=console,
             console_read_only=console_read_only,
             schema_registry=schema_registry,
+            kafka_version=kafka_version,
         )
 
 

@@ -37,7 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{MARKER}(nodes=1, config=None, storage='disk', record_requests=True, "
         "max_recorded_requests=10000, console=False, console_read_only=False, "
-        "schema_registry=False): "
+        "schema_registry=False, kafka_version=None): "
         "options of the kafka_broker / kafka_cluster fixtures for this test",
     )
 
