@@ -34,12 +34,13 @@ a consumer's fetch needs READ on each topic, else TOPIC_AUTHORIZATION_FAILED for
 partitions stay in the session and are answered with their error on every fetch; they are
 not read and do not end a long poll early.
 
-Version notes: v0-3 (Kafka before 4.0) read uncommitted and get the stored v2 batches
-down-converted (`records/downconvert.py`) to message format v0 (Fetch v0-1) or v1 (v2-3), as
-Kafka 3.x did after reading within the size limits: a partition of a topic with
-`message.downconversion.enable` false (broker: `log.message.downconversion.enable`) gets
-UNSUPPORTED_VERSION, of a topic with `compression.type` zstd, or whose first batch to convert
-is zstd, UNSUPPORTED_COMPRESSION_TYPE (each with no offsets, as Kafka). v3 adds MaxBytes.
+Version notes: below v10 (KIP-110) a partition of a topic with `compression.type` zstd gets
+UNSUPPORTED_COMPRESSION_TYPE with no offsets, as Kafka answers. v0-3 (Kafka before 4.0) read
+uncommitted and get the stored v2 batches down-converted (`records/downconvert.py`) to message
+format v0 (Fetch v0-1) or v1 (v2-3), as Kafka 3.x did after reading within the size limits: a
+partition of a topic with `message.downconversion.enable` false (broker:
+`log.message.downconversion.enable`) gets UNSUPPORTED_VERSION, one whose first batch to convert
+is zstd UNSUPPORTED_COMPRESSION_TYPE (no offsets either). v3 adds MaxBytes.
 v13+ name topics by id in request, forgotten topics and response: an unknown
 id gets UNKNOWN_TOPIC_ID for each of its partitions, and a session partition whose topic was
 deleted and re-created under its name INCONSISTENT_TOPIC_ID (its old id no longer matches).
@@ -90,6 +91,7 @@ from minibroker.server.context import RequestContext
 READ_COMMITTED = 1
 FIRST_MAGIC_V1_VERSION = 2
 LAST_DOWN_CONVERTED_VERSION = 3
+FIRST_ZSTD_VERSION = 10
 FIRST_STORAGE_ERROR_VERSION = 6
 FIRST_TOPIC_ID_VERSION = 13
 FIRST_REPLICA_STATE_VERSION = 15
@@ -436,11 +438,12 @@ def _bytes_of(records: object) -> bytes:
     return records
 
 
-# ---- v0-3: down-conversion to message formats v0/v1 --------------------------------------
+# ---- before v10: zstd topics refused; v0-3: down-conversion to message formats v0/v1 -------
 
 
-def _down_convert(ctx: RequestContext, reads: list[PartitionRead]) -> None:
-    """Kafka 3.x's `maybeConvertFetchedData` for each partition of a known topic."""
+def _for_old_fetchers(ctx: RequestContext, reads: list[PartitionRead]) -> None:
+    """Kafka's `maybeConvertFetchedData` for each partition of a known topic."""
+    down_converting = ctx.api_version <= LAST_DOWN_CONVERTED_VERSION
     to_magic = 1 if ctx.api_version >= FIRST_MAGIC_V1_VERSION else 0
     cluster = ctx.broker.cluster
     max_decompressed = ctx.broker.config.get_int("minibroker.max.decompressed.batch.bytes")
@@ -450,6 +453,8 @@ def _down_convert(ctx: RequestContext, reads: list[PartitionRead]) -> None:
             continue
         if cluster.topic_value(topic, "compression.type") == "zstd":
             _refuse(read, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+        elif not down_converting:
+            continue
         elif cluster.topic_value(topic, "message.downconversion.enable").lower() != "true":
             _refuse(read, ErrorCode.UNSUPPORTED_VERSION)
         elif read.records:
@@ -526,8 +531,8 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     denied = _denied(ctx, request, items)
     readable = [item for item in items if item.key not in denied] if denied else items
     reads = await _long_poll(ctx, request, readable)
-    if ctx.api_version <= LAST_DOWN_CONVERTED_VERSION:
-        _down_convert(ctx, reads)
+    if ctx.api_version < FIRST_ZSTD_VERSION:
+        _for_old_fetchers(ctx, reads)
     if denied:
         reads = _with_denied(items, reads)
     if ctx.broker.client_quotas.enabled and (throttled := _throttled(ctx, request, context, reads)):

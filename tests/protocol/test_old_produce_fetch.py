@@ -266,6 +266,34 @@ def test_zstd_cannot_be_down_converted(broker: KafkaBroker) -> None:
     assert _fetch(address, 2, topic).error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
 
 
+def test_zstd_topics_refuse_fetchers_before_v10_as_kafka_4() -> None:
+    with KafkaBroker(storage="memory") as modern:
+        modern.create_topic("z", 1, {"compression.type": "zstd"})
+        modern.produce("z", b"v")
+        with WireClient(modern.bootstrap_servers) as client:
+            for version, error in [(9, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE), (10, 0)]:
+                response = client.call(
+                    ApiKey.Fetch,
+                    version,
+                    replica_id=-1,
+                    max_wait_ms=0,
+                    min_bytes=1,
+                    max_bytes=1 << 20,
+                    isolation_level=0,
+                    topics=[
+                        {
+                            "topic": "z",
+                            "partitions": [
+                                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+                            ],
+                        }
+                    ],
+                )
+                partition = response.responses[0].partitions[0]
+                assert partition.error_code == error
+                assert bool(partition.records) == (error == 0)
+
+
 def test_transactional_data_is_served_to_old_fetchers_without_markers(broker: KafkaBroker) -> None:
     address = broker.bootstrap_servers
     topic = _topic(broker)
