@@ -86,6 +86,7 @@ from minibroker.groups.store import (
 )
 from minibroker.groups.timers import Deadline
 from minibroker.groups.txn_offsets import PendingTxnOffsets
+from minibroker.groups.zookeeper_offsets import ZooKeeperOffsets
 from minibroker.protocol.errors import ErrorCode
 from minibroker.txn.producers import ProducerStateManager
 
@@ -142,6 +143,8 @@ class OffsetCommit:
     offset: int
     leader_epoch: int
     metadata: str | None
+    # OffsetCommit v1's explicit commit time; -1: when the commit is stored.
+    commit_timestamp: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +181,7 @@ class GroupCoordinator:
         )
         self._retention_check = Deadline()
         self.txn_offsets = PendingTxnOffsets()
+        self.zookeeper_offsets = ZooKeeperOffsets(cluster, self.offset_metadata_max_bytes)
         self.consumer = ConsumerGroups(
             config,
             cluster,
@@ -954,8 +958,11 @@ class GroupCoordinator:
             error = self._offset_error(commit)
             errors.append(error)
             if error == ErrorCode.NO_ERROR:
+                committed_at = (
+                    timestamp if commit.commit_timestamp == -1 else commit.commit_timestamp
+                )
                 accepted[(commit.topic, commit.partition)] = OffsetValue(
-                    commit.offset, commit.leader_epoch, commit.metadata or "", timestamp, expire
+                    commit.offset, commit.leader_epoch, commit.metadata or "", committed_at, expire
                 )
         records: list[StoredRecord] = [
             (encode_offset_key(OffsetKey(group.group_id, topic, partition)), encode_offset_value(v))

@@ -1,4 +1,4 @@
-"""OffsetCommit (key 8), versions 2-10.
+"""OffsetCommit (key 8), versions 0-10 (v0-1 only under an emulated Kafka 2.8-3.9).
 
 Behaviour: Kafka's classic-group commit. A group with no members accepts commits with
 generation -1 (`assign()` + commit, admin offset changes) and is created by one if it does
@@ -16,7 +16,14 @@ under the topic name, so v9 and v10 clients read each other's commits), and ever
 of an id that names no topic gets UNKNOWN_TOPIC_ID (those topics come first in the answer,
 and a request with only unknown ids does not reach the group). Java 4.3 sends v10 from its
 KIP-848 consumer (`group.protocol=consumer`); its classic consumer stays at v9.
-v0-1 are gone since Kafka 4.0 and not served; librdkafka's probe (1..2) finds v2.
+v1 (and v0) carry no retention; v1's per-partition `commit_timestamp` (-1: now) is stored as
+the commit time, from which the offset's expiry counts (Kafka's GroupCoordinatorAdapter).
+v0 commits went to ZooKeeper in Kafka 2.8-3.9 (`groups/zookeeper_offsets.py`): under an
+emulated ZooKeeper-mode release (2.8-3.2) they are kept there, apart from the group's
+offsets and without generation or member checks; under a KRaft release (3.3-3.9) a v0
+request with any partition left after the authorization and existence checks answers every
+partition UNSUPPORTED_VERSION (Kafka's `requireZkOrThrow`, then the request's error answer).
+v0-1 are gone since Kafka 4.0; librdkafka's probe (1..2) finds v2.
 
 KIP-848 consumer groups (Kafka's `ConsumerGroup.validateOffsetCommit`):
 `generation_id_or_member_epoch` is the member epoch. Epoch -1 commits only while the group
@@ -38,6 +45,7 @@ from typing import Any
 
 from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.groups.coordinator import OffsetCommit
+from minibroker.groups.zookeeper_offsets import ZOOKEEPER_RELEASES
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -51,6 +59,7 @@ _Partition = struct_type(
 
 
 TOPIC_IDS_FROM_VERSION = 10
+ZOOKEEPER_VERSION = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +90,7 @@ def _commits(topic: _Wanted, name: str) -> list[OffsetCommit]:
             offset=partition.committed_offset,
             leader_epoch=partition.committed_leader_epoch,
             metadata=partition.committed_metadata,
+            commit_timestamp=partition.commit_timestamp,
         )
         for partition in topic.partitions
     ]
@@ -108,9 +118,30 @@ def _refused(wanted: list[_Wanted], readable: set[str]) -> list[Any]:
     return refused
 
 
+def _commit_to_zookeeper(
+    ctx: RequestContext, request: Any, commits: list[OffsetCommit]
+) -> list[ErrorCode]:
+    offsets = ctx.broker.groups.zookeeper_offsets
+    return [
+        offsets.commit(request.group_id, c.topic, c.partition, c.offset, c.metadata)
+        for c in commits
+    ]
+
+
+def _kraft_refuses(ctx: RequestContext, commits: list[OffsetCommit]) -> bool:
+    """A v0 commit a KRaft broker has no ZooKeeper for, once a partition passed its checks."""
+    return (
+        ctx.api_version == ZOOKEEPER_VERSION
+        and ctx.broker.release.name not in ZOOKEEPER_RELEASES
+        and any(ctx.broker.cluster.partition(c.topic, c.partition) for c in commits)
+    )
+
+
 def _commit(ctx: RequestContext, request: Any, commits: list[OffsetCommit]) -> list[ErrorCode]:
     if not commits:
         return []
+    if ctx.api_version == ZOOKEEPER_VERSION:
+        return _commit_to_zookeeper(ctx, request, commits)
     outcome = ctx.broker.groups.commit_offsets(
         request.group_id,
         request.member_id,
@@ -123,7 +154,7 @@ def _commit(ctx: RequestContext, request: Any, commits: list[OffsetCommit]) -> l
     return [outcome] * len(commits) if isinstance(outcome, ErrorCode) else outcome
 
 
-@handles(ApiKey.OffsetCommit, 2, 10)
+@handles(ApiKey.OffsetCommit, 0, 10)
 async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
     wanted = _wanted(ctx, request)
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
@@ -137,6 +168,12 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
         AclOperation.READ, ResourceType.TOPIC, [t.name for t in wanted if t.name is not None]
     )
     known = [(topic, _commits(topic, topic.name)) for topic in wanted if topic.name in readable]
+    if _kraft_refuses(ctx, [c for _, topic_commits in known for c in topic_commits]):
+        return new_response(
+            ApiKey.OffsetCommit,
+            ctx.api_version,
+            topics=[_failed_topic(t, ErrorCode.UNSUPPORTED_VERSION) for t in wanted],
+        )
     errors = iter(_commit(ctx, request, [c for _, topic_commits in known for c in topic_commits]))
     by_topic: dict[str, tuple[_Wanted, list[Any]]] = {}
     for topic, topic_commits in known:

@@ -1,4 +1,4 @@
-"""OffsetFetch (key 9), versions 1-10.
+"""OffsetFetch (key 9), versions 0-10 (v0 only under an emulated Kafka 2.8-3.9).
 
 Behaviour: the committed offset, leader epoch and metadata of each requested partition;
 -1 (and empty metadata) where the group has none or the group is unknown. A null topic list
@@ -7,7 +7,12 @@ read_committed consumers, KIP-447): a partition whose group has transactional of
 for their transaction's marker answers UNSTABLE_OFFSET_COMMIT with offset -1 (clients retry);
 the group and top-level errors stay NO_ERROR, as in Kafka.
 
-Version notes: v1 answers errors per partition only, v2-7 also at the top level; v5+ carry
+Version notes: v0 read ZooKeeper in Kafka 2.8-3.9 (`handleOffsetFetchRequestFromZookeeper`):
+under an emulated ZooKeeper-mode release (2.8-3.2) it answers the offsets OffsetCommit v0
+stored there (`groups/zookeeper_offsets.py`; -1 for none or an unknown partition, no
+metadata), a topic without DESCRIBE TOPIC_AUTHORIZATION_FAILED; under a KRaft release
+(3.3-3.9) every requested partition UNSUPPORTED_VERSION, after the group's authorization.
+v0-1 answer errors per partition only, v2-7 also at the top level; v5+ carry
 the leader epoch; v6 is flexible; v8+ (KIP-709) batch several groups in `groups`, each
 answered with its own error; v9+ carry the member id and epoch of a KIP-848 consumer-group
 member: for a consumer group they are checked as Kafka's `ConsumerGroup.validateOffsetFetch`
@@ -35,6 +40,7 @@ from typing import Any
 from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.cluster.state import Topic
 from minibroker.groups.coordinator import FetchedOffset
+from minibroker.groups.zookeeper_offsets import ZOOKEEPER_RELEASES
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -62,6 +68,7 @@ TOPIC_IDS_FROM_VERSION = 10
 
 
 GROUP_ERROR_FROM_VERSION = 2
+ZOOKEEPER_VERSION = 0
 
 
 def _fetch(
@@ -99,6 +106,28 @@ def _group_offsets(
             by_topic.setdefault(topic.name, []).extend(
                 _failed(topic.name, topic.partition_indexes, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             )
+    return by_topic
+
+
+def _zookeeper_offsets(
+    ctx: RequestContext, group_id: str, topics: Any
+) -> dict[str, list[FetchedOffset]]:
+    """v0: what OffsetCommit v0 stored, or UNSUPPORTED_VERSION from a KRaft release."""
+    if ctx.broker.release.name not in ZOOKEEPER_RELEASES:
+        error = ErrorCode.UNSUPPORTED_VERSION
+        return {t.name: _failed(t.name, t.partition_indexes, error) for t in topics}
+    allowed = _describable(ctx, [topic.name for topic in topics])
+    stored = ctx.broker.groups.zookeeper_offsets
+    by_topic: dict[str, list[FetchedOffset]] = {}
+    for topic in topics:
+        if topic.name not in allowed:
+            error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            by_topic[topic.name] = _failed(topic.name, topic.partition_indexes, error)
+            continue
+        by_topic[topic.name] = [
+            FetchedOffset(topic.name, index, stored.fetch(group_id, topic.name, index), -1, "")
+            for index in topic.partition_indexes
+        ]
     return by_topic
 
 
@@ -185,15 +214,17 @@ def _refused_topic(wanted: Any, known: Topic | None) -> Any:
 
 
 def _single_group(ctx: RequestContext, request: Any) -> Any:
-    """v1-7: one group, its error at the top level (v2+)."""
+    """v0-7: one group, its error at the top level (v2+)."""
     error = ErrorCode.NO_ERROR
-    if ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, request.group_id):
-        by_topic = _group_offsets(ctx, request.group_id, request.topics, request.require_stable)
-    else:
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, request.group_id):
         error = ErrorCode.GROUP_AUTHORIZATION_FAILED
         by_topic = {}
         if ctx.api_version < GROUP_ERROR_FROM_VERSION:
             by_topic = {t.name: _failed(t.name, t.partition_indexes, error) for t in request.topics}
+    elif ctx.api_version == ZOOKEEPER_VERSION:
+        by_topic = _zookeeper_offsets(ctx, request.group_id, request.topics)
+    else:
+        by_topic = _group_offsets(ctx, request.group_id, request.topics, request.require_stable)
     return new_response(
         ApiKey.OffsetFetch,
         ctx.api_version,
@@ -206,7 +237,7 @@ def _single_group(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-@handles(ApiKey.OffsetFetch, 1, 10)
+@handles(ApiKey.OffsetFetch, 0, 10)
 async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version < BATCHED_FROM_VERSION:
         return _single_group(ctx, request)

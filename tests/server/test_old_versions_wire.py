@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from minibroker.auth.acls import ANONYMOUS
+from minibroker.groups.records import OffsetKey, decode_key, decode_offset_value
 from minibroker.handlers.list_offsets import legacy_offsets_before
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
@@ -240,6 +241,8 @@ def test_describe_configs_v0(old_broker: KafkaBroker, client: WireClient) -> Non
 # --- the default release (Kafka 4.3) does not serve them ----------------------------------------
 
 REMOVED_IN_4 = [
+    (ApiKey.OffsetCommit, 1, {"group_id": "g", "topics": []}),
+    (ApiKey.OffsetFetch, 0, {"group_id": "g", "topics": []}),
     (ApiKey.ListOffsets, 0, {"replica_id": -1, "topics": []}),
     (ApiKey.CreateTopics, 1, {"topics": [], "timeout_ms": 1}),
     (ApiKey.DeleteTopics, 0, {"topic_names": [], "timeout_ms": 1}),
@@ -266,3 +269,96 @@ def test_kafka_4_3_closes_the_connection(
     with WireClient(newest_broker.bootstrap_servers) as client:
         client.send(key, version, **fields)
         assert client.is_closed_by_peer()
+
+
+# --- OffsetCommit v0-1, OffsetFetch v0 -----------------------------------------------------------
+
+
+def _commit(
+    client: WireClient, version: int, group: str, topic: str, offset: int, **partition: object
+) -> int:
+    fields: dict[str, object] = {"group_id": group}
+    if version == 1:
+        fields.update(generation_id_or_member_epoch=-1, member_id="")
+    answer = client.call(
+        ApiKey.OffsetCommit,
+        version,
+        **fields,
+        topics=[
+            {
+                "name": topic,
+                "partitions": [
+                    {"partition_index": 0, "committed_offset": offset, **partition},
+                ],
+            }
+        ],
+    )
+    (answered,) = answer.topics[0].partitions
+    return int(answered.error_code)
+
+
+def _fetch(client: WireClient, version: int, group: str, topic: str) -> tuple[int, int, str]:
+    answer = client.call(
+        ApiKey.OffsetFetch,
+        version,
+        group_id=group,
+        topics=[{"name": topic, "partition_indexes": [0]}],
+    )
+    (partition,) = answer.topics[0].partitions
+    return partition.error_code, partition.committed_offset, partition.metadata
+
+
+def test_offset_commit_v0_goes_to_zookeeper(old_broker: KafkaBroker, client: WireClient) -> None:
+    topic = _topic(old_broker, "oc-v0")
+    assert _commit(client, 0, "g-zk", topic, 7, committed_metadata="kept?") == ErrorCode.NO_ERROR
+    # ZooKeeper kept the offset alone; the group coordinator's offsets are another store
+    assert _fetch(client, 0, "g-zk", topic) == (ErrorCode.NO_ERROR, 7, "")
+    assert _fetch(client, 1, "g-zk", topic) == (ErrorCode.NO_ERROR, -1, "")
+    assert old_broker.committed_offsets("g-zk") == {}
+    assert _commit(client, 1, "g-zk", topic, 9) == ErrorCode.NO_ERROR
+    assert _fetch(client, 0, "g-zk", topic)[1] == 7
+    assert _fetch(client, 1, "g-zk", topic)[1] == 9
+
+
+def test_offset_commit_v0_errors(old_broker: KafkaBroker, client: WireClient) -> None:
+    topic = _topic(old_broker, "oc-v0-errors")
+    too_long = "m" * 4097  # offset.metadata.max.bytes is 4096
+    assert (
+        _commit(client, 0, "g-zk2", topic, 1, committed_metadata=too_long)
+        == ErrorCode.OFFSET_METADATA_TOO_LARGE
+    )
+    assert _commit(client, 0, "g-zk2", "oc-v0-missing", 1) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert _fetch(client, 0, "g-zk2", topic) == (ErrorCode.NO_ERROR, -1, "")
+    assert _fetch(client, 0, "g-zk2", "oc-v0-missing") == (ErrorCode.NO_ERROR, -1, "")
+
+
+def test_offset_commit_v1_commit_timestamp(old_broker: KafkaBroker, client: WireClient) -> None:
+    topic = _topic(old_broker, "oc-v1")
+    assert _commit(client, 1, "g-v1", topic, 5, commit_timestamp=1_234_567) == ErrorCode.NO_ERROR
+    assert _commit(client, 1, "g-v1-now", topic, 6) == ErrorCode.NO_ERROR
+    stored = {}
+    for record in old_broker.records("__consumer_offsets"):
+        key = decode_key(record.key or b"")
+        if isinstance(key, OffsetKey) and key.topic == topic and record.value is not None:
+            stored[key.group] = decode_offset_value(record.value)
+    assert (stored["g-v1"].offset, stored["g-v1"].commit_timestamp) == (5, 1_234_567)
+    assert stored["g-v1-now"].commit_timestamp > 1_234_567  # -1: the time it was stored
+    assert _fetch(client, 1, "g-v1", topic) == (ErrorCode.NO_ERROR, 5, "")
+
+
+@pytest.fixture(scope="module")
+def kraft_broker() -> Iterator[KafkaBroker]:
+    with KafkaBroker(config={"minibroker.emulate.kafka.version": "3.9"}, storage="memory") as b:
+        yield b
+
+
+def test_kraft_releases_refuse_v0_offsets(kraft_broker: KafkaBroker) -> None:
+    topic = _topic(kraft_broker, "oc-kraft")
+    with WireClient(kraft_broker.bootstrap_servers) as client:
+        assert _commit(client, 0, "g-kraft", topic, 3) == ErrorCode.UNSUPPORTED_VERSION
+        # nothing left after the existence check: no ZooKeeper needed, the partition's error
+        missing = _commit(client, 0, "g-kraft", "oc-kraft-missing", 3)
+        assert missing == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert _fetch(client, 0, "g-kraft", topic) == (ErrorCode.UNSUPPORTED_VERSION, -1, "")
+        assert _commit(client, 1, "g-kraft", topic, 4) == ErrorCode.NO_ERROR
+        assert _fetch(client, 1, "g-kraft", topic) == (ErrorCode.NO_ERROR, 4, "")
