@@ -20,7 +20,8 @@ EMULATE_2_8 = {"minibroker.emulate.kafka.version": "2.8"}
 
 @pytest.fixture(scope="module")
 def old_broker() -> Iterator[KafkaBroker]:
-    with KafkaBroker(config=EMULATE_2_8, storage="memory") as broker:
+    config = {**EMULATE_2_8, "group.initial.rebalance.delay.ms": "0"}
+    with KafkaBroker(config=config, storage="memory") as broker:
         yield broker
 
 
@@ -164,6 +165,43 @@ def test_alter_replica_log_dirs_v0(old_broker: KafkaBroker, client: WireClient) 
     assert [(p.partition_index, p.error_code) for p in result.partitions] == [
         (0, ErrorCode.LOG_DIR_NOT_FOUND)
     ]
+
+
+# --- versions Kafka 4.3 still serves, as the old clients send them ------------------------------
+
+
+def test_metadata_v0_empty_list_means_every_topic(
+    old_broker: KafkaBroker, client: WireClient
+) -> None:
+    topic = _topic(old_broker, "md-v0")
+    answer = client.call(ApiKey.Metadata, 0, topics=[])
+    assert topic in {t.name for t in answer.topics}
+    assert [(b.host, b.port) for b in answer.brokers] == [("127.0.0.1", old_broker.port)]
+
+
+def test_find_coordinator_v0(old_broker: KafkaBroker, client: WireClient) -> None:
+    answer = client.call(ApiKey.FindCoordinator, 0, key="g-fc")
+    (broker,) = client.call(ApiKey.Metadata, 0, topics=[]).brokers
+    assert (answer.error_code, answer.node_id, answer.port) == (
+        ErrorCode.NO_ERROR,
+        broker.node_id,
+        broker.port,
+    )
+
+
+def test_join_group_v0(old_broker: KafkaBroker, client: WireClient) -> None:
+    answer = client.call(
+        ApiKey.JoinGroup,
+        0,
+        group_id="g-join-v0",
+        session_timeout_ms=10_000,
+        member_id="",
+        protocol_type="consumer",
+        protocols=[{"name": "range", "metadata": b""}],
+    )
+    assert answer.error_code == ErrorCode.NO_ERROR  # v0 needs no known member id (v4+)
+    assert answer.member_id and answer.leader == answer.member_id
+    assert (answer.generation_id, answer.protocol_name) == (1, "range")
 
 
 # --- ACLs and configs ----------------------------------------------------------------------------
