@@ -95,6 +95,21 @@ def test_legacy_offsets_before_follows_kafkas_points() -> None:
     assert legacy_offsets_before(empty_last, 0, 10, 1_000, -1, 10) == [10, 0]
 
 
+def test_old_versions_are_recorded_and_take_pushed_errors(
+    old_broker: KafkaBroker, client: WireClient
+) -> None:
+    topic = _topic(old_broker, "lo-v0-faults", records=2)
+    old_broker.clear_requests()
+    old_broker.push_errors(ApiKey.ListOffsets, ErrorCode.NOT_LEADER_OR_FOLLOWER, topic=topic)
+    assert _list_offsets_v0(client, topic, -1) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, [])
+    assert _list_offsets_v0(client, topic, -1) == (ErrorCode.NO_ERROR, [2])
+    recorded = old_broker.requests(ApiKey.ListOffsets, topic=topic)
+    assert [(r.api_version, r.partitions()) for r in recorded] == [(0, {(topic, 0)})] * 2
+    assert recorded[0].body.topics[0].partitions[0].max_num_offsets == 1
+    old_broker.push_errors(ApiKey.OffsetCommit, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    assert _commit(client, 0, "g-faults", topic, 1) == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
 # --- topics, log dirs, leader epochs -------------------------------------------------------------
 
 
