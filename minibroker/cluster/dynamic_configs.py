@@ -28,7 +28,6 @@ in-process cluster the shared topic state follows the first node's effective con
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
@@ -43,6 +42,7 @@ from minibroker.config import (
     BrokerConfig,
     ConfigType,
 )
+from minibroker.log.checkpoints import write_atomically
 
 BROKER_CONFIGS_FILE = "minibroker-broker-configs.json"
 _LISTENER_PREFIX = "listener.name."
@@ -203,6 +203,4 @@ class DynamicConfigs:
             "default": self.default,
             "nodes": {str(node): configs for node, configs in sorted(self.nodes.items())},
         }
-        temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(content, indent=1, sort_keys=True))
-        os.replace(temporary, self.path)
+        write_atomically(self.path, json.dumps(content, indent=1, sort_keys=True))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,6 +32,7 @@ from minibroker.cluster.replication import (
 )
 from minibroker.config import BrokerConfig, validate_topic_configs
 from minibroker.log.base import PartitionLog
+from minibroker.log.checkpoints import write_atomically
 from minibroker.log.config import LogConfig
 from minibroker.log.dirs import LogDirs
 from minibroker.protocol.errors import ErrorCode
@@ -528,9 +528,7 @@ class Cluster:
         if path is None:
             return
         content = {name: topic.configs for name, topic in self.topics.items() if topic.configs}
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(content, indent=1, sort_keys=True))
-        os.replace(temporary, path)
+        write_atomically(path, json.dumps(content, indent=1, sort_keys=True))
 
 
 async def wait_for_append(partitions: list[Partition], timeout_s: float) -> None:

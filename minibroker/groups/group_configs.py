@@ -61,13 +61,13 @@ The API for the coordinator:
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from minibroker.config import BrokerConfig, ConfigType
+from minibroker.log.checkpoints import write_atomically
 
 GROUP_CONFIGS_FILE = "minibroker-group-configs.json"
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
@@ -472,6 +472,4 @@ class GroupConfigs:
     def _write(self) -> None:
         if self.path is None:
             return
-        temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(self._overrides, indent=1, sort_keys=True))
-        os.replace(temporary, self.path)
+        write_atomically(self.path, json.dumps(self._overrides, indent=1, sort_keys=True))

@@ -84,6 +84,7 @@ class FilePartitionLog(SegmentedLog):
         log = cls(directory, topic, partition, topic_id, config, pool, now)
         log._add_segment(log._new_segment(0, now))
         log._flush_directory()
+        fsync_directory(directory.parent)  # else power loss may drop the directory itself
         return log
 
     @classmethod

@@ -10,8 +10,9 @@ block is skipped, as in Kafka. Without a data directory ids start at 0 on every 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
+
+from minibroker.log.checkpoints import write_atomically
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 BLOCK_FILE = "minibroker-producer-id-block.json"
@@ -57,9 +58,4 @@ class ProducerIdGenerator:
             "block_end": str(block_end),
         }
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(path.name + ".tmp")
-        with open(temporary, "w") as file:
-            json.dump(content, file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
+        write_atomically(path, json.dumps(content))
