@@ -91,8 +91,43 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
 }
 
 
-def expectation(client: str, scenario: str) -> tuple[str, str]:
-    """("pass" | "fail" | "n/a", reason) for one cell."""
+# Scenarios that need what an emulated Kafka release (`--kafka-version`) did not serve to
+# clients: (first release that served it, what).
+NEEDS_RELEASE: dict[str, tuple[str, str]] = {
+    "consumer-protocol": ("4.0", "the KIP-848 consumer group protocol"),
+    "consumer-protocol-admin": ("4.0", "the KIP-848 consumer group protocol"),
+    "share-group": ("4.1", "KIP-932 share groups"),
+    "share-group-admin": ("4.1", "KIP-932 share groups"),
+}
+
+
+# Cells expected to fail against an emulated release older than the one named: (release,
+# reason). A client bug that a real broker of those releases shows the same way.
+_DESCRIBE_CLUSTER_V0 = (
+    "3.7",
+    "kafka-python 3.0.12's describe_cluster() reads DescribeCluster v1's EndpointType, which "
+    "Kafka before 3.7 (DescribeCluster v0 only) does not send: KeyError",
+)
+KNOWN_FAILURES_BEFORE: dict[tuple[str, str], tuple[str, str]] = {
+    ("kafka-python-3", "connect-metadata"): _DESCRIBE_CLUSTER_V0,
+    ("kafka-python-3", "admin"): _DESCRIBE_CLUSTER_V0,
+}
+
+
+def _release_key(name: str) -> tuple[int, int]:
+    major, minor = name.split(".")
+    return int(major), int(minor)
+
+
+def expectation(client: str, scenario: str, kafka_version: str | None = None) -> tuple[str, str]:
+    """("pass" | "fail" | "n/a", reason) for one cell, against minibroker emulating
+    `kafka_version` (None: the default, the newest)."""
+    needed = NEEDS_RELEASE.get(scenario)
+    if kafka_version and needed and _release_key(kafka_version) < _release_key(needed[0]):
+        return "n/a", f"Kafka {kafka_version} did not serve {needed[1]} ({needed[0]}+)"
+    before = KNOWN_FAILURES_BEFORE.get((client, scenario))
+    if kafka_version and before and _release_key(kafka_version) < _release_key(before[0]):
+        return "fail", before[1]
     if (client, scenario) in NOT_APPLICABLE:
         return "n/a", NOT_APPLICABLE[client, scenario]
     if (client, scenario) in KNOWN_FAILURES:

@@ -40,7 +40,7 @@ class Cell:
 
 
 def run_cell(ctx: Context, client: str, scenario: str) -> Cell:
-    expected, expected_reason = expectation(client, scenario)
+    expected, expected_reason = expectation(client, scenario, ctx.kafka_version)
     if expected == NA:
         return Cell(client, scenario, NA, expected_reason, NA, expected_reason, 0.0)
     started = time.monotonic()
@@ -149,3 +149,30 @@ def summary(matrix: Matrix) -> str:
         f"tests/compat/expected.py), {counts[NA]} n/a; {unexpected} listed failures passed; "
         f"{matrix.seconds:.0f} s against {matrix.target} on {matrix.date}"
     )
+
+
+def short_status(cell: Cell) -> str:
+    if cell.status == FAIL:
+        return "fail (known)" if cell.expected == FAIL else "**FAIL**"
+    return cell.status
+
+
+def markdown_by_release(matrices: dict[str, Matrix]) -> str:
+    """One row per scenario, one column per client, each cell the client's outcome against
+    every emulated release ("2.8 pass · 3.9 n/a")."""
+    first = next(iter(matrices.values()))
+    names = list(first.clients)
+    lines = [
+        "| scenario | " + " | ".join(f"{n} ({first.clients[n]})" for n in names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for scenario in first.scenarios:
+        row = [
+            " · ".join(
+                f"{release} {short_status(matrix.cell(client, scenario))}"
+                for release, matrix in matrices.items()
+            )
+            for client in names
+        ]
+        lines.append(f"| {SCENARIOS[scenario][0]} | " + " | ".join(row) + " |")
+    return "\n".join(lines)

@@ -56,6 +56,8 @@ class Context:
     # The matrix started minibroker itself, with these `--override`s: it may start more.
     own_broker: bool
     broker_overrides: tuple[str, ...] = field(default_factory=tuple)
+    # The Kafka release minibroker emulates (--kafka-version); None: the default, the newest.
+    kafka_version: str | None = None
 
 
 Scenario = Callable[[Context, str], None]

@@ -337,3 +337,8 @@ def test_java_4_3_share_consumer_is_refused_by_3_9(broker_3_9: KafkaBroker) -> N
     assert result["error_name"] == "UNSUPPORTED_VERSION"
     assert "ShareGroupHeartbeat" in result["error"]
     assert ApiKey.ShareGroupHeartbeat not in {r.api_key for r in broker_3_9.requests()}
+
+
+@pytest.mark.minibroker(kafka_version="3.9")
+def test_the_fixture_marker_takes_kafka_version(kafka_broker: KafkaBroker) -> None:
+    assert _advertised(kafka_broker.bootstrap_servers)[ApiKey.Produce] == (0, 11)
