@@ -117,7 +117,7 @@ class SaslAuthenticator:
         if api_key == ApiKey.ApiVersions:
             if self.state is not SaslState.HANDSHAKE_OR_VERSIONS:
                 raise self._fail("Unexpected ApiVersions request during SASL authentication")
-            if REGISTRY[ApiKey.ApiVersions].advertises(api_version):
+            if api_version <= self._broker.api_gates[ApiKey.ApiVersions].max_version:
                 self.state = SaslState.HANDSHAKE
             return await dispatch(self._broker, frame, self._listener, session)
         if api_key != ApiKey.SaslHandshake:

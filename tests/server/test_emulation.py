@@ -17,9 +17,11 @@ from minibroker.config import ConfigError
 from minibroker.handlers.registry import api_gates
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
-from minibroker.protocol.releases import RELEASES
+from minibroker.protocol.releases import EMULATE_SETTING, RELEASES
 from minibroker.testing.cluster import KafkaBroker
+from minibroker.testing.threaded import ThreadedBroker
 from tests.clients.runner import run_client, run_ok
+from tests.security.conftest import USERS, sasl_listener_settings
 from tests.wire import WireClient
 
 
@@ -342,3 +344,15 @@ def test_java_4_3_share_consumer_is_refused_by_3_9(broker_3_9: KafkaBroker) -> N
 @pytest.mark.minibroker(kafka_version="3.9")
 def test_the_fixture_marker_takes_kafka_version(kafka_broker: KafkaBroker) -> None:
     assert _advertised(kafka_broker.bootstrap_servers)[ApiKey.Produce] == (0, 11)
+
+
+def test_a_sasl_client_steps_down_to_2_8s_api_versions() -> None:
+    settings = {**sasl_listener_settings(), EMULATE_SETTING: "2.8"}
+    with ThreadedBroker(settings=settings) as running, WireClient(running.bootstrap_servers) as c:
+        assert c.call(ApiKey.ApiVersions, 4).error_code == ErrorCode.UNSUPPORTED_VERSION
+        assert c.call(ApiKey.ApiVersions, 3).error_code == ErrorCode.NO_ERROR
+        response = c.call(ApiKey.SaslHandshake, 1, mechanism="PLAIN")
+        assert response.error_code == ErrorCode.NO_ERROR
+        token = f"\0alice\0{USERS['alice']}".encode()
+        assert c.call(ApiKey.SaslAuthenticate, 2, auth_bytes=token).error_code == 0
+        assert c.call(ApiKey.Metadata, 11, topics=None).brokers
