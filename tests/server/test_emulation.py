@@ -356,3 +356,35 @@ def test_a_sasl_client_steps_down_to_2_8s_api_versions() -> None:
         token = f"\0alice\0{USERS['alice']}".encode()
         assert c.call(ApiKey.SaslAuthenticate, 2, auth_bytes=token).error_code == 0
         assert c.call(ApiKey.Metadata, 11, topics=None).brokers
+
+
+@pytest.mark.parametrize("name", list(RELEASES))
+def test_kafka_python_3_takes_the_broker_for_the_release(name: str) -> None:
+    """kafka-python 3 infers a broker's release from its ApiVersions answer (its own table):
+    an independent check of the fact table. 3.4 changed nothing clients see, so it reads 3.3."""
+    from kafka import KafkaAdminClient
+
+    expected = (3, 3) if name == "3.4" else tuple(int(part) for part in name.split("."))
+    with KafkaBroker(kafka_version=name, storage="memory") as broker:
+        admin = KafkaAdminClient(
+            bootstrap_servers=broker.bootstrap_servers, request_timeout_ms=10000
+        )
+        try:
+            assert admin._client.check_version() == expected
+        finally:
+            admin.close()
+
+
+def test_java_3_9_produces_and_consumes_within_2_8s_versions() -> None:
+    with KafkaBroker(kafka_version="2.8") as broker:
+        broker.create_topic("t")
+        records = [{"key": None, "value": "aGk=", "headers": [], "partition": 0}]
+        job = {"bootstrap": broker.bootstrap_servers, "topic": "t"}
+        run_ok("java-3.9", {**job, "op": "produce", "records": records, "compression": "lz4"})
+        result = run_ok("java-3.9", {**job, "op": "consume", "count": 1, "group": "g28"})
+        assert [r["value"] for r in result["records"]] == ["aGk="]
+        used = {(r.api_key, r.api_version) for r in broker.requests()}
+    ranges = RELEASES["2.8"].api_ranges
+    assert all(ranges[key][0] <= version <= ranges[key][1] for key, version in used)
+    assert (ApiKey.Produce, 9) in used
+    assert (ApiKey.Fetch, 12) in used
