@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -388,3 +389,10 @@ def test_java_3_9_produces_and_consumes_within_2_8s_versions() -> None:
     assert all(ranges[key][0] <= version <= ranges[key][1] for key, version in used)
     assert (ApiKey.Produce, 9) in used
     assert (ApiKey.Fetch, 12) in used
+
+
+def test_levels_stored_by_a_newer_run_are_capped_at_the_release(tmp_path: Path) -> None:
+    with KafkaBroker(data_dir=tmp_path) as newest:
+        assert _features(newest.bootstrap_servers)[1]["transaction.version"] == 2
+    with KafkaBroker(data_dir=tmp_path, kafka_version="3.9") as older:
+        assert _features(older.bootstrap_servers)[1] == {"metadata.version": 21}
