@@ -70,7 +70,8 @@ class PowerLossModel:
         self.fsyncs = 0
         self.images_taken: list[CrashImage] = []
         self._file_bytes: dict[int, bytes] = {}
-        self._dir_entries: dict[int, dict[str, Entry]] = {os.stat(self.root).st_ino: {}}
+        self._dir_entries: dict[int, dict[str, Entry]] = {}
+        self._adopt_existing()
         self._durable_version = 0
         self._imaged_version = -1
         self._random = random.Random(seed)
@@ -122,6 +123,14 @@ class PowerLossModel:
             self._file_bytes[status.st_ino] = content
         if changed:
             self._durable_version += 1
+
+    def _adopt_existing(self) -> None:
+        """What is in the directory already is on disk (a crash image being recovered)."""
+        for directory, _subdirectories, files in os.walk(self.root):
+            self._dir_entries[os.stat(directory).st_ino] = self._list(directory)
+            for name in files:
+                path = Path(directory) / name
+                self._file_bytes[os.stat(path).st_ino] = path.read_bytes()
 
     @staticmethod
     def _list(directory: str) -> dict[str, Entry]:

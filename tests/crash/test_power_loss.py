@@ -10,7 +10,8 @@ points too). Each crash image is opened by a new broker (recovery), which must h
 record acknowledged before the crash point exactly once, the latest acknowledged value of every
 compacted key, every acknowledged offset commit and record deletion, and the compacted topic's
 config; a read_committed confluent-kafka consumer on a sample of the images sees every
-acknowledged commit whole and no acknowledged abort.
+acknowledged commit whole and no acknowledged abort. On another sample the power is lost
+again while the broker recovers, and every image of that second run must recover as well.
 
 POWER_LOSS_ROUNDS (default 40) sets the length of the run, so the number of crash points.
 """
@@ -50,6 +51,7 @@ KEYS = 4
 GROUP = "pl-group"
 TRANSACTIONAL_ID = "power-loss-txn"
 CLIENT_CHECKS = 12
+SECOND_POWER_LOSSES = 8
 DEADLINE_S = 30.0
 SHARED_MEMORY = Path("/dev/shm")
 # Files the run must have written (so crash points fell around their writes).
@@ -243,6 +245,23 @@ def _check_image(image: CrashImage, run: Run, scratch: Path, with_client: bool) 
         shutil.rmtree(directory)
 
 
+def _check_second_power_loss(image: CrashImage, run: Run, scratch: Path) -> int:
+    """Power lost again while the broker recovers `image` (and while it is checked and
+    stopped): every crash image of that second run must recover as well. Returns how many."""
+    directory = image.materialise(scratch / image.name)
+    model = PowerLossModel(directory, scratch / f"{image.name}-graveyard")
+    try:
+        with model.installed():
+            _check_recovery(image, directory, run, with_client=False)
+        for second in model.images_taken:
+            second.name = f"{image.name}-{second.name}"
+            second.first_op = second.last_op = image.last_op
+            _check_image(second, run, scratch, with_client=False)
+    finally:
+        shutil.rmtree(directory)
+    return len(model.images_taken)
+
+
 def _check_recovery(image: CrashImage, directory: Path, run: Run, with_client: bool) -> None:
     acked = image.last_op
     context = f"{image.name} (ops {image.first_op}..{image.last_op})"
@@ -382,9 +401,10 @@ def _latest_offsets(
     return {tp.partition: future.result().offset for tp, future in futures.items()}
 
 
-def _client_sample(images: list[CrashImage]) -> set[int]:
-    step = max(1, len(images) // CLIENT_CHECKS)
-    return {index for index in range(len(images) - 1, -1, -step)}
+def _sample(images: list[CrashImage], count: int) -> set[int]:
+    """Indexes of `count` images spread evenly, the last one included."""
+    step = max(1, len(images) // count)
+    return {len(images) - 1 - i * step for i in range(min(count, len(images)))}
 
 
 @pytest.mark.clients
@@ -395,16 +415,21 @@ def test_acknowledged_data_survives_power_loss_at_every_crash_point(scratch: Pat
     images = model.images_taken
     for kind in COVERED:
         assert model.saw(kind), f"no crash point at a write of {kind}"
-    sampled = _client_sample(images)
+    sampled = _sample(images, CLIENT_CHECKS)
+    twice = _sample(images, SECOND_POWER_LOSSES)
+    second_images = 0
     with syncs_skipped():
         for index, image in enumerate(images):
             _check_image(image, run, scratch, with_client=index in sampled)
+            if index in twice:
+                second_images += _check_second_power_loss(image, run, scratch)
     synced = sum(1 for image in images if image.variant == SYNCED)
     print(
         f"\npower loss: {model.op_count} operations ({model.fsyncs} fsyncs), every one a crash "
         f"point: {synced} synced images and {len(images) - synced} torn ones recovered, "
-        f"{len(sampled)} also read by a read_committed client; {len(run.records)} records, "
-        f"{len(run.txns)} transactions acknowledged"
+        f"{len(sampled)} also read by a read_committed client; power lost again during "
+        f"{len(twice)} of the recoveries: {second_images} more images recovered; "
+        f"{len(run.records)} records, {len(run.txns)} transactions acknowledged"
     )
 
 
