@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from minibroker.config import BrokerConfig, ConfigError
+from minibroker.log.checkpoints import fsync_directory
 from minibroker.security.scram import (
     DEFAULT_ITERATIONS,
     SCRAM_MECHANISMS,
@@ -94,6 +95,7 @@ class ScramCredentials:
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, self._path)
+        fsync_directory(self._path.parent)
 
 
 def parse_add_scram(text: str) -> list[Change]:

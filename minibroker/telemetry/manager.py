@@ -32,7 +32,6 @@ with a timer, and the client software name/version are not known to the match cr
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
@@ -41,6 +40,7 @@ from pathlib import Path
 
 from crc32c._crc32c import crc32c  # the C function: the package __init__ reads metadata
 
+from minibroker.log.checkpoints import write_atomically
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.compression import CompressionError, decompress
 from minibroker.telemetry.otlp import Metric, OtlpError, decode_metrics_data
@@ -160,9 +160,7 @@ class ClientTelemetry:
     def _write(self) -> None:
         if self.path is None:
             return
-        temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(self.configs, indent=1, sort_keys=True))
-        os.replace(temporary, self.path)
+        write_atomically(self.path, json.dumps(self.configs, indent=1, sort_keys=True))
 
     def set_configs(self, name: str, configs: Mapping[str, str]) -> None:
         """Set (or with no configs, remove) a subscription from its CLIENT_METRICS configs;
