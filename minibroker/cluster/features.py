@@ -42,13 +42,13 @@ level, and metadata.version downgrades (refused: they might delete metadata info
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from minibroker.config import ConfigError
+from minibroker.log.checkpoints import write_atomically
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.releases import EMULATE_SETTING, RELEASES, KafkaRelease, find_release
 
@@ -238,11 +238,8 @@ class Features:
     def _store(self) -> None:
         if self._path is None:
             return
-        temporary = self._path.with_suffix(".tmp")
-        temporary.write_text(
-            json.dumps({"version": _FILE_VERSION, "epoch": self.epoch, "finalized": self.finalized})
-        )
-        os.replace(temporary, self._path)
+        content = {"version": _FILE_VERSION, "epoch": self.epoch, "finalized": self.finalized}
+        write_atomically(self._path, json.dumps(content))
 
 
 def _invalid(feature: str, level: int, reason: str) -> UpdateResult:
