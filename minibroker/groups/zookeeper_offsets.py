@@ -14,8 +14,6 @@ from __future__ import annotations
 from minibroker.cluster.state import Cluster
 from minibroker.protocol.errors import ErrorCode
 
-# The emulated releases whose brokers ran on ZooKeeper (KRaft is production-ready from 3.3).
-ZOOKEEPER_RELEASES = frozenset({"2.8", "3.0", "3.1", "3.2"})
 NO_OFFSET = -1
 
 

@@ -45,7 +45,6 @@ from typing import Any
 
 from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.groups.coordinator import OffsetCommit
-from minibroker.groups.zookeeper_offsets import ZOOKEEPER_RELEASES
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -132,7 +131,7 @@ def _kraft_refuses(ctx: RequestContext, commits: list[OffsetCommit]) -> bool:
     """A v0 commit a KRaft broker has no ZooKeeper for, once a partition passed its checks."""
     return (
         ctx.api_version == ZOOKEEPER_VERSION
-        and ctx.broker.release.name not in ZOOKEEPER_RELEASES
+        and not ctx.broker.release.zookeeper
         and any(ctx.broker.cluster.partition(c.topic, c.partition) for c in commits)
     )
 

@@ -40,7 +40,6 @@ from typing import Any
 from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.cluster.state import Topic
 from minibroker.groups.coordinator import FetchedOffset
-from minibroker.groups.zookeeper_offsets import ZOOKEEPER_RELEASES
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -113,7 +112,7 @@ def _zookeeper_offsets(
     ctx: RequestContext, group_id: str, topics: Any
 ) -> dict[str, list[FetchedOffset]]:
     """v0: what OffsetCommit v0 stored, or UNSUPPORTED_VERSION from a KRaft release."""
-    if ctx.broker.release.name not in ZOOKEEPER_RELEASES:
+    if not ctx.broker.release.zookeeper:
         error = ErrorCode.UNSUPPORTED_VERSION
         return {t.name: _failed(t.name, t.partition_indexes, error) for t in topics}
     allowed = _describable(ctx, [topic.name for topic in topics])

@@ -53,6 +53,8 @@ class KafkaRelease:
     finalized: Mapping[str, int]
     # API key -> lowest version accepted where the advertised range starts lower.
     refused_below: Mapping[int, int] = field(default_factory=dict)
+    # A ZooKeeper-mode broker (OffsetCommit/OffsetFetch v0 kept in ZooKeeper); KRaft from 3.3.
+    zookeeper: bool = False
 
 
 def _parse_ranges(text: str) -> dict[int, Range]:
@@ -102,6 +104,7 @@ _FEATURES: dict[str, dict[str, Range]] = {
     "4.2": {**_FEATURES_4_1, METADATA_VERSION: (7, 29)},
     "4.3": {**_FEATURES_4_1, METADATA_VERSION: (7, 30)},
 }
+ZOOKEEPER_RELEASES = ("2.8", "3.0", "3.1", "3.2")
 _NEW_CLUSTER_4X = {TRANSACTION_VERSION: 2, GROUP_VERSION: 1}
 _FINALIZED: dict[str, dict[str, int]] = {
     "4.0": _NEW_CLUSTER_4X,
@@ -124,6 +127,7 @@ def _release(name: str) -> KafkaRelease:
         MappingProxyType(features),
         MappingProxyType(finalized),
         MappingProxyType(refused_below),
+        zookeeper=name in ZOOKEEPER_RELEASES,
     )
 
 

@@ -20,11 +20,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from minibroker.protocol.releases import ZOOKEEPER_RELEASES
+
 KAFKA_MIRROR = Path("/work/.mirror/apache+kafka/repo")
 SCHEMAS_4_3 = Path("/work/shared/reference/kafka-message-schemas-4.3")
 MESSAGE_DIR = "clients/src/main/resources/common/message"
 
-ZOOKEEPER_RELEASES = ("2.8", "3.0", "3.1", "3.2")
 KRAFT_RELEASES = ("3.3", "3.4", "3.5", "3.6", "3.7", "3.8", "3.9")
 
 # Broker-to-broker, controller and share-coordinator APIs: never answered to a client.
