@@ -1,11 +1,10 @@
 """The handler registry: `@handles(ApiKey.X, min, max)` binds one coroutine per API.
 
 ApiVersions is answered from this registry, so the advertised ranges and the served ranges
-are one list. `advertise_from` lets a handler advertise versions below the ones it serves,
-as Kafka does for Produce v0-2 (librdkafka's feature probe); those get UNSUPPORTED_VERSION.
-
-Each broker gates the registry by the Kafka release it emulates (`api_gates`): a key is
-advertised and accepted only where the release had it, at the intersection of the two ranges.
+are one list. Each broker gates the registry by the Kafka release it emulates (`api_gates`): a
+key is advertised and accepted only where the release had it, at the intersection of the two
+ranges (and versions a release advertised but refused, as Kafka 4's Produce v0-2, get
+UNSUPPORTED_VERSION).
 """
 
 from __future__ import annotations
@@ -28,27 +27,20 @@ class HandlerSpec:
     api_key: ApiKey
     min_version: int
     max_version: int
-    advertised_min: int
     handler: Handler
 
     def serves(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
 
-    def advertises(self, version: int) -> bool:
-        return self.advertised_min <= version <= self.max_version
-
 
 REGISTRY: dict[int, HandlerSpec] = {}
 
 
-def handles(
-    api_key: ApiKey, min_version: int, max_version: int, *, advertise_from: int | None = None
-) -> Callable[[Handler], Handler]:
+def handles(api_key: ApiKey, min_version: int, max_version: int) -> Callable[[Handler], Handler]:
     def register(handler: Handler) -> Handler:
         if api_key in REGISTRY:
             raise RuntimeError(f"two handlers for {api_key.name}")
-        advertised_min = min_version if advertise_from is None else advertise_from
-        REGISTRY[api_key] = HandlerSpec(api_key, min_version, max_version, advertised_min, handler)
+        REGISTRY[api_key] = HandlerSpec(api_key, min_version, max_version, handler)
         return handler
 
     return register
@@ -72,7 +64,7 @@ def api_gates(release: KafkaRelease) -> dict[int, ApiGate]:
         released = release.api_ranges.get(key)
         if released is None:
             continue
-        low = max(spec.advertised_min, released[0])
+        low = max(spec.min_version, released[0])
         high = min(spec.max_version, released[1])
         if low <= high:
             accepted = max(low, release.refused_below.get(key, low))

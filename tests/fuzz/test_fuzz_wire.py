@@ -374,7 +374,7 @@ def mutated_frame(draw: st.DrawFn) -> bytes:
 def random_body_for_a_served_api(draw: st.DrawFn) -> bytes:
     """A well-formed header for a served API and version, then random bytes."""
     spec = draw(st.sampled_from(sorted(REGISTRY.values(), key=lambda s: int(s.api_key))))
-    version = draw(st.integers(spec.advertised_min, spec.max_version))
+    version = draw(st.integers(spec.min_version, spec.max_version))
     body = draw(st.binary(max_size=200))
     return request_frame(int(spec.api_key), version, draw(st.integers(-5, 5)), body)
 

@@ -92,7 +92,7 @@ def test_gates_are_the_intersection_of_registry_and_release() -> None:
         for key, gate in gates.items():
             low, high = release.api_ranges[key]
             spec = REGISTRY[key]
-            assert gate.advertised_min == max(low, spec.advertised_min), (name, key)
+            assert gate.advertised_min == max(low, spec.min_version), (name, key)
             assert gate.max_version == min(high, spec.max_version), (name, key)
         assert set(gates) <= set(release.api_ranges) & set(REGISTRY)
 

@@ -32,7 +32,7 @@ load_all()
 SERVED = sorted(
     (int(key), version)
     for key, spec in REGISTRY.items()
-    for version in range(spec.advertised_min, spec.max_version + 1)
+    for version in range(spec.min_version, spec.max_version + 1)
 )
 _SERVED_SET = frozenset(SERVED)
 _KEY_VERSION = struct.Struct(">hh")
