@@ -19,7 +19,13 @@ by the image before the next. Two variants are built:
 - `synced`: only what was synced (directories as at their last fsync);
 - `torn`: every directory as it is now (unsynced metadata kept, as a journal may commit it)
   with each file's synced bytes plus a random prefix of the bytes appended since (none, part or
-  all of them), the other extreme of what ext4 may keep.
+  all of them), the other extreme of what ext4 may keep. Taken before every directory
+  operation, these are also every prefix of the directory operations since the last sync (ext4's
+  journal commits them in order).
+
+The broker's own fsyncs on the data directory are not passed to the disk: the model, not the
+disk, decides what survives. Writes through `open()` file objects (checkpoint temporaries) are
+not counted as operations; the image before the fsync or rename that follows them covers them.
 """
 
 from __future__ import annotations
@@ -284,8 +290,8 @@ class PowerLossModel:
 
 @contextmanager
 def syncs_skipped() -> Iterator[None]:
-    """`fsync`/`fdatasync` as no-ops: for brokers recovering crash images, whose own
-    durability is not under test (one power loss is modelled, not a second)."""
+    """`fsync`/`fdatasync` as no-ops while crash images are recovered: the images are scratch
+    copies, and where power is lost again an interposer, not the disk, decides what survives."""
     saved = os.fsync, os.fdatasync
     os.fsync = os.fdatasync = lambda fd: None
     try:

@@ -13,7 +13,8 @@ config; a read_committed confluent-kafka consumer on a sample of the images sees
 acknowledged commit whole and no acknowledged abort. On another sample the power is lost
 again while the broker recovers, and every image of that second run must recover as well.
 
-POWER_LOSS_ROUNDS (default 40) sets the length of the run, so the number of crash points.
+POWER_LOSS_ROUNDS (default 40) sets the length of the run, so the number of crash points;
+POWER_LOSS_SEED where torn writes are cut. A long run needs `--timeout 0` (pytest-timeout).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from tests.crash.powerloss import SYNCED, CrashImage, PowerLossModel, syncs_skip
 from tests.log.log_testing import make_batch
 
 ROUNDS = int(os.environ.get("POWER_LOSS_ROUNDS", "40"))
+SEED = int(os.environ.get("POWER_LOSS_SEED", "24"))  # where torn writes are cut
 PLAIN, COMPACT, TXN = "plain", "compact", "txn"
 KEYS = 4
 # Both map to partition 0 of their internal topic's two, the one created lazily on first use.
@@ -165,20 +167,19 @@ def _drive(broker: KafkaBroker, run: Run) -> None:
     transactional.init_transactions(DEADLINE_S)
     committer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP})
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    swapped_at: int | None = None
-    deadline = time.monotonic() + DEADLINE_S
-    round_number = 0
-    while round_number < ROUNDS or swapped_at is None:
-        assert time.monotonic() < deadline, "the cleaner never swapped a segment in"
-        _produce_round(idempotent, run, round_number)
-        _transaction(transactional, run, round_number)
-        if round_number % 3 == 2:
+    rounds = 0
+    swap_deadline: float | None = None
+    while rounds < ROUNDS or not run.model.saw(".swap"):
+        if rounds >= ROUNDS:  # the cleaner has not swapped a segment in yet: a little more
+            swap_deadline = swap_deadline or time.monotonic() + DEADLINE_S
+            assert time.monotonic() < swap_deadline, "the cleaner never swapped a segment in"
+        _produce_round(idempotent, run, rounds)
+        _transaction(transactional, run, rounds)
+        if rounds % 3 == 2:
             _commit_offset(committer, run)
-        if round_number == ROUNDS // 2:
+        if rounds == ROUNDS // 2:
             _delete_records(admin, run)
-        if swapped_at is None and run.model.saw(".swap"):
-            swapped_at = round_number
-        round_number += 1
+        rounds += 1
     committer.close()
 
 
@@ -224,7 +225,7 @@ def _delete_records(admin: AdminClient, run: Run) -> None:
 def _record_run(tmp_path: Path) -> Run:
     data_dir = tmp_path / "data"
     data_dir.mkdir()
-    model = PowerLossModel(data_dir, tmp_path / "graveyard")
+    model = PowerLossModel(data_dir, tmp_path / "graveyard", SEED)
     run = Run(model)
     with model.installed(), KafkaBroker(config=SETTINGS, data_dir=data_dir) as broker:
         for name, configs in TOPIC_CONFIGS.items():
