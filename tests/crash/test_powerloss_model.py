@@ -1,0 +1,56 @@
+"""The power-loss interposer's model itself: a crash image keeps exactly what was synced (and
+the torn variant no more than what was written)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.crash.powerloss import SYNCED, TORN, CrashImage, PowerLossModel
+
+
+def _last(images: list[CrashImage], variant: str) -> CrashImage:
+    return [image for image in images if image.variant == variant][-1]
+
+
+def test_an_image_keeps_synced_bytes_and_entries_and_loses_the_rest(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    root.mkdir()
+    model = PowerLossModel(root, tmp_path / "graveyard")
+    with model.installed():
+        fd = os.open(root / "a", os.O_RDWR | os.O_CREAT, 0o644)
+        os.pwrite(fd, b"synced", 0)
+        os.fsync(fd)
+        directory_fd = os.open(root, os.O_RDONLY)
+        os.fsync(directory_fd)
+        os.pwrite(fd, b"+unsynced", 6)
+        (root / "never-synced").write_bytes(b"x")
+        os.rename(root / "a", root / "b")
+        model.crash_now()
+        os.close(fd)
+        os.close(directory_fd)
+    assert _last(model.images_taken, SYNCED).files == {"a": b"synced"}
+    torn = _last(model.images_taken, TORN).files
+    assert set(torn) == {"b", "never-synced"}
+    assert torn["b"].startswith(b"synced") and b"synced+unsynced".startswith(torn["b"])
+    assert torn["never-synced"] == b""
+
+
+def test_an_unlinked_file_keeps_its_synced_bytes_until_the_directory_is_synced(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "old").write_bytes(b"old bytes")
+    model = PowerLossModel(root, tmp_path / "graveyard")
+    with model.installed():
+        (root / "old").unlink()
+        (root / "new").write_bytes(b"new bytes")  # may take the old file's inode
+        model.crash_now()
+        directory_fd = os.open(root, os.O_RDONLY)
+        os.fsync(directory_fd)
+        os.close(directory_fd)
+        model.crash_now()
+    before, after = [image for image in model.images_taken if image.variant == SYNCED][-2:]
+    assert before.files == {"old": b"old bytes"}
+    assert after.files == {"new": b""}
