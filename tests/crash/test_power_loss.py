@@ -477,3 +477,27 @@ def test_topic_configs_survive_power_loss_once_the_topic_is_created(scratch: Pat
             with KafkaBroker(config=SETTINGS, data_dir=directory) as recovered:
                 topics = recovered.node(recovered.node_ids[0]).cluster.topics
                 assert topics[COMPACT].configs == TOPIC_CONFIGS[COMPACT], image.name
+
+
+def test_without_fsync_on_ack_records_since_the_segment_began_are_at_risk(
+    scratch: Path,
+) -> None:
+    """What the README says is at risk by default: acknowledged records still only in the
+    page cache are gone after a power cut (the active segment was never fsynced)."""
+    data_dir = scratch / "data"
+    data_dir.mkdir()
+    model = PowerLossModel(data_dir, scratch / "graveyard", SEED)
+    settings = {**SETTINGS, "minibroker.fsync.on.ack": "false"}
+    with model.installed(), KafkaBroker(config=settings, data_dir=data_dir) as broker:
+        broker.create_topic(PLAIN)
+        for index in range(10):
+            broker.produce(PLAIN, b"%d" % index)
+        model.crash_now()
+        crashed_at = model.op_count
+    [image] = [
+        i
+        for i in model.images_taken
+        if i.variant == SYNCED and i.first_op <= crashed_at <= i.last_op
+    ]
+    with syncs_skipped(), KafkaBroker(data_dir=image.materialise(scratch / image.name)) as after:
+        assert after.records(PLAIN) == []
