@@ -997,21 +997,26 @@ def _compare_properties(diff: _Diff, original: _Shape, update: _Shape) -> None:
 
 
 def _property_removed(diff: _Diff, update: _Shape, name: str, written: _Node) -> None:
-    if _is_open_object(update):
-        diff.add("PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL")
+    _member_removed(
+        diff, "PROPERTY", _is_open_object(update), _partially_open_schema(update, name), written
+    )
+
+
+def _member_removed(
+    diff: _Diff, member: str, open_model: bool, partial: _Node | None, written: _Node
+) -> None:
+    """A property or an item (`member`) of the writer's schema missing from the reader's."""
+    if open_model:
+        diff.add(f"{member}_REMOVED_FROM_OPEN_CONTENT_MODEL")
         return
-    partial = _partially_open_schema(update, name)
     if partial is not None:
         covered = _compare_covered(diff, written, partial)
-        diff.add(
-            "PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-            if covered
-            else "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-        )
+        coverage = "IS_COVERED_BY" if covered else "NOT_COVERED_BY"
+        diff.add(f"{member}_REMOVED_{coverage}_PARTIALLY_OPEN_CONTENT_MODEL")
     elif written.contents is False:
-        diff.add("PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
+        diff.add(f"{member}_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
     else:
-        diff.add("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL")
+        diff.add(f"{member}_REMOVED_FROM_CLOSED_CONTENT_MODEL")
 
 
 def _property_added(diff: _Diff, original: _Shape, update: _Shape, name: str, read: _Node) -> None:
@@ -1242,21 +1247,9 @@ def _compare_positional_items(
 
 
 def _item_removed(diff: _Diff, update: _Shape, after: _Items, written: _Node) -> None:
-    if _is_open_array(after, update):
-        diff.add("ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL")
-        return
-    partial = _partially_open_items(after, update)
-    if partial is not None:
-        covered = _compare_covered(diff, written, partial)
-        diff.add(
-            "ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-            if covered
-            else "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-        )
-    elif written.contents is False:
-        diff.add("ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
-    else:
-        diff.add("ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL")
+    open_model = _is_open_array(after, update)
+    partial = None if open_model else _partially_open_items(after, update)
+    _member_removed(diff, "ITEM", open_model, partial, written)
 
 
 def _item_added(diff: _Diff, original: _Shape, before: _Items, read: _Node) -> None:
