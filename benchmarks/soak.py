@@ -87,9 +87,10 @@ TXN_RECORD = struct.Struct(">QB")
 class Broker:
     """`minibroker serve` on a fixed port and data dir, killed and restarted in place."""
 
-    def __init__(self, data_dir: Path, port: int) -> None:
+    def __init__(self, data_dir: Path, port: int, overrides: list[str]) -> None:
         self.data_dir = data_dir
         self.port = port
+        self.overrides = overrides
         self.process: subprocess.Popen[str] | None = None
 
     @property
@@ -99,6 +100,7 @@ class Broker:
     def start(self) -> None:
         argv = [sys.executable, "-m", "minibroker", "serve", "--listen", self.bootstrap]
         argv += ["--data-dir", str(self.data_dir), "--log-level", "WARNING"]
+        argv += [word for setting in self.overrides for word in ("--override", setting)]
         self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         if not self.process.stdout.readline():
@@ -393,9 +395,16 @@ def plot(samples: list[dict[str, float]], kills: list[float], path: Path) -> Non
     figure.savefig(path, dpi=80)
 
 
-def run(minutes: float, kill_every_s: float, sample_every_s: float, rate: int, out: Path) -> int:
+def run(
+    minutes: float,
+    kill_every_s: float,
+    sample_every_s: float,
+    rate: int,
+    out: Path,
+    overrides: list[str],
+) -> int:
     with tempfile.TemporaryDirectory(prefix="minibroker-soak-") as tmp:
-        broker = Broker(Path(tmp) / "data", free_port())
+        broker = Broker(Path(tmp) / "data", free_port(), overrides)
         broker.start()
         create_topics(broker.bootstrap)
         ledger, stop, done = Ledger(), threading.Event(), threading.Event()
@@ -460,8 +469,13 @@ def main() -> None:
     parser.add_argument("--sample-every", type=float, default=5.0, help="seconds")
     parser.add_argument("--rate", type=int, default=2000, help="idempotent records/s")
     parser.add_argument("--out", type=Path, default=Path("docs/soak"))
+    parser.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE", help="a broker setting"
+    )
     args = parser.parse_args()
-    sys.exit(run(args.minutes, args.kill_every, args.sample_every, args.rate, args.out))
+    sys.exit(
+        run(args.minutes, args.kill_every, args.sample_every, args.rate, args.out, args.override)
+    )
 
 
 if __name__ == "__main__":
