@@ -37,10 +37,13 @@ def parse_kafka_uuid(text: str) -> uuid.UUID:
     return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
 
 
-def write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, content: str | bytes) -> None:
+    """Replace `path` durably: a synced temporary file renamed over it, then the directory
+    synced (a power cut leaves the old file or the new one, never a torn or lost one)."""
     temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "w", encoding="utf-8") as file:
-        file.write(text)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    with open(temporary, "wb") as file:
+        file.write(data)
         file.flush()
         os.fsync(file.fileno())
     os.replace(temporary, path)

@@ -16,13 +16,14 @@ detected against that batch until the producer appends again.
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import crc32c
+
+from minibroker.log.checkpoints import write_atomically
 
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_VERSION = 1
@@ -112,14 +113,10 @@ def list_snapshots(directory: Path) -> list[tuple[int, Path]]:
 
 
 def write_snapshot(directory: Path, offset: int, entries: Iterable[SnapshotEntry]) -> Path:
-    """Write the snapshot durably (temporary file, fsync, rename) and return its path."""
+    """Write the snapshot durably (temporary file, fsync, rename, directory fsync) and return
+    its path."""
     path = directory / snapshot_file_name(offset)
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "wb") as file:
-        file.write(encode_snapshot(entries))
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
+    write_atomically(path, encode_snapshot(entries))
     return path
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from minibroker.txn.snapshot import SnapshotEntry, read_snapshot, write_snapshot
 from tests.crash.powerloss import SYNCED, TORN, CrashImage, PowerLossModel
 
 
@@ -54,3 +55,17 @@ def test_an_unlinked_file_keeps_its_synced_bytes_until_the_directory_is_synced(
     before, after = [image for image in model.images_taken if image.variant == SYNCED][-2:]
     assert before.files == {"old": b"old bytes"}
     assert after.files == {"new": b""}
+
+
+def test_a_producer_snapshot_survives_power_loss_once_written(tmp_path: Path) -> None:
+    """Regression: the snapshot was renamed into place without syncing its directory, so a
+    power cut could take it back (recovery then replayed the whole log)."""
+    root = tmp_path / "data"
+    (root / "topic-0").mkdir(parents=True)
+    entry = SnapshotEntry(7, 0, 41, 99, 0, 1_700_000_000_000, -1, -1)
+    model = PowerLossModel(root, tmp_path / "graveyard")
+    with model.installed():
+        written = write_snapshot(root / "topic-0", 100, [entry])
+        model.crash_now()
+    recovered = _last(model.images_taken, SYNCED).materialise(tmp_path / "recovered")
+    assert read_snapshot(recovered / "topic-0" / written.name) == [entry]
