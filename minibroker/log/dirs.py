@@ -21,7 +21,7 @@ from .base import PartitionLog
 from .checkpoints import fsync_directory
 from .config import LogConfig
 from .manager import LogDirError, LogManager
-from .partition import FilePartitionLog
+from .partition import FilePartitionLog, remove_partition_directory
 
 logger = logging.getLogger(__name__)
 FUTURE_SUFFIX = "-future"
@@ -142,8 +142,7 @@ class LogDirs:
         destination = target.data_dir / directory.name
         future.rename(destination)
         fsync_directory(target.data_dir)
-        shutil.rmtree(directory)
-        fsync_directory(directory.parent)
+        remove_partition_directory(directory, topic, partition)
         return target.adopt(destination, topic, partition, recovery_point, log_start)
 
     # -- periodic work -------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import uuid
 from pathlib import Path
 
@@ -34,7 +35,12 @@ from .config import LogConfig
 from .lazy import LazyPartitionLog
 from .memory import MemoryPartitionLog
 from .offline import OfflinePartitionLog
-from .partition import FilePartitionLog, parse_partition_directory_name, partition_directory_name
+from .partition import (
+    DELETE_DIRECTORY_SUFFIX,
+    FilePartitionLog,
+    parse_partition_directory_name,
+    partition_directory_name,
+)
 from .segmented import SegmentedLog
 
 logger = logging.getLogger(__name__)
@@ -131,6 +137,9 @@ class LogManager:
         except OSError as exc:
             raise LogDirError(f"log directory {self.data_dir} cannot be read: {exc}") from exc
         for directory in directories:
+            if directory.name.endswith(DELETE_DIRECTORY_SUFFIX) and _is_directory(directory):
+                _remove_deleted(directory)
+                continue
             parsed = parse_partition_directory_name(directory.name)
             if parsed is None or parsed in self._logs or not _is_directory(directory):
                 continue
@@ -315,6 +324,16 @@ def _closed_cleanly(log: PartitionLog) -> bool:
     except OSError as exc:
         log.storage_error = log.storage_error or exc
     return log.storage_error is None
+
+
+def _remove_deleted(directory: Path) -> None:
+    """A partition deleted before a crash or power cut: what is left of it goes now."""
+    try:
+        shutil.rmtree(directory)
+    except OSError as exc:
+        logger.error("cannot remove %s, a deleted partition: %s", directory, exc)
+    else:
+        logger.info("removed %s, a partition deleted before the last shutdown", directory)
 
 
 def _check_writable(data_dir: Path) -> None:

@@ -43,6 +43,27 @@ def partition_directory_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
+DELETE_DIRECTORY_SUFFIX = "-delete"
+_MAX_FILE_NAME = 255
+
+
+def delete_directory_name(topic: str, partition: int) -> str:
+    """Kafka's name for a partition directory being deleted,
+    `<topic>-<partition>.<unique id>-delete`, the topic cut short to fit a file name."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_DIRECTORY_SUFFIX}"
+    return topic[: _MAX_FILE_NAME - len(suffix)] + suffix
+
+
+def remove_partition_directory(directory: Path, topic: str, partition: int) -> None:
+    """As Kafka, first rename the directory to its `-delete` name, durably: after a crash or
+    power cut during the removal, the next start (LogManager.load) removes what is left
+    instead of finding a partition with files missing."""
+    doomed = directory.with_name(delete_directory_name(topic, partition))
+    directory.rename(doomed)
+    fsync_directory(directory.parent)
+    shutil.rmtree(doomed)
+
+
 def parse_partition_directory_name(name: str) -> tuple[str, int] | None:
     topic, _, partition = name.rpartition("-")
     if not topic or not partition.isdigit():
@@ -322,7 +343,7 @@ class FilePartitionLog(SegmentedLog):
         self._release_descriptors()
         self._segments.clear()
         self._base_offsets.clear()
-        shutil.rmtree(self.directory)
+        remove_partition_directory(self.directory, self.topic, self.partition)
 
 
 def _blobs(segment: LogSegment) -> list[FileBlob]:

@@ -501,3 +501,35 @@ def test_without_fsync_on_ack_records_since_the_segment_began_are_at_risk(
     ]
     with syncs_skipped(), KafkaBroker(data_dir=image.materialise(scratch / image.name)) as after:
         assert after.records(PLAIN) == []
+
+
+def test_a_deleted_partition_stays_deleted_after_power_loss(scratch: Path) -> None:
+    """Regression: the partition directory was removed file by file and its removal never
+    synced, so a power cut brought the deleted partition back, whole or with files missing.
+    Now every crash image recovers it whole (before the `-delete` rename is synced) or not
+    at all, and no `-delete` directory is left after recovery."""
+    data_dir = scratch / "data"
+    data_dir.mkdir()
+    model = PowerLossModel(data_dir, scratch / "graveyard", SEED)
+    config = LogConfig(fsync_on_ack=True)
+    with model.installed():
+        manager = LogManager(data_dir, node_id=1, cluster_id="c", default_config=config)
+        log = manager.create("doomed", 0, uuid.uuid4(), config)
+        log.append(make_batch([b"acknowledged"]), 0, now_ms=0)
+        deleting_from = model.op_count
+        manager.delete("doomed", 0)
+        deleted_at = model.op_count
+        model.crash_now()
+    images = [image for image in model.images_taken if image.last_op >= deleting_from]
+    assert any(image.last_op >= deleted_at for image in images)
+    for image in images:
+        directory = image.materialise(scratch / image.name)
+        recovered = LogManager(directory, node_id=1, cluster_id="c", default_config=config)
+        end_offsets = [reopened.log_end_offset for reopened in recovered.load()]
+        if image.last_op >= deleted_at:
+            assert end_offsets == [], image.name
+        else:
+            assert end_offsets in ([], [1]), image.name
+        assert not list(directory.glob("*-delete")), image.name
+        recovered.close()
+    manager.close()
