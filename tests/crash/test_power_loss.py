@@ -40,10 +40,11 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from minibroker.log import LogConfig, LogManager
+from minibroker.log import LogConfig, LogManager, PartitionLog
+from minibroker.records.records import iter_records
 from minibroker.testing import KafkaBroker
 from tests.crash.powerloss import SYNCED, CrashImage, PowerLossModel, syncs_skipped
-from tests.log.log_testing import make_batch
+from tests.log.log_testing import make_batch, split_batches
 
 ROUNDS = int(os.environ.get("POWER_LOSS_ROUNDS", "40"))
 SEED = int(os.environ.get("POWER_LOSS_SEED", "24"))  # where torn writes are cut
@@ -533,3 +534,50 @@ def test_a_deleted_partition_stays_deleted_after_power_loss(scratch: Path) -> No
         assert not list(directory.glob("*-delete")), image.name
         recovered.close()
     manager.close()
+
+
+def _values_from(log: PartitionLog, offset: int) -> list[bytes | None]:
+    """The values of single-record batches from `offset` to the log end."""
+    values = []
+    while offset < log.log_end_offset:
+        batches = split_batches(log.read(offset, 1 << 20))
+        assert batches, f"nothing at offset {offset}"
+        values += [next(iter_records(batch)).value for batch in batches]
+        offset += len(batches)
+    return values
+
+
+def test_retention_cut_short_by_power_loss_leaves_a_whole_log(scratch: Path) -> None:
+    """Retention deleting segments (`retention.ms`), at every crash point: the recovered log
+    opens, ends where it ended, and holds every offset from its log start up, each with its
+    own record (a deleted segment comes back whole or not at all)."""
+    data_dir = scratch / "data"
+    data_dir.mkdir()
+    model = PowerLossModel(data_dir, scratch / "graveyard", SEED)
+    config = LogConfig(fsync_on_ack=True, segment_bytes=160, retention_ms=1000)
+    appended = 12
+    with model.installed():
+        manager = LogManager(data_dir, node_id=1, cluster_id="c", default_config=config)
+        log = manager.create("retained", 0, uuid.uuid4(), config)
+        for offset in range(appended):
+            log.append(make_batch([b"%d" % offset]), 0, now_ms=0)
+        deleting_from = model.op_count
+        manager.run_retention(now_ms=1_700_000_000_000 + 60_000)
+        assert log.log_start_offset >= appended - 2  # all but the active segment
+        model.crash_now()
+    images = [image for image in model.images_taken if image.last_op >= deleting_from]
+    assert len(images) > 4
+    starts = set()
+    for image in images:
+        directory = image.materialise(scratch / image.name)
+        recovered = LogManager(directory, node_id=1, cluster_id="c", default_config=config)
+        [reopened] = recovered.load()
+        assert reopened.log_end_offset == appended, image.name
+        start = reopened.log_start_offset
+        starts.add(start)
+        assert _values_from(reopened, start) == [
+            b"%d" % offset for offset in range(start, appended)
+        ], image.name
+        recovered.close()
+    manager.close()
+    assert len(starts) > 2, starts  # crash points before, during and after the deletions
