@@ -60,6 +60,8 @@ SHARED_MEMORY = Path("/dev/shm")
 # Files the run must have written (so crash points fell around their writes).
 COVERED = (
     ".index",
+    ".txnindex",
+    ".snapshot",
     ".cleaned",
     ".swap",
     "recovery-point-offset-checkpoint",
