@@ -290,7 +290,11 @@ def group_members(bootstrap: str, stop: threading.Event, ledger: Ledger) -> None
 
 def admin_churn(bootstrap: str, stop: threading.Event, ledger: Ledger) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
-    producer = Producer({"bootstrap.servers": bootstrap, **QUIET})
+    # librdkafka's producer asks for auto-creation by default: its periodic metadata refresh of
+    # the topics it has produced to would bring every deleted topic back (as Kafka would).
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "allow.auto.create.topics": False, **QUIET}
+    )
 
     def step() -> None:
         name = f"soak-churn-{uuid.uuid4().hex[:8]}"
@@ -346,6 +350,7 @@ def sample(broker: Broker, started: float) -> dict[str, float]:
         "open_fds": len(os.listdir(f"/proc/{pid}/fd")),
         "threads": len(os.listdir(f"/proc/{pid}/task")),
         "data_dir_mb": directory_size(broker.data_dir) / 1e6,
+        "partition_dirs": sum(1 for entry in os.scandir(broker.data_dir) if entry.is_dir()),
     }
 
 
@@ -381,8 +386,8 @@ def plot(samples: list[dict[str, float]], kills: list[float], path: Path) -> Non
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    series = ["rss_mb", "open_fds", "threads", "data_dir_mb"]
-    figure, axes = plt.subplots(len(series), 1, figsize=(9, 9), sharex=True)
+    series = ["rss_mb", "open_fds", "threads", "data_dir_mb", "partition_dirs"]
+    figure, axes = plt.subplots(len(series), 1, figsize=(9, 11), sharex=True)
     minutes = [s["minute"] for s in samples]
     for axis, name in zip(axes, series, strict=True):
         axis.plot(minutes, [s[name] for s in samples])
