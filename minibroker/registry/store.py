@@ -35,44 +35,30 @@ def content_of(record: SchemaRecord) -> SchemaContent:
     return record.schema_type, record.schema, record.references
 
 
-class SchemaStore:
-    def __init__(self, cluster: Cluster) -> None:
-        self.topic = InternalTopic(
-            cluster, SCHEMAS_TOPIC, 1, cluster.config.get_int("log.segment.bytes")
-        )
+class SchemaState:
+    """What the `_schemas` records say, applied one by one in log order."""
+
+    def __init__(self) -> None:
         self.subjects: dict[str, dict[int, SchemaRecord]] = {}
         self.configs: dict[str | None, str] = {}
         self.modes: dict[str | None, str] = {}
         self.by_id: dict[int, SchemaRecord] = {}
         self.id_by_content: dict[SchemaContent, int] = {}
         self.max_id = 0
-        self._load()
 
-    def _load(self) -> None:
-        for partition in self.topic.created_partitions():
-            for item in self.topic.read(partition):
-                if not isinstance(item, ReadMarker):
-                    self._apply_record(item[0], item[1])
-
-    def write(self, records: Iterable[KeyedRecord]) -> None:
-        """Append the records to `_schemas`, then apply them (RegistryError 50001 if the
-        append fails: nothing changes)."""
-        batch = list(records)
-        error = self.topic.append_records(SCHEMAS_TOPIC, batch, int(time.time() * 1000))
-        if error != ErrorCode.NO_ERROR:
-            raise RegistryError(50001, f"Error while writing to {SCHEMAS_TOPIC}: {error.name}")
-        for key, value in batch:
-            self._apply_record(key, value)
-
-    def _apply_record(self, key_bytes: bytes, value_bytes: bytes | None) -> None:
+    def apply_record(self, key_bytes: bytes, value_bytes: bytes | None) -> None:
+        """Apply one record; a malformed one (anyone may produce to `_schemas`) is skipped
+        with a warning, as Confluent's store reader does."""
         try:
             key = json.loads(key_bytes)
             value = None if value_bytes is None else json.loads(value_bytes)
+            if not isinstance(key, dict) or not isinstance(value, dict | None):
+                raise ValueError("key and value must be JSON objects")
             self._apply(key, value)
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
             log.warning("skipping a malformed %s record %r: %s", SCHEMAS_TOPIC, key_bytes, exc)
 
-    def _apply(self, key: dict[str, Any], value: Any) -> None:
+    def _apply(self, key: dict[str, Any], value: dict[str, Any] | None) -> None:
         keytype = key.get("keytype")
         subject = key.get("subject")
         if keytype == "SCHEMA":
@@ -84,7 +70,7 @@ class SchemaStore:
         elif keytype == "DELETE_SUBJECT" and value is not None:
             self._soft_delete_up_to(str(subject), int(value["version"]))
 
-    def _apply_schema(self, subject: str, version: int, value: Any) -> None:
+    def _apply_schema(self, subject: str, version: int, value: dict[str, Any] | None) -> None:
         versions = self.subjects.setdefault(subject, {})
         if value is None:
             versions.pop(version, None)
@@ -99,7 +85,10 @@ class SchemaStore:
 
     @staticmethod
     def _apply_setting(
-        settings: dict[str | None, str], subject: str | None, value: Any, field: str
+        settings: dict[str | None, str],
+        subject: str | None,
+        value: dict[str, Any] | None,
+        field: str,
     ) -> None:
         if value is None:
             settings.pop(subject, None)
@@ -111,6 +100,33 @@ class SchemaStore:
         for number, record in list(versions.items()):
             if number <= version and not record.deleted:
                 versions[number] = replace(record, deleted=True)
+
+
+class SchemaStore(SchemaState):
+    """The state over `_schemas`: loaded at start, each change appended before it applies."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        super().__init__()
+        self.topic = InternalTopic(
+            cluster, SCHEMAS_TOPIC, 1, cluster.config.get_int("log.segment.bytes")
+        )
+        self._load()
+
+    def _load(self) -> None:
+        for partition in self.topic.created_partitions():
+            for item in self.topic.read(partition):
+                if not isinstance(item, ReadMarker):
+                    self.apply_record(item[0], item[1])
+
+    def write(self, records: Iterable[KeyedRecord]) -> None:
+        """Append the records to `_schemas`, then apply them (RegistryError 50001 if the
+        append fails: nothing changes)."""
+        batch = list(records)
+        error = self.topic.append_records(SCHEMAS_TOPIC, batch, int(time.time() * 1000))
+        if error != ErrorCode.NO_ERROR:
+            raise RegistryError(50001, f"Error while writing to {SCHEMAS_TOPIC}: {error.name}")
+        for key, value in batch:
+            self.apply_record(key, value)
 
     def schema_by_id(self, schema_id: int) -> SchemaRecord | None:
         """A version holding the schema, while one exists (soft-deleted ones count)."""

@@ -1,12 +1,14 @@
 """Fuzz target: the records brokers read back from internal topics and control batches, as
 their loaders read them: `__consumer_offsets` (classic and KIP-848 records, as
 groups/store.py), `__transaction_state` (txn/state_log.py), `__share_group_state`
-(groups/share/persist.py) and transaction markers (internal/topic.py).
+(groups/share/persist.py), the registry's `_schemas` (registry/store.py) and transaction
+markers (internal/topic.py).
 
-The first input byte picks the reader (low two bits) and whether the value is a tombstone
-(bit 7); the second is the key's length; then key, then value. For markers the rest is a
-run of stored batches. Outcomes allowed: the decoded record or the error its loader catches
-and skips (RecordFormatError; TxnRecordError or UnicodeDecodeError), a marker or None."""
+The first input byte picks the reader (its low seven bits modulo 5) and whether the value is
+a tombstone (bit 7); the second is the key's length; then key, then value. For markers the
+rest is a run of stored batches. Outcomes allowed: the decoded record or the error its loader
+catches and skips (RecordFormatError; TxnRecordError or UnicodeDecodeError; a `_schemas`
+record applied or skipped with a warning), a marker or None."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ from minibroker.groups.share import state_records
 from minibroker.records.batch import BatchHeader, split_batches
 from minibroker.records.control import read_end_txn_marker
 from minibroker.records.records import build_control_batch
+from minibroker.registry import records as registry_records
+from minibroker.registry.store import SchemaState
 from minibroker.txn import state_log
 from minibroker.txn.state import TxnState, TxnTransit
 
@@ -61,6 +65,10 @@ def _share_state(key: bytes, value: bytes | None) -> None:
         pass
 
 
+def _schemas(key: bytes, value: bytes | None) -> None:
+    SchemaState().apply_record(key, value)
+
+
 def _markers(batches: bytes) -> None:
     for batch in split_batches(batches):
         header = BatchHeader.parse(batch)
@@ -72,15 +80,16 @@ _READERS: tuple[Callable[[bytes, bytes | None], None], ...] = (
     _offsets,
     _transaction_state,
     _share_state,
+    _schemas,
 )
-MARKERS = 3
+MARKERS = len(_READERS)
 TOMBSTONE = 0x80
 
 
 def test_one_input(data: bytes) -> None:
     if len(data) < 2:
         return
-    kind = data[0] & 0x03
+    kind = (data[0] & ~TOMBSTONE) % (MARKERS + 1)
     if kind == MARKERS:
         _markers(data[1:])
         return
@@ -107,6 +116,7 @@ def seeds() -> list[bytes]:
     snapshot = state_records.ShareSnapshot(
         0, 1, 2, 100, (state_records.StateBatch(100, 110, 2, 1),)
     )
+    schema = registry_records.SchemaRecord("s-value", 1, 1, "AVRO", '"string"', (), False)
     marker = build_control_batch(
         True, producer_id=7, producer_epoch=1, coordinator_epoch=3, timestamp=10
     )
@@ -118,5 +128,8 @@ def seeds() -> list[bytes]:
         _keyed(1, state_log.encode_key("txn-1"), state_log.encode_value(txn)),
         _keyed(1, state_log.encode_key("txn-1"), state_log.encode_value(txn, version=1)),
         _keyed(2, state_records.encode_key(share_key), state_records.encode_snapshot(snapshot)),
+        _keyed(3, registry_records.schema_key("s-value", 1), registry_records.schema_value(schema)),
+        _keyed(3, registry_records.config_key(None), registry_records.config_value("FULL")),
+        _keyed(3, registry_records.delete_subject_key("s-value"), None),
         bytes([MARKERS]) + marker + marker,
     ]
