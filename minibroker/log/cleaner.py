@@ -138,7 +138,7 @@ def clean_log(target: SegmentedLog, now_ms: int) -> CleanerStats | None:
     first_uncleanable = _first_uncleanable_offset(
         target, [s for s in closed if s.next_offset > first_dirty], now_ms
     )
-    cleanable = [s for s in closed if s.next_offset <= first_uncleanable and s.size > 0]
+    cleanable = [s for s in closed if s.next_offset <= first_uncleanable]
     dirty = [s for s in cleanable if s.next_offset > first_dirty]
     dirty_bytes = sum(s.size for s in dirty)
     total_bytes = sum(s.size for s in cleanable)

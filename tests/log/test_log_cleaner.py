@@ -133,6 +133,23 @@ def test_dirty_ratio_and_compaction_lag(data_dir: Path | None) -> None:
     assert [e[0] for e in entries(log)] == [1, 2, 3, 4, 5]
 
 
+def test_segments_emptied_by_cleaning_are_merged_into_their_neighbours(
+    data_dir: Path | None,
+) -> None:
+    """Regression (soak): a segment whose every record was superseded came out of a pass
+    empty and was never grouped again, so a topic rewriting the same keys kept one more empty
+    segment per roll, without bound (Kafka's grouping includes empty segments)."""
+    _, log = open_log(data_dir)
+    for round_number in range(40):  # each round's segment too large to share a group
+        append(log, [(b"k%d" % key, b"%030d" % round_number) for key in range(6)])
+        log.roll(NOW)
+        clean_log(log, NOW)
+    assert len(log.closed_segments()) <= 2
+    assert [(key, value) for _, key, value in entries(log)] == [
+        (b"k%d" % key, b"%030d" % 39) for key in range(6)
+    ]
+
+
 def test_delete_policy_is_not_compacted_and_compact_has_no_time_retention(
     data_dir: Path | None,
 ) -> None:
