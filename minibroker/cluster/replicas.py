@@ -26,13 +26,12 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from minibroker.log.base import PartitionLog
+from minibroker.log.base import SCAN_CHUNK_BYTES, PartitionLog
 from minibroker.records.batch import BatchHeader, split_batches
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
 NO_LEADER = -1
-_SCAN_BYTES = 1 << 20
 
 
 class EpochCache:
@@ -47,7 +46,7 @@ class EpochCache:
         cache = cls()
         offset = log.log_start_offset
         while offset < log.log_end_offset:
-            data = log.read(offset, _SCAN_BYTES)
+            data = log.read(offset, SCAN_CHUNK_BYTES)
             if not data:
                 break
             for batch in split_batches(data):

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from minibroker.cluster.assignments import placed_replicas
 from minibroker.cluster.state import Cluster, Partition, Topic, TopicError
+from minibroker.log.base import SCAN_CHUNK_BYTES
 from minibroker.log.lazy import is_created
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.batch import (
@@ -41,8 +42,6 @@ from minibroker.records.control import read_end_txn_marker
 from minibroker.records.records import CorruptRecordsError, build_batch, iter_records
 
 log = logging.getLogger(__name__)
-
-_READ_CHUNK_BYTES = 1 << 20
 
 # A record to append: key and value (None: a tombstone).
 KeyedRecord = tuple[bytes, bytes | None]
@@ -186,7 +185,7 @@ class InternalTopic:
         plog = partition.log
         offset = plog.log_start_offset
         while offset < plog.log_end_offset:
-            batches = split_batches(plog.read(offset, _READ_CHUNK_BYTES))
+            batches = split_batches(plog.read(offset, SCAN_CHUNK_BYTES))
             if not batches:
                 return
             for batch in batches:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from minibroker.records.batch import HEADER_SIZE, LOG_OVERHEAD, NO_TIMESTAMP, BatchHeader
 
-from .base import StoredBatches
+from .base import SCAN_CHUNK_BYTES, StoredBatches
 from .batch import (
     batch_is_valid,
     header_is_plausible,
@@ -21,7 +21,6 @@ from .index import OffsetIndex, TimeIndex
 from .txnindex import TransactionIndex
 
 _SCAN_CHUNK = 16384
-_RECOVERY_CHUNK = 1 << 20
 _INT32_MAX = 2147483647
 
 
@@ -312,13 +311,13 @@ class LogSegment:
         while position + HEADER_SIZE <= end:
             relative = position - chunk_start
             if relative + HEADER_SIZE > len(chunk):
-                chunk = self.log.read_at(min(_RECOVERY_CHUNK, end - position), position)
+                chunk = self.log.read_at(min(SCAN_CHUNK_BYTES, end - position), position)
                 chunk_start, relative = position, 0
             header = parse_header(chunk, relative)
             if not header_is_plausible(header, end - position):
                 break
             if relative + header.size > len(chunk):
-                chunk = self.log.read_at(max(header.size, _RECOVERY_CHUNK), position)
+                chunk = self.log.read_at(max(header.size, SCAN_CHUNK_BYTES), position)
                 chunk_start, relative = position, 0
             if header.base_offset < self.next_offset or not batch_is_valid(
                 chunk, relative, header.size

@@ -7,13 +7,11 @@ from collections.abc import Iterator
 
 from minibroker.records.batch import HEADER_SIZE, BatchHeader
 
-from .base import OffsetOutOfRange, PartitionLog
-
-READ_CHUNK_BYTES = 1 << 20
+from .base import SCAN_CHUNK_BYTES, OffsetOutOfRange, PartitionLog
 
 
 def stored_batches(
-    log: PartitionLog, start: int, end: int, chunk_bytes: int = READ_CHUNK_BYTES
+    log: PartitionLog, start: int, end: int, chunk_bytes: int = SCAN_CHUNK_BYTES
 ) -> Iterator[tuple[BatchHeader, bytes]]:
     """(header, batch) of every whole stored batch holding offsets in [start, end), control
     batches included; ends early if retention moves the log start past where it reads."""

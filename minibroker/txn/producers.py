@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from minibroker.log.base import SCAN_CHUNK_BYTES
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.batch import BatchHeader, Buffer, split_batches
 from minibroker.records.control import read_end_txn_marker
@@ -83,7 +84,6 @@ NO_TIMESTAMP = -1
 INT32_MAX = 2**31 - 1
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
 DEFAULT_EXPIRATION_CHECK_INTERVAL_MS = 600_000  # producer.id.expiration.check.interval.ms
-_REBUILD_READ_BYTES = 1 << 20
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -637,7 +637,7 @@ class ProducerStateManager:
         offset = max(start, partition_log.log_start_offset)
         while offset < partition_log.log_end_offset:
             # the log returns at least one whole batch, however large (KIP-74)
-            batches = split_batches(partition_log.read(offset, _REBUILD_READ_BYTES))
+            batches = split_batches(partition_log.read(offset, SCAN_CHUNK_BYTES))
             next_offset = offset
             for batch in batches:
                 header = BatchHeader.parse(batch)
