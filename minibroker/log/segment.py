@@ -20,7 +20,7 @@ from .config import LogConfig
 from .index import OffsetIndex, TimeIndex
 from .txnindex import TransactionIndex
 
-_SCAN_CHUNK = 16384
+_HEADER_WALK_CHUNK = 16384  # header-only walks read little: a few headers per lookup
 _INT32_MAX = 2147483647
 
 
@@ -145,7 +145,7 @@ class LogSegment:
         while position < end:
             relative = position - chunk_start
             if relative + HEADER_SIZE > len(chunk):
-                chunk = self.log.read_at(min(_SCAN_CHUNK, end - position), position)
+                chunk = self.log.read_at(min(_HEADER_WALK_CHUNK, end - position), position)
                 chunk_start, relative = position, 0
             if relative + HEADER_SIZE > len(chunk):
                 raise CorruptSegmentError(f"torn batch header at position {position}")
@@ -195,7 +195,7 @@ class LogSegment:
         while position < end:
             relative = position - chunk_start
             if relative + LOG_OVERHEAD > len(chunk):
-                chunk = self.log.read_at(min(_SCAN_CHUNK, end - position), position)
+                chunk = self.log.read_at(min(_HEADER_WALK_CHUNK, end - position), position)
                 chunk_start, relative = position, 0
             if relative + LOG_OVERHEAD > len(chunk):
                 raise CorruptSegmentError(f"torn batch header at position {position}")
