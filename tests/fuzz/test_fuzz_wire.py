@@ -21,7 +21,6 @@ import struct
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,6 +42,7 @@ from minibroker.records.batch import (
 from minibroker.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from minibroker.records.records import build_batch
 from tests.fuzz.broker_process import BrokerProcess, dump_log_problems
+from tests.reference import GOLDEN_FRAMES
 from tests.wire import WireClient, encode_request, request_frame
 
 EXAMPLES = int(os.environ.get("MINIBROKER_FUZZ_EXAMPLES", "1000"))
@@ -52,7 +52,6 @@ MAX_DECOMPRESSED_BYTES = 1024 * 1024
 PEAK_RSS_LIMIT_KIB = 400 * 1024
 KNOWN_TOPIC = "known-data-7f3a"
 PRODUCE_TOPIC = "fuzz-produce"
-GOLDEN_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "golden-frames"
 CLOSE_WAIT_SECONDS = 20.0
 NOW_MS = int(time.time() * 1000)
 
@@ -76,8 +75,8 @@ class Target:
 
 
 def _golden_frames() -> list[bytes]:
-    frames = [path.read_bytes() for path in sorted(GOLDEN_DIR.glob("*/*.bin"))]
-    assert len(frames) > 90, f"golden frames missing in {GOLDEN_DIR}"
+    frames = [path.read_bytes() for path in sorted(GOLDEN_FRAMES.glob("*/*.bin"))]
+    assert len(frames) > 90, f"golden frames missing in {GOLDEN_FRAMES}"
     return frames
 
 

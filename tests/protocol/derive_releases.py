@@ -1,29 +1,30 @@
 """Derive `minibroker/protocol/release_table.py`: the API ranges each Kafka release's broker
 advertised to clients in ApiVersions.
 
-    python -m tests.protocol.derive_releases > minibroker/protocol/release_table.py
+    MINIBROKER_KAFKA_REPO=<clone of apache/kafka> \
+        python -m tests.protocol.derive_releases > minibroker/protocol/release_table.py
 
-2.8-3.9 are read from Kafka's request schemas at each release branch of the Kafka mirror
-(`/work/.mirror/apache+kafka/repo`): a key is listed when its `listeners` include the broker
-kind the release is emulated as (ZooKeeper-mode `zkBroker` for 2.8-3.2, KRaft `broker` from 3.3,
-when KRaft became production-ready) and it is not one of the inter-broker/controller APIs; a
-`latestVersionUnstable` top version was not advertised. 4.3 comes from the schemas in
-`/work/shared/reference/kafka-message-schemas-4.3/`. 4.0-4.2 are 3.9 with the changes each of
-those releases made (`CHANGES_4X`), as franz-go's `pkg/kversion` records them with their KIPs
-and Kafka's 4.3 schema comments describe them.
+2.8-3.9 are read from Kafka's request schemas at each release branch of the apache/kafka clone
+named by `$MINIBROKER_KAFKA_REPO`: a key is listed when its `listeners` include the broker kind
+the release is emulated as (ZooKeeper-mode `zkBroker` for 2.8-3.2, KRaft `broker` from 3.3, when
+KRaft became production-ready) and it is not one of the inter-broker/controller APIs; a
+`latestVersionUnstable` top version was not advertised. 4.3 comes from the schemas inside
+kafka-clients-4.3.0.jar (tests/reference.py), and 3.9 can be checked against kafka-clients 3.9.0's.
+4.0-4.2 are 3.9 with the changes each of those releases made (`CHANGES_4X`), as franz-go's
+`pkg/kversion` records them with their KIPs and Kafka's 4.3 schema comments describe them.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
-from pathlib import Path
 
 from minibroker.protocol.releases import ZOOKEEPER_RELEASES
+from tests.reference import kafka_message_schemas
 
-KAFKA_MIRROR = Path("/work/.mirror/apache+kafka/repo")
-SCHEMAS_4_3 = Path("/work/shared/reference/kafka-message-schemas-4.3")
+KAFKA_REPO = os.environ.get("MINIBROKER_KAFKA_REPO")
 MESSAGE_DIR = "clients/src/main/resources/common/message"
 
 KRAFT_RELEASES = ("3.3", "3.4", "3.5", "3.6", "3.7", "3.8", "3.9")
@@ -144,7 +145,7 @@ def ranges_of(schemas: list[dict[str, object]], listener: str) -> Ranges:
 def mirror_schemas(branch: str) -> list[dict[str, object]]:
     def git(*args: str) -> str:
         return subprocess.run(
-            ["git", "-C", str(KAFKA_MIRROR), *args], capture_output=True, text=True, check=True
+            ["git", "-C", str(KAFKA_REPO), *args], capture_output=True, text=True, check=True
         ).stdout
 
     names = git("ls-tree", "--name-only", f"{branch}:{MESSAGE_DIR}/").split()
@@ -165,9 +166,19 @@ def release_ranges_3x() -> dict[str, Ranges]:
     return table
 
 
+def jar_schemas(kafka_version: str) -> list[dict[str, object]]:
+    schemas = kafka_message_schemas(kafka_version)
+    return [
+        parse_schema(text) for name, text in sorted(schemas.items()) if name.endswith("Request")
+    ]
+
+
+def release_ranges_3_9_from_jar() -> Ranges:
+    return ranges_of(jar_schemas("3.9.0"), "broker")
+
+
 def release_ranges_4_3() -> Ranges:
-    schemas = [parse_schema(path.read_text()) for path in sorted(SCHEMAS_4_3.glob("*Request.json"))]
-    ranges = ranges_of(schemas, "broker")
+    ranges = ranges_of(jar_schemas("4.3.0"), "broker")
     ranges[0] = (0, ranges[0][1])  # KAFKA-18659: Produce advertised from v0, v0-2 refused
     return ranges
 

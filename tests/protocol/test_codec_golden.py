@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import struct
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,9 +15,9 @@ from minibroker.protocol.codec import (
     request_class,
 )
 from minibroker.server.framing import FrameDecoder, FramingError
+from tests.reference import GOLDEN_FRAMES
 
-GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "golden-frames"
-INDEX = json.loads((GOLDEN / "index.json").read_text())["frames"]
+INDEX = json.loads((GOLDEN_FRAMES / "index.json").read_text())["frames"]
 DECODABLE = [entry for entry in INDEX if request_class(entry["api_key"]) is not None]
 
 
@@ -27,7 +26,7 @@ def _ids(entry: dict[str, Any]) -> str:
 
 
 def _frame(entry: dict[str, Any]) -> bytes:
-    return (GOLDEN / entry["file"]).read_bytes()
+    return (GOLDEN_FRAMES / entry["file"]).read_bytes()
 
 
 def test_the_golden_frames_are_there() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,10 +13,9 @@ from hypothesis import strategies as st
 
 from minibroker.protocol import codec, definitions
 from minibroker.protocol.codec import MalformedRequest, decode_body, decode_header
+from tests.reference import GOLDEN_FRAMES, kafka_message_schemas
 
-REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference"
-GOLDEN = REFERENCE / "golden-frames" / "java-kip848"
-KAFKA_SCHEMAS = REFERENCE / "kafka-message-schemas-4.3"
+GOLDEN = GOLDEN_FRAMES / "java-kip848"
 
 # The APIs issue 15 asks for, all missing from kafka-python 3.0.12.
 REQUIRED_KEYS = (68, 69, 71, 72, 76, 77, 78, 79, 90, 91, 92)
@@ -179,7 +177,7 @@ NOT_LAYOUT = ("about", "entityType", "zeroCopy", "fields")
 
 
 def _kafka_schema(name: str) -> dict[str, Any]:
-    text = (KAFKA_SCHEMAS / f"{name}.json").read_text()
+    text = kafka_message_schemas()[name]
     schema: dict[str, Any] = json.loads(re.sub(r"(?m)^\s*//.*$", "", text))
     common = {struct["name"]: struct["fields"] for struct in schema.get("commonStructs", [])}
     _resolve_common(schema["fields"], common)

@@ -4,8 +4,9 @@ kafka-python 3 builds its classes from Kafka 4.3's schemas, whose `validVersions
 these versions, but Kafka kept the old versions' fields in those schemas and kafka-python
 decodes and encodes every version from 0: the codec serves the old versions with those
 classes. These tests hold them to Kafka 3.9's layouts (recorded in `old_versions_kafka39.txt`
-from the Kafka mirror) and to kafka-python's legacy classes (`kafka.protocol.old`, a separate,
-hand-written implementation of the old versions), in both directions.
+from the schemas in kafka-clients 3.9.0) and to kafka-python's legacy classes
+(`kafka.protocol.old`, a separate, hand-written implementation of the old versions), in both
+directions.
 
     python -m tests.protocol.test_old_versions > tests/protocol/old_versions_kafka39.txt
 """
@@ -16,7 +17,6 @@ import importlib
 import io
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from minibroker.protocol import codec
 from minibroker.protocol.api_keys import ApiKey
 from tests.protocol.test_definitions import _struct
+from tests.reference import kafka_message_schemas
 
 # API key -> the versions Kafka 2.8-3.9 served below the first version of Kafka 4.3's schema.
 OLD_VERSIONS = {
@@ -56,10 +57,8 @@ LAYOUTS_HEADER = (
     "# The layout of each request and response version Kafka 2.8-3.9 served that Kafka 4 removed",
     "# (KIP-896), as Kafka 3.9's message schemas define it: `<Message> v<version>: <fields>`, each",
     "# field `Name:type` (`?` nullable, `#n` tagged with tag n, nested fields in parentheses).",
-    "# Regenerate from the Kafka mirror: python -m tests.protocol.test_old_versions",
+    "# Regenerate from kafka-clients 3.9.0's schemas: python -m tests.protocol.test_old_versions",
 )
-KAFKA_MIRROR = Path("/work/.mirror/apache+kafka/repo")
-MESSAGE_DIR = "clients/src/main/resources/common/message"
 # kafka.protocol.old's module for each API (AlterReplicaLogDirs has none).
 LEGACY_MODULES: dict[int, str] = {
     ApiKey.Produce: "produce",
@@ -119,16 +118,11 @@ def recorded_layouts() -> dict[str, str]:
 
 
 def kafka_3_9_layouts() -> list[str]:
-    """The recorded lines, derived from Kafka 3.9's schemas in the Kafka mirror."""
+    """The recorded lines, derived from Kafka 3.9's schemas in kafka-clients 3.9.0."""
     lines = []
     for key, kind, version in CASES:
         name = _class(key, kind).name
-        text = subprocess.run(
-            ["git", "-C", str(KAFKA_MIRROR), "show", f"3.9:{MESSAGE_DIR}/{name}.json"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+        text = kafka_message_schemas("3.9.0")[name]
         schema = json.loads(re.sub(r"(?m)//.*$", "", text))
         lines.append(f"{name} v{version}: {layout(schema['fields'], version)}")
     return lines
@@ -154,8 +148,7 @@ def test_recorded_layouts_are_the_old_versions() -> None:
 def test_recorded_layouts_are_kafka_3_9s() -> None:
     recorded = [f"{name}: {fields}" for name, fields in recorded_layouts().items()]
     assert recorded[0].startswith("ProduceRequest v0: Acks:int16 TimeoutMs:int32")
-    if KAFKA_MIRROR.exists():  # the mirror is on the development machine, not in CI
-        assert kafka_3_9_layouts() == recorded
+    assert kafka_3_9_layouts() == recorded
 
 
 # --- both directions against kafka-python's legacy classes -----------------------------------

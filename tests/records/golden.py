@@ -1,14 +1,14 @@
-"""Record batches that real clients sent, from shared/reference/golden-frames Produce frames."""
+"""Record batches that real clients sent, from the Produce frames in tests/data/golden-frames."""
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 
 from kafka.protocol.producer import ProduceRequest
 
-GOLDEN_FRAMES = Path("/work/shared/reference/golden-frames")
+from tests.reference import GOLDEN_FRAMES
+
 _API_VERSION = struct.Struct(">h")
 
 
@@ -38,4 +38,6 @@ def client_batches() -> list[ClientBatch]:
                         path.parent.name, version, partition.index, bytes(partition.records)
                     )
                 )
+    if not batches:
+        raise FileNotFoundError(f"no Produce frames under {GOLDEN_FRAMES}")
     return batches

@@ -8,12 +8,9 @@ write. `tests.fuzz.run` fuzzes them; tests/fuzz/test_coverage_fuzz.py runs them 
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
 from typing import Any
 
 TARGETS = ("requests", "records", "compression", "internal_records", "recovery_files", "segments")
-
-GOLDEN_FRAMES = Path("/work/shared/reference/golden-frames")
 
 
 def built_extension(module: str, name: str) -> Any:

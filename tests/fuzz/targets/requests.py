@@ -24,7 +24,8 @@ from minibroker.protocol.codec import (
     peek_key_version_correlation,
 )
 from minibroker.protocol.produce_request import decode_produce_request
-from tests.fuzz.targets import GOLDEN_FRAMES, built_extension
+from tests.fuzz.targets import built_extension
+from tests.reference import GOLDEN_FRAMES
 
 NATIVE_WALK = built_extension("minibroker.protocol._accel", "walk_produce")
 
