@@ -28,6 +28,7 @@ from benchmarks import (
     startup,
 )
 from benchmarks.brokers import RunningBroker, start_minibroker, start_mock
+from benchmarks.output import add_publish_flag, output_path
 from benchmarks.procstat import wait_until_idle
 from benchmarks.report import markdown_table, spread_text, write_chart, write_json
 from benchmarks.stats import Spread, ratio
@@ -319,9 +320,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", help="comma-separated scenarios: " + ",".join(SCENARIOS))
-    parser.add_argument("--json", type=Path, default=Path("docs/benchmarks.json"))
-    parser.add_argument("--chart", type=Path, default=Path("docs/benchmarks.png"))
+    parser.add_argument("--json", type=Path, help="default: results/benchmarks.json")
+    parser.add_argument("--chart", type=Path, help="default: results/benchmarks.png")
+    add_publish_flag(parser)
     args = parser.parse_args()
+    args.json = args.json or output_path("benchmarks.json", args.publish)
+    args.chart = args.chart or output_path("benchmarks.png", args.publish)
     results = run(args)
     write_json(results, args.json)
     write_chart(results, args.chart)

@@ -45,6 +45,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from benchmarks import procstat
+from benchmarks.output import add_publish_flag, output_path
 
 IDEMPOTENT = "soak-idempotent"
 TRANSACTIONS = "soak-transactions"
@@ -473,14 +474,14 @@ def main() -> None:
     parser.add_argument("--kill-every", type=float, default=180.0, help="seconds")
     parser.add_argument("--sample-every", type=float, default=5.0, help="seconds")
     parser.add_argument("--rate", type=int, default=2000, help="idempotent records/s")
-    parser.add_argument("--out", type=Path, default=Path("docs/soak"))
+    parser.add_argument("--out", type=Path, help="<out>.json and <out>.png; default results/soak")
+    add_publish_flag(parser)
     parser.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="a broker setting"
     )
     args = parser.parse_args()
-    sys.exit(
-        run(args.minutes, args.kill_every, args.sample_every, args.rate, args.out, args.override)
-    )
+    out = args.out or output_path("soak", args.publish)
+    sys.exit(run(args.minutes, args.kill_every, args.sample_every, args.rate, out, args.override))
 
 
 if __name__ == "__main__":

@@ -49,7 +49,10 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--scenarios", help=f"comma-separated subset of: {', '.join(SCENARIOS)}")
     parse.add_argument("--parallel", type=int, default=3, help="cells run at once (default 3)")
     parse.add_argument(
-        "--json", type=Path, default=Path("compat-matrix.json"), help="where to write the JSON"
+        "--json",
+        type=Path,
+        default=Path("results/compat-matrix.json"),
+        help="where to write the JSON (default results/compat-matrix.json)",
     )
     parse.add_argument(
         "--override",
@@ -107,6 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(markdown(matrix))
     print()
     print(summary(matrix))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(matrix.to_json(), indent=2) + "\n")
     print(f"JSON: {args.json}", file=sys.stderr)
     return 1 if any(cell.regression for cell in matrix.cells) else 0
@@ -134,6 +138,7 @@ def _per_release(
         print("## Every release\n")
         print(markdown_by_release(matrices))
     document = {release: matrix.to_json() for release, matrix in matrices.items()}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"kafka_versions": document}, indent=2) + "\n")
     print(f"JSON: {args.json}", file=sys.stderr)
     regressions = (cell.regression for matrix in matrices.values() for cell in matrix.cells)
