@@ -38,6 +38,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.wait import WebDriverWait
 
 from tests.clients.install import InstallError, locked, run_installer
+from tests.quick import require_external
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS_ENV = "MINIBROKER_CONSOLE_ARTIFACTS"
@@ -125,6 +126,7 @@ def save_artifacts(driver: webdriver.Chrome, stem: str) -> Path:
 
 @pytest.fixture(scope="session")
 def chromium() -> Iterator[webdriver.Chrome]:
+    require_external("a browser (Chromium)")
     try:
         paths = install_chromium()
     except InstallError as exc:

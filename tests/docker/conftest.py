@@ -14,6 +14,7 @@ import pytest
 
 from minibroker.healthcheck import HealthCheckFailed, check
 from tests.docker import engine
+from tests.quick import require_external
 
 HEALTHY_TIMEOUT_S = 60.0
 POLL_INTERVAL_S = 0.05
@@ -22,6 +23,7 @@ POLL_INTERVAL_S = 0.05
 @pytest.fixture(scope="session")
 def docker_engine() -> Iterator[None]:
     """docker, dockerd and docker-compose installed and a daemon answering."""
+    require_external("the Docker engine")
     try:
         with engine.docker_engine():
             yield

@@ -15,6 +15,7 @@ from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 
 from minibroker.testing.threaded import ThreadedBroker
+from tests.quick import require_external
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +26,7 @@ def spark_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedB
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    require_external("Spark (a JVM)")
     from pyspark.sql import SparkSession
 
     import minibroker.spark
