@@ -10,12 +10,20 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from minibroker import healthcheck
-from minibroker.config import BrokerConfig, ConfigError, Listener, load_config, parse_overrides
+from minibroker.config import (
+    MAX_PORT,
+    BrokerConfig,
+    ConfigError,
+    Listener,
+    load_config,
+    parse_overrides,
+)
 from minibroker.protocol.lazy_import import defer_package_init
 
 
@@ -25,8 +33,12 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     serve.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="a broker setting"
     )
-    serve.add_argument("--listen", metavar="HOST:PORT", help="PLAINTEXT listener (port 0: any)")
-    serve.add_argument("--advertised", metavar="HOST:PORT", help="address told to clients")
+    serve.add_argument(
+        "--listen", type=_address, metavar="HOST:PORT", help="PLAINTEXT listener (port 0: any)"
+    )
+    serve.add_argument(
+        "--advertised", type=_address, metavar="HOST:PORT", help="address told to clients"
+    )
     serve.add_argument("--data-dir", type=Path, help="log.dirs")
     serve.add_argument("--in-memory", action="store_true", help="keep logs in memory only")
     serve.add_argument(
@@ -68,9 +80,17 @@ def _positive(text: str) -> int:
 
 def _host_port(text: str) -> tuple[str, int]:
     host, separator, port = text.rpartition(":")
-    if not separator or not port.isdigit() or int(port) > 65535:
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, not {text!r}")
+    if not separator or not port.isdigit() or int(port) > MAX_PORT:
+        raise argparse.ArgumentTypeError(
+            f"expected HOST:PORT with a port from 0 to {MAX_PORT}, not {text!r}"
+        )
     return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _address(text: str) -> str:
+    """HOST:PORT as given, once its port is checked."""
+    _host_port(text)
+    return text
 
 
 def _shifted(listeners: list[Listener], offset: int) -> str:
@@ -124,12 +144,16 @@ async def _serve(config: BrokerConfig, args: argparse.Namespace) -> None:
     if args.console is not None:
         from minibroker.console import start_console
 
-        web_console = await start_console(broker, *args.console, read_only=args.console_read_only)
+        with _binding("console", *args.console):
+            web_console = await start_console(
+                broker, *args.console, read_only=args.console_read_only
+            )
     registry = None
     if args.schema_registry is not None:
         from minibroker.registry import start_schema_registry
 
-        registry = await start_schema_registry(broker, *args.schema_registry)
+        with _binding("schema registry", *args.schema_registry):
+            registry = await start_schema_registry(broker, *args.schema_registry)
     # What start-up built lives as long as the process: full collections need not walk it.
     gc.freeze()
     print(f"minibroker ready on {addresses}", flush=True)
@@ -145,6 +169,16 @@ async def _serve(config: BrokerConfig, args: argparse.Namespace) -> None:
         await web_console.stop()
     for node in reversed(brokers):
         await node.stop()
+
+
+@contextmanager
+def _binding(what: str, host: str, port: int) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        from minibroker.server.broker import BindError
+
+        raise BindError(what, host, port, exc) from exc
 
 
 def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
@@ -200,10 +234,11 @@ def main(argv: list[str] | None = None) -> int:
     defer_package_init("kafka")
     defer_package_init("crc32c")
     from minibroker.log.manager import LogDirError
+    from minibroker.server.broker import BindError
 
     try:
         run_event_loop(_serve(config, args))
-    except (ConfigError, LogDirError) as exc:  # e.g. a TLS keystore that cannot be read
+    except (ConfigError, LogDirError, BindError) as exc:  # e.g. a TLS keystore that cannot be read
         print(f"minibroker: {exc}", file=sys.stderr)
         return 2
     return 0

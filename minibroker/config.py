@@ -276,6 +276,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("ssl.enabled.protocols", LI, "TLSv1.2,TLSv1.3"),
         _broker("connection.failed.authentication.delay.ms", INT, "100"),
         _broker(
+            "sasl.server.max.receive.size",
+            INT,
+            "524288",
+            "The largest frame a SASL listener reads before its client has authenticated.",
+        ),
+        _broker(
             "ssl.principal.mapping.rules",
             S,
             "DEFAULT",
@@ -329,6 +335,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             INT,
             "67108864",
             "Upper bound on a compressed batch's decompressed size when validating it.",
+        ),
+        _broker(
+            "minibroker.console.allowed.hosts",
+            LI,
+            "",
+            "Host names the web console answers under besides localhost and IP addresses "
+            "(browsers naming any other are refused: DNS rebinding).",
         ),
     ]
 }
@@ -595,6 +608,7 @@ def _check_cleanup_policy(value: str) -> None:
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+MAX_PORT = 65535
 
 
 @dataclass(frozen=True)
@@ -611,6 +625,8 @@ class Listener:
         host, colon, port = address.rpartition(":")
         if not colon:
             raise ConfigError(f"listener {text!r} has no port")
+        if not port.isdigit() or int(port) > MAX_PORT:
+            raise ConfigError(f"listener {text!r} needs a port from 0 to {MAX_PORT}")
         host = host.strip("[]") or "0.0.0.0"
         return cls(name.upper(), host, int(port))
 
@@ -831,6 +847,18 @@ def bitnami_kafka_setting(variable: str) -> str | None:
     return name
 
 
+def is_known_broker_setting(name: str) -> bool:
+    """A name Kafka's broker knows: minibroker's settings, the Kafka ones it accepts without
+    acting on them, and per-listener ones (`listener.name.<listener>.<name>`)."""
+    return (
+        name in BROKER_CONFIGS
+        or name in DYNAMIC_BROKER_CONFIGS
+        or name in KAFKA_STATIC_BROKER_CONFIGS
+        or name in KAFKA_SETTINGS_READ
+        or name.startswith("listener.name.")
+    )
+
+
 def _read_by_minibroker(name: str) -> bool:
     return (
         name in BROKER_CONFIGS or name in KAFKA_SETTINGS_READ or name.startswith("listener.name.")
@@ -908,6 +936,8 @@ def load_config(
         definition = BROKER_CONFIGS.get(name)
         if definition is not None:
             validate_value(definition.type, name, value)
+        elif not is_known_broker_setting(name):
+            log.warning("The configuration '%s' was supplied but isn't a known config.", name)
     return BrokerConfig(values)
 
 

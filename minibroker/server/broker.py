@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -52,6 +53,17 @@ from minibroker.txn.markers import write_end_txn_marker
 from minibroker.txn.producers import ProducerStateManager
 
 log = logging.getLogger(__name__)
+
+
+class BindError(Exception):
+    """A listening socket could not be bound (Kafka: "Socket server failed to bind to ...")."""
+
+    def __init__(self, what: str, host: str, port: int, cause: OSError) -> None:
+        # Not the cause's own text: uvloop's repeats the address ("error while attempting ...").
+        errno = cause.errno or 0
+        reason = os.strerror(errno) if errno > 0 else cause.strerror or str(cause)
+        super().__init__(f"{what} failed to bind to {host}:{port}: {reason}")
+
 
 STOP_GRACE_SECONDS = 3.0
 FLUSH_CHECK_INTERVAL_SECONDS = 1.0
@@ -214,13 +226,17 @@ class Broker:
         previous = {bound.listener.name: bound.port for bound in self.bound}
         self.bound = []
         for listener in self.config.listeners:
-            server = await loop.create_server(
-                partial(BrokerConnection, self, listener),
-                listener.host,
-                previous.get(listener.name, listener.port),
-                reuse_address=True,
-                ssl=self.security[listener.name].tls,
-            )
+            port = previous.get(listener.name, listener.port)
+            try:
+                server = await loop.create_server(
+                    partial(BrokerConnection, self, listener),
+                    listener.host,
+                    port,
+                    reuse_address=True,
+                    ssl=self.security[listener.name].tls,
+                )
+            except OSError as exc:
+                raise BindError(f"listener {listener.name}", listener.host, port, exc) from exc
             host, port = server.sockets[0].getsockname()[:2]
             self.bound.append(BoundListener(listener, host, port))
             self._servers.append(server)
