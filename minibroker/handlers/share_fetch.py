@@ -6,7 +6,8 @@ first, then new batches), each locked to it for `share.record.lock.duration.ms` 
 AcquisitionLockTimeoutMs), and may acknowledge earlier ones in the same request
 (AcknowledgeErrorCode per partition). The response carries the stored batches holding the
 acquired records and their ranges with delivery counts (AcquiredRecords); the records fetched
-stay within `MaxRecords` except to keep a batch whole. With nothing to acquire the request
+stay within `MaxRecords` and the in-flight limit except to keep a batch whole (record-limit
+mode splits it instead). With nothing to acquire the request
 waits up to `MaxWaitMs`, woken by appends to its partitions.
 
 Share sessions (`groups/share/sessions.py`): epoch 0 opens the member's session with the
@@ -26,7 +27,8 @@ acquires nothing, and its acknowledgements are not applied (AcknowledgeErrorCode
 TOPIC_AUTHORIZATION_FAILED).
 
 Version notes: v2 adds IsRenewAck (RENEW acknowledgements; such a request fetches nothing)
-and ShareAcquireMode (record-limit mode is served as batch-optimized: whole batches).
+and ShareAcquireMode: record-limit mode acquires exactly `min(MaxRecords, room left under
+share.partition.max.record.locks)` records, splitting batches, as Kafka's SharePartition.
 """
 
 from __future__ import annotations
@@ -39,7 +41,12 @@ from typing import Any
 
 from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.cluster.state import Partition, wait_for_append
-from minibroker.groups.share.delivery import Delivered, acknowledgements_of, now_ms
+from minibroker.groups.share.delivery import (
+    Delivered,
+    FetchLimits,
+    acknowledgements_of,
+    now_ms,
+)
 from minibroker.groups.share.partition import AcknowledgementBatch
 from minibroker.groups.share.sessions import (
     FINAL_EPOCH,
@@ -66,7 +73,8 @@ _Leader = struct_type(
     "PartitionData",
     "LeaderIdAndEpoch",
 )
-RENEW_FROM_VERSION = 2
+RENEW_FROM_VERSION = 2  # also ShareAcquireMode
+RECORD_LIMIT = 1  # ShareAcquireMode: 0 batch-optimized, 1 record-limit
 _Acquired = struct_type(
     ApiKey.ShareFetch, "response", "ShareFetchableTopicResponse", "PartitionData", "AcquiredRecords"
 )
@@ -155,8 +163,7 @@ def _acquire_all(
                 session.member_id,
                 found,
                 key[0],
-                records_left,
-                bytes_left,
+                FetchLimits(records_left, bytes_left, _record_limit(ctx, request)),
                 now_ms(),
             )
         except LogOfflineError:
@@ -250,6 +257,10 @@ def _response(
         ],
         node_endpoints=[],
     )
+
+
+def _record_limit(ctx: RequestContext, request: Any) -> bool:
+    return ctx.api_version >= RENEW_FROM_VERSION and request.share_acquire_mode == RECORD_LIMIT
 
 
 def _renews(ctx: RequestContext, request: Any) -> bool:

@@ -27,6 +27,7 @@ from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.testing import KafkaBroker
 from tests.clients.runner import run_ok, start_client
+from tests.groups.test_share_wire_record_limits import produce_one_batch
 from tests.wire import WireClient
 
 pytestmark = pytest.mark.clients
@@ -269,3 +270,18 @@ def test_read_committed_delivers_only_committed_transactions(
     state = broker.share_partition(group, topic)
     assert state is not None
     assert state.start_offset == state.end_offset == 8  # 5 records and 3 markers, all settled
+
+
+def test_record_limit_mode_splits_a_batch_at_the_in_flight_cap(broker: KafkaBroker) -> None:
+    """share.partition.max.record.locks=100 and one 200-record batch: a record-limit poll gets
+    the first 100; once they are accepted the next poll gets the other 100."""
+    topic, group = share_group(broker, "java", **{"share.partition.max.record.locks": "100"})
+    with WireClient(broker.bootstrap_servers) as wire:
+        produce_one_batch(wire, topic, 200)
+    record_limit = {"share.acquire.mode": "record_limit", "max.poll.records": "500"}
+    first = run_ok("java-4.3", job(broker, topic, group, polls=1, config=record_limit))
+    assert [r["offset"] for r in first["records"]] == list(range(100))
+    rest = run_ok("java-4.3", job(broker, topic, group, count=100, config=record_limit))
+    assert [r["offset"] for r in rest["records"]] == list(range(100, 200))
+    assert {r["delivery_count"] for r in rest["records"]} == {1}
+    assert_settled(broker, group, topic, 200)

@@ -5,12 +5,16 @@ A share partition starts, the first time its group fetches it, at the offset
 `share.auto.offset.reset` gives (`latest`, the default: the high watermark; `earliest`: the
 log start; `by_duration:<ISO 8601>`: the first batch at or after now minus that duration).
 A fetch first hands out records that became AVAILABLE again (released, or their lock
-expired), else reads new batches from the log after the last acquired one, whole batches up
-to `max_records` (a batch is never split, so a fetch may exceed it, as in Kafka) and the
-share partition's in-flight limit. The response carries the stored batches holding the
-acquired records, as they are on disk. Control batches are archived as they enter, never
-delivered; under `share.isolation.level=read_committed` fetches stop at the last stable offset
-and the batches of aborted transactions are archived the same way.
+expired), else reads new batches from the log after the last acquired one while fewer than
+Kafka's `min(maxFetchRecords, maxInFlightRecords - inFlightRecordsCount)` are acquired: in
+batch-optimized mode (the default) whole batches, so a fetch may exceed both limits (Kafka's
+soft limit: it acquires through the end of the batch holding the last record allowed); in
+record-limit mode (ShareFetch v2 ShareAcquireMode 1) exactly that many, splitting a batch
+whose remaining records enter flight AVAILABLE (`partition.py`). The response carries the
+stored batches holding the acquired records, as they are on disk. Control batches are
+archived as they enter, never delivered; under `share.isolation.level=read_committed` fetches
+stop at the last stable offset and the batches of aborted transactions are archived the same
+way.
 
 State is kept in memory: a broker restart starts every share partition afresh.
 """
@@ -45,6 +49,16 @@ log = logging.getLogger(__name__)
 
 SharePartitionId = tuple[str, uuid.UUID, int]  # group id, topic id, partition
 READ_COMMITTED = "read_committed"
+
+
+@dataclass(frozen=True, slots=True)
+class FetchLimits:
+    """What one ShareFetch may still acquire from a partition; `record_limit`: Kafka's
+    record-limit acquire mode (MaxRecords is exact, batches are split)."""
+
+    max_records: int
+    max_bytes: int
+    record_limit: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,13 +131,12 @@ class ShareDeliveries:
         member_id: str,
         partition: Partition,
         topic_id: uuid.UUID,
-        max_records: int,
-        max_bytes: int,
+        limits: FetchLimits,
         now: int,
     ) -> Delivered:
         settings = self._settings(group_id)
         share = self._share_partition(group_id, topic_id, partition, settings, now)
-        delivered = _acquire(share, member_id, partition, settings, max_records, max_bytes, now)
+        delivered = _acquire(share, member_id, partition, settings, limits, now)
         self._save((group_id, topic_id, partition.index), share)
         return delivered
 
@@ -274,8 +287,7 @@ def _acquire(
     member_id: str,
     partition: Partition,
     settings: EffectiveGroupConfig,
-    max_records: int,
-    max_bytes: int,
+    limits: FetchLimits,
     now: int,
 ) -> Delivered:
     share.expire_locks(now)
@@ -283,13 +295,13 @@ def _acquire(
         share.move_start_to(partition.log.log_start_offset)
     read_committed = settings.share_isolation_level == READ_COMMITTED
     upper = partition.last_stable_offset if read_committed else partition.high_watermark
-    available = share.available_offsets(max_records)
+    available = share.available_offsets(limits.max_records)
     if available:
-        return _redeliver(share, member_id, partition, available, max_bytes, now)
+        return _redeliver(share, member_id, partition, available, limits.max_bytes, now)
     if not share.can_acquire_new() or share.end_offset >= upper:
         return Delivered(b"", [])
     aborted = partition.log.collect_aborted_txns(share.end_offset, upper) if read_committed else []
-    return _deliver_new(share, member_id, partition, upper, aborted, max_records, max_bytes, now)
+    return _deliver_new(share, member_id, partition, upper, aborted, limits, now)
 
 
 def _renews(batches: list[AcknowledgementBatch]) -> bool:
@@ -351,15 +363,15 @@ def _deliver_new(
     partition: Partition,
     upper: int,
     aborted: list[AbortedTxn],
-    max_records: int,
-    max_bytes: int,
+    limits: FetchLimits,
     now: int,
 ) -> Delivered:
-    data = partition.log.read(share.end_offset, max_bytes, upper)
+    data = partition.log.read(share.end_offset, limits.max_bytes, upper)
     acquired: list[int] = []
     kept: list[bytes] = []
     for header, start, end in _batches(data):
-        if acquired and (len(acquired) >= max_records or not share.can_acquire_new()):
+        allowed = min(limits.max_records - len(acquired), share.room)
+        if allowed <= 0:
             break
         first = max(header.base_offset, share.end_offset)
         if header.last_offset < first:
@@ -367,8 +379,11 @@ def _deliver_new(
         if header.is_control or _is_aborted(header, aborted):
             share.archive_new(first, header.last_offset)
             continue
-        share.acquire_new(member_id, first, header.last_offset, now)
-        acquired.extend(range(first, header.last_offset + 1))
+        last = header.last_offset
+        if limits.record_limit:
+            last = min(last, first + allowed - 1)
+        share.acquire_new(member_id, first, header.last_offset, now, last)
+        acquired.extend(range(first, last + 1))
         kept.append(data[start:end])
     return Delivered(b"".join(kept), share.acquired_ranges(acquired))
 

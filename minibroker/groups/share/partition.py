@@ -12,7 +12,9 @@ Acquiring a record counts a delivery. A released record (RELEASE, an expired loc
 member's share session closing) becomes AVAILABLE again, or ARCHIVED once its delivery count
 reached the limit (`share.delivery.count.limit`): a poison record stops being redelivered.
 The SPSO moves past every finished record at the front, which also drops them. At most
-`share.partition.max.record.locks` records are in flight: beyond that nothing new is acquired.
+`share.partition.max.record.locks` records are in flight: beyond that nothing new is acquired
+(a batch is acquired whole, or, in record-limit mode, only the records the room left allows:
+the rest of the batch is in flight AVAILABLE, delivered by a later fetch).
 
 An acknowledgement names offset ranges with one type for the whole range or one per offset
 (GAP 0, ACCEPT 1, RELEASE 2, REJECT 3, RENEW 4); it applies to a partition entirely or not at
@@ -142,8 +144,13 @@ class SharePartition:
     def in_flight(self) -> int:
         return self.end_offset - self.start_offset
 
+    @property
+    def room(self) -> int:
+        """How many more records may enter flight (`share.partition.max.record.locks`)."""
+        return self.limits.max_in_flight - self.in_flight
+
     def can_acquire_new(self) -> bool:
-        return self.in_flight < self.limits.max_in_flight
+        return self.room > 0
 
     def has_available(self) -> bool:
         return any(r.state == RecordState.AVAILABLE for r in self._records.values())
@@ -165,10 +172,21 @@ class SharePartition:
         for offset in offsets:
             self._lock(self._records[offset], member_id, now_ms)
 
-    def acquire_new(self, member_id: str, first_offset: int, last_offset: int, now_ms: int) -> None:
+    def acquire_new(
+        self,
+        member_id: str,
+        first_offset: int,
+        last_offset: int,
+        now_ms: int,
+        last_acquired: int | None = None,
+    ) -> None:
         """Acquire the records of a batch read from the log at `end_offset` or later (later:
-        the log start moved past what was in flight)."""
-        for record in self._add_new(first_offset, last_offset):
+        the log start moved past what was in flight), or only those up to `last_acquired`:
+        the rest of the batch enters flight AVAILABLE with no delivery yet, tracked offset by
+        offset (Kafka's record-limit mode, `InFlightBatch.maybeInitializeOffsetStateUpdate`)."""
+        through = last_offset if last_acquired is None else last_acquired
+        added = self._add_new(first_offset, last_offset)
+        for record in added[: through - first_offset + 1]:
             self._lock(record, member_id, now_ms)
 
     def archive_new(self, first_offset: int, last_offset: int) -> None:
