@@ -12,37 +12,45 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from importlib.resources import files
 from typing import Any, NoReturn
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from aiohttp import web
 
 from minibroker.console import actions, messages, pages, views
-from minibroker.console.auth import (
-    ANONYMOUS,
-    Credentials,
-    authorized,
-    basic_credentials,
-    sasl_required,
+from minibroker.console.auth import ALLOWED_HOSTS_CONFIG, allowed_host_names, authorized
+from minibroker.console.errors import (
+    BAD_REQUEST,
+    FORBIDDEN,
+    UNSUPPORTED_MEDIA_TYPE,
+    ConsoleError,
 )
-from minibroker.console.errors import BAD_REQUEST, FORBIDDEN, ConsoleError
 from minibroker.console.sampler import RATE_INTERVAL_S, Sampler
 from minibroker.server.broker import Broker
+from minibroker.server.http_auth import verifier_for
+from minibroker.server.http_guard import (
+    CONSOLE_HEADERS,
+    READ_METHODS,
+    allowed_host,
+    cross_site,
+    json_content_type,
+)
 
 log = logging.getLogger(__name__)
 
-READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 MAX_BODY_BYTES = 8 << 20  # above max.message.bytes: the produce check gives Kafka's error
 STATIC_TYPES = {"console.js": "text/javascript", "console.css": "text/css"}
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class ConsoleState:
-    def __init__(self, broker: Broker, read_only: bool) -> None:
+    def __init__(self, broker: Broker, read_only: bool, bound_host: str) -> None:
         self.broker = broker
         self.read_only = read_only
+        self.bound_host = bound_host
+        self.host_names = allowed_host_names(broker)
         self.started_s = time.monotonic()
         self.sampler = Sampler(broker)
-        self.credentials = Credentials(broker)
+        self.verifier = verifier_for(broker)
         self.static = {
             name: (files("minibroker.console") / "static" / name).read_bytes()
             for name in STATIC_TYPES
@@ -92,17 +100,21 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
 @web.middleware
 async def access_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     state = _state(request)
-    principal = ANONYMOUS
-    if sasl_required(state.broker):
-        given = basic_credentials(request.headers.get("Authorization"))
-        if given is None or not state.credentials.valid(*given):
-            return _error(
-                request,
-                401,
-                "authentication required: the broker's SASL user name and password",
-                **{"WWW-Authenticate": 'Basic realm="minibroker", charset="UTF-8"'},
-            )
-        principal = f"User:{given[0]}"
+    if not allowed_host(request, state.bound_host, state.host_names):
+        return _error(
+            request,
+            FORBIDDEN,
+            f"Host {request.host!r} does not name this console "
+            f"(add the name to {ALLOWED_HOSTS_CONFIG})",
+        )
+    principal = await state.verifier.principal(request.headers.get("Authorization"))
+    if principal is None:
+        return _error(
+            request,
+            401,
+            "authentication required: the broker's SASL user name and password",
+            **{"WWW-Authenticate": 'Basic realm="minibroker", charset="UTF-8"'},
+        )
     host = request.remote or ""
     if not authorized(state.broker, principal, host):
         return _error(
@@ -111,19 +123,13 @@ async def access_middleware(request: web.Request, handler: Handler) -> web.Strea
     if request.method not in READ_METHODS:
         if state.read_only:
             return _error(request, FORBIDDEN, "the console is read-only")
-        if _cross_site(request):
+        if cross_site(request):
             return _error(request, FORBIDDEN, "cross-site request refused")
     return await handler(request)
 
 
-def _cross_site(request: web.Request) -> bool:
-    """A write a browser sends from another site's page (CSRF: a form or a `text/plain` fetch
-    needs no CORS preflight, and the browser adds remembered basic credentials). Browsers
-    name the page's origin; scripts such as curl send none and are let through."""
-    origin = request.headers.get("Origin")
-    if origin is None:
-        return request.headers.get("Sec-Fetch-Site", "same-origin") == "cross-site"
-    return urlsplit(origin).netloc != request.host
+async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    response.headers.update(CONSOLE_HEADERS)
 
 
 # ---- request input ----------------------------------------------------------------------------
@@ -137,6 +143,10 @@ async def _form(request: web.Request) -> dict[str, str]:
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
+    if not json_content_type(request):
+        raise ConsoleError(
+            UNSUPPORTED_MEDIA_TYPE, "the request body must be JSON (Content-Type: application/json)"
+        )
     try:
         parsed = json.loads(await request.read() or b"{}")
     except ValueError as exc:
@@ -670,11 +680,12 @@ def routes() -> list[web.RouteDef]:
     ]
 
 
-def make_app(broker: Broker, read_only: bool) -> web.Application:
+def make_app(broker: Broker, read_only: bool, bound_host: str) -> web.Application:
     app = web.Application(
         middlewares=[errors_middleware, access_middleware], client_max_size=MAX_BODY_BYTES
     )
-    app[CONSOLE_KEY] = ConsoleState(broker, read_only)
+    app[CONSOLE_KEY] = ConsoleState(broker, read_only, bound_host)
+    app.on_response_prepare.append(_security_headers)
     app.add_routes(routes())
     return app
 
@@ -708,7 +719,7 @@ async def start_console(
     broker: Broker, host: str, port: int, *, read_only: bool = False
 ) -> Console:
     """Serve the console for `broker` (the state owner of a cluster) on host:port (0: any)."""
-    runner = web.AppRunner(make_app(broker, read_only), access_log=None, handle_signals=False)
+    runner = web.AppRunner(make_app(broker, read_only, host), access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
     await site.start()

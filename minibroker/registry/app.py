@@ -3,7 +3,12 @@
 Bodies are JSON with any of Confluent's request content types; every answer is
 `application/vnd.schemaregistry.v1+json`; errors are `{"error_code", "message"}` (errors.py),
 including 404/405/413/415 for unknown paths, methods, oversized bodies and other content types.
-With SASL on the broker's listeners every request needs HTTP basic credentials of a SASL user.
+With SASL on the broker's listeners every request needs HTTP basic credentials of a SASL user
+(minibroker/server/http_auth.py); with an authorizer, what the user may do is access.py's rule.
+Writes a browser sends from another site's page (`Origin` not the registry's own) are refused
+403, and POST/PUT bodies need a content type no page can send without a CORS preflight: JSON
+(`application/json`, `application/vnd.schemaregistry[.v1]+json`) or, as Confluent's registry
+also takes it, `application/octet-stream`.
 """
 
 from __future__ import annotations
@@ -15,24 +20,20 @@ from typing import Any
 
 from aiohttp import web
 
-from minibroker.console.auth import Credentials, basic_credentials, sasl_required
+from minibroker.auth.acls import AclOperation
 from minibroker.registry import errors
+from minibroker.registry.access import Access, denied
 from minibroker.registry.formats import SCHEMA_TYPES
 from minibroker.registry.records import SchemaRecord
 from minibroker.registry.service import SchemaRegistry
 from minibroker.server.broker import Broker
+from minibroker.server.http_auth import verifier_for
+from minibroker.server.http_guard import READ_METHODS, cross_site, json_content_type
 
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
-REQUEST_CONTENT_TYPES = frozenset(
-    {
-        "application/vnd.schemaregistry.v1+json",
-        "application/vnd.schemaregistry+json",
-        "application/json",
-        "application/octet-stream",
-    }
-)
+GENERIC_CONTENT_TYPE = "application/octet-stream"
 MAX_BODY_BYTES = 16 << 20
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -41,14 +42,19 @@ class RegistryState:
     def __init__(self, broker: Broker, registry: SchemaRegistry) -> None:
         self.broker = broker
         self.registry = registry
-        self.credentials = Credentials(broker)
+        self.verifier = verifier_for(broker)
 
 
 STATE_KEY = web.AppKey("registry", RegistryState)
+ACCESS_KEY = web.RequestKey("access", Access)
 
 
 def _registry(request: web.Request) -> SchemaRegistry:
     return request.app[STATE_KEY].registry
+
+
+def _access(request: web.Request) -> Access:
+    return request[ACCESS_KEY]
 
 
 def reply(document: Any, status: int = 200) -> web.Response:
@@ -79,17 +85,24 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 
 @web.middleware
+async def _same_site_writes(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.method not in READ_METHODS and cross_site(request):
+        return _error_reply(403, "cross-site request refused")
+    return await handler(request)
+
+
+@web.middleware
 async def _authenticated(request: web.Request, handler: Handler) -> web.StreamResponse:
     state = request.app[STATE_KEY]
-    if sasl_required(state.broker):
-        credentials = basic_credentials(request.headers.get("Authorization"))
-        if credentials is None or not state.credentials.valid(*credentials):
-            return _error_reply(401, "Unauthorized", **{"WWW-Authenticate": 'Basic realm="SR"'})
+    principal = await state.verifier.principal(request.headers.get("Authorization"))
+    if principal is None:
+        return _error_reply(401, "Unauthorized", **{"WWW-Authenticate": 'Basic realm="SR"'})
+    request[ACCESS_KEY] = Access(state.broker.authorizer, principal, request.remote or "")
     return await handler(request)
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
-    if request.content_type not in REQUEST_CONTENT_TYPES and request.headers.get("Content-Type"):
+    if not json_content_type(request) and request.content_type != GENERIC_CONTENT_TYPE:
         raise errors.RegistryError(415, "HTTP 415 Unsupported Media Type")
     raw = await request.read()
     try:
@@ -139,9 +152,25 @@ async def schema_types(request: web.Request) -> web.Response:
     return reply(list(SCHEMA_TYPES))
 
 
+def _readable_schema(request: web.Request) -> SchemaRecord:
+    """The schema of the path's id, if some subject using it may be described."""
+    registry, schema_id = _registry(request), _schema_id(request)
+    record = registry.schema_by_id(schema_id)
+    users = registry.versions_of_id(schema_id, True)
+    if not _access(request).describable({user.subject for user in users}):
+        raise denied(AclOperation.DESCRIBE, f"Schema: {schema_id}")
+    return record
+
+
+def _describable_versions(request: web.Request) -> list[SchemaRecord]:
+    records = _registry(request).versions_of_id(_schema_id(request), _flag(request, "deleted"))
+    access = _access(request)
+    return [record for record in records if access.may(record.subject, AclOperation.DESCRIBE)]
+
+
 async def schema_by_id(request: web.Request) -> web.Response:
     registry = _registry(request)
-    record = registry.schema_by_id(_schema_id(request))
+    record = _readable_schema(request)
     return reply(
         _schema_json(record, await registry.formatted(record, request.query.get("format")))
     )
@@ -149,18 +178,17 @@ async def schema_by_id(request: web.Request) -> web.Response:
 
 async def raw_schema_by_id(request: web.Request) -> web.Response:
     registry = _registry(request)
-    record = registry.schema_by_id(_schema_id(request))
+    record = _readable_schema(request)
     text = await registry.formatted(record, request.query.get("format"))
     return raw_reply(text)
 
 
 async def subjects_of_id(request: web.Request) -> web.Response:
-    records = _registry(request).versions_of_id(_schema_id(request), _flag(request, "deleted"))
-    return reply(sorted({record.subject for record in records}))
+    return reply(sorted({record.subject for record in _describable_versions(request)}))
 
 
 async def versions_of_id(request: web.Request) -> web.Response:
-    records = _registry(request).versions_of_id(_schema_id(request), _flag(request, "deleted"))
+    records = _describable_versions(request)
     return reply([{"subject": r.subject, "version": r.version} for r in records])
 
 
@@ -169,7 +197,7 @@ async def list_schemas(request: web.Request) -> web.Response:
     prefix = request.query.get("subjectPrefix", "")
     deleted, latest_only = _flag(request, "deleted"), _flag(request, "latestOnly")
     found = []
-    for subject in registry.subjects(prefix, deleted, False):
+    for subject in _access(request).describable(registry.subjects(prefix, deleted, False)):
         records = registry.store.versions(subject, deleted)
         found += [_version_json(r, r.schema) for r in (records[-1:] if latest_only else records)]
     return reply(found)
@@ -178,63 +206,73 @@ async def list_schemas(request: web.Request) -> web.Response:
 # Subjects and versions.
 
 
+def _subject(request: web.Request, operation: AclOperation) -> str:
+    """The path's subject, once the request may do `operation` on it."""
+    subject = request.match_info["subject"]
+    _access(request).require(subject, operation)
+    return subject
+
+
 async def list_subjects(request: web.Request) -> web.Response:
-    return reply(
-        _registry(request).subjects(
-            request.query.get("subjectPrefix", ""),
-            _flag(request, "deleted"),
-            _flag(request, "deletedOnly"),
-        )
+    subjects = _registry(request).subjects(
+        request.query.get("subjectPrefix", ""),
+        _flag(request, "deleted"),
+        _flag(request, "deletedOnly"),
     )
+    return reply(_access(request).describable(subjects))
 
 
 async def list_versions(request: web.Request) -> web.Response:
+    subject = _subject(request, AclOperation.DESCRIBE)
     return reply(
         _registry(request).version_numbers(
-            request.match_info["subject"], _flag(request, "deleted"), _flag(request, "deletedOnly")
+            subject, _flag(request, "deleted"), _flag(request, "deletedOnly")
         )
     )
 
 
 async def get_version(request: web.Request) -> web.Response:
     registry = _registry(request)
-    record = registry.version(
-        request.match_info["subject"], request.match_info["version"], _flag(request, "deleted")
-    )
+    subject = _subject(request, AclOperation.DESCRIBE)
+    record = registry.version(subject, request.match_info["version"], _flag(request, "deleted"))
     schema = await registry.formatted(record, request.query.get("format"))
     return reply(_version_json(record, schema))
 
 
 async def get_raw_version(request: web.Request) -> web.Response:
     registry = _registry(request)
-    record = registry.version(
-        request.match_info["subject"], request.match_info["version"], _flag(request, "deleted")
-    )
+    subject = _subject(request, AclOperation.DESCRIBE)
+    record = registry.version(subject, request.match_info["version"], _flag(request, "deleted"))
     text = await registry.formatted(record, request.query.get("format"))
     return raw_reply(text)
 
 
 async def referenced_by(request: web.Request) -> web.Response:
+    registry, access = _registry(request), _access(request)
+    subject = _subject(request, AclOperation.DESCRIBE)
+    ids = registry.referenced_by(subject, request.match_info["version"])
     return reply(
-        _registry(request).referenced_by(
-            request.match_info["subject"], request.match_info["version"]
-        )
+        [
+            schema_id
+            for schema_id in ids
+            if access.describable({r.subject for r in registry.versions_of_id(schema_id, False)})
+        ]
     )
 
 
 async def register(request: web.Request) -> web.Response:
+    subject = _subject(request, AclOperation.WRITE)
     body = await _body(request)
-    result = await _registry(request).register(
-        request.match_info["subject"], body, _flag(request, "normalize")
-    )
+    result = await _registry(request).register(subject, body, _flag(request, "normalize"))
     return reply(result)
 
 
 async def lookup(request: web.Request) -> web.Response:
+    subject = _subject(request, AclOperation.DESCRIBE)
     body = await _body(request)
     registry = _registry(request)
     record = await registry.lookup(
-        request.match_info["subject"], body, _flag(request, "normalize"), _flag(request, "deleted")
+        subject, body, _flag(request, "normalize"), _flag(request, "deleted")
     )
     return reply(
         _version_json(record, await registry.formatted(record, request.query.get("format")))
@@ -242,19 +280,15 @@ async def lookup(request: web.Request) -> web.Response:
 
 
 async def delete_subject(request: web.Request) -> web.Response:
-    return reply(
-        _registry(request).delete_subject(
-            request.match_info["subject"], _flag(request, "permanent")
-        )
-    )
+    subject = _subject(request, AclOperation.DELETE)
+    return reply(_registry(request).delete_subject(subject, _flag(request, "permanent")))
 
 
 async def delete_version(request: web.Request) -> web.Response:
+    subject = _subject(request, AclOperation.DELETE)
     return reply(
         _registry(request).delete_version(
-            request.match_info["subject"],
-            request.match_info["version"],
-            _flag(request, "permanent"),
+            subject, request.match_info["version"], _flag(request, "permanent")
         )
     )
 
@@ -271,9 +305,10 @@ async def check_versions(request: web.Request) -> web.Response:
 
 
 async def _compatibility(request: web.Request, version: str | None) -> web.Response:
+    subject = _subject(request, AclOperation.DESCRIBE)
     body = await _body(request)
     problems = await _registry(request).check_compatibility(
-        request.match_info["subject"], version, body, _flag(request, "normalize")
+        subject, version, body, _flag(request, "normalize")
     )
     document: dict[str, Any] = {"is_compatible": not problems}
     if _flag(request, "verbose"):
@@ -284,42 +319,52 @@ async def _compatibility(request: web.Request, version: str | None) -> web.Respo
 # Settings.
 
 
-def _subject_or_global(request: web.Request) -> str | None:
-    return request.match_info.get("subject")
+def _subject_or_global(request: web.Request, operation: AclOperation) -> str | None:
+    """The path's subject (None: the global setting), once the request may do `operation`
+    (DESCRIBE_CONFIGS or ALTER_CONFIGS) on it."""
+    subject = request.match_info.get("subject")
+    if subject is None:
+        _access(request).require_global(operation)
+    else:
+        _access(request).require(subject, operation)
+    return subject
 
 
 async def get_config(request: web.Request) -> web.Response:
     level = _registry(request).compatibility(
-        _subject_or_global(request), _flag(request, "defaultToGlobal")
+        _subject_or_global(request, AclOperation.DESCRIBE_CONFIGS),
+        _flag(request, "defaultToGlobal"),
     )
     return reply({"compatibilityLevel": level})
 
 
 async def put_config(request: web.Request) -> web.Response:
+    subject = _subject_or_global(request, AclOperation.ALTER_CONFIGS)
     body = await _body(request)
-    level = _registry(request).set_compatibility(_subject_or_global(request), body)
+    level = _registry(request).set_compatibility(subject, body)
     return reply({"compatibility": level})
 
 
 async def delete_config(request: web.Request) -> web.Response:
-    return reply(
-        {"compatibilityLevel": _registry(request).delete_compatibility(_subject_or_global(request))}
-    )
+    subject = _subject_or_global(request, AclOperation.ALTER_CONFIGS)
+    return reply({"compatibilityLevel": _registry(request).delete_compatibility(subject)})
 
 
 async def get_mode(request: web.Request) -> web.Response:
-    mode = _registry(request).mode(_subject_or_global(request), _flag(request, "defaultToGlobal"))
-    return reply({"mode": mode})
+    subject = _subject_or_global(request, AclOperation.DESCRIBE_CONFIGS)
+    return reply({"mode": _registry(request).mode(subject, _flag(request, "defaultToGlobal"))})
 
 
 async def put_mode(request: web.Request) -> web.Response:
+    subject = _subject_or_global(request, AclOperation.ALTER_CONFIGS)
     body = await _body(request)
-    mode = _registry(request).set_mode(_subject_or_global(request), body, _flag(request, "force"))
+    mode = _registry(request).set_mode(subject, body, _flag(request, "force"))
     return reply({"mode": mode})
 
 
 async def delete_mode(request: web.Request) -> web.Response:
-    return reply({"mode": _registry(request).delete_mode(request.match_info["subject"])})
+    subject = _subject(request, AclOperation.ALTER_CONFIGS)
+    return reply({"mode": _registry(request).delete_mode(subject)})
 
 
 async def root(request: web.Request) -> web.Response:
@@ -337,7 +382,9 @@ async def cluster_metadata(request: web.Request) -> web.Response:
 
 
 def make_app(broker: Broker, registry: SchemaRegistry) -> web.Application:
-    app = web.Application(middlewares=[_errors, _authenticated], client_max_size=MAX_BODY_BYTES)
+    app = web.Application(
+        middlewares=[_errors, _same_site_writes, _authenticated], client_max_size=MAX_BODY_BYTES
+    )
     app[STATE_KEY] = RegistryState(broker, registry)
     subject = "/subjects/{subject}"
     version = subject + "/versions/{version}"
