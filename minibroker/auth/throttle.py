@@ -6,8 +6,8 @@ the time its handler ran (`request_percentage`; not for acks=0 produce or follow
 which Kafka exempts), puts the largest throttle time into the response's `throttle_time_ms`
 (a hand-framed response is rebuilt as a codec message for that) and mutes the connection for
 it after the answer (`Session.throttled_until`), as Kafka's KIP-219 channel muting does.
-Fetch (consumer bytes) and the topic admin APIs (controller mutations) compute their own
-throttle and call `mute_for`.
+Fetch and ShareFetch (consumer bytes: `consumer_max_bytes`, `consumer_throttle`) and the topic
+admin APIs (controller mutations) compute their own throttle and call `mute_for`.
 """
 
 from __future__ import annotations
@@ -67,6 +67,26 @@ def mute_for(session: Session, throttle_ms: int) -> None:
     if throttle_ms > 0:
         until = time.monotonic() + throttle_ms / 1000
         session.throttled_until = max(session.throttled_until, until)
+
+
+def consumer_max_bytes(ctx: RequestContext, requested: int) -> int:
+    """A consumer fetch's `max_bytes`, capped by its `consumer_byte_rate` at what one quota
+    window allows (Kafka: larger fetches would be throttled whatever came before)."""
+    cap = ctx.broker.client_quotas.max_fetch_bytes(ctx.principal, ctx.header.client_id)
+    return requested if cap is None else min(requested, cap)
+
+
+def consumer_throttle(ctx: RequestContext, response_size: int) -> int:
+    """The `consumer_byte_rate` throttle of a consumer fetch answering `response_size` bytes.
+    Throttled, the bytes are unrecorded (the answer goes out empty, Kafka's throttled fetch
+    response) and the connection is muted for the throttle time."""
+    quotas, now_ms = ctx.broker.client_quotas, ctx.now_ms()
+    principal, client_id = ctx.principal, ctx.header.client_id
+    throttle = quotas.record_fetch(principal, client_id, response_size, now_ms)
+    if throttle > 0:
+        quotas.unrecord_fetch(principal, client_id, response_size, now_ms)
+        mute_for(ctx.session, throttle)
+    return throttle
 
 
 def is_follower_fetch(api_version: int, request: Any) -> bool:

@@ -61,7 +61,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from minibroker.auth.acls import AclOperation, ResourceType
-from minibroker.auth.throttle import is_follower_fetch, mute_for
+from minibroker.auth.throttle import consumer_max_bytes, consumer_throttle, is_follower_fetch
 from minibroker.cluster.fetch_sessions import (
     Answer,
     FetchContext,
@@ -481,13 +481,10 @@ def _refuse(read: PartitionRead, error: ErrorCode) -> None:
 
 
 def _max_bytes(ctx: RequestContext, request: Any) -> int:
-    """`max_bytes`, capped by a consumer's byte-rate quota at what one quota window allows
-    (Kafka: larger fetches would be throttled whatever came before)."""
-    quotas = ctx.broker.client_quotas
-    if not quotas.enabled or is_follower_fetch(ctx.api_version, request):
+    """`max_bytes`, capped for a consumer by its byte-rate quota."""
+    if not ctx.broker.client_quotas.enabled or is_follower_fetch(ctx.api_version, request):
         return int(request.max_bytes)
-    cap = quotas.max_fetch_bytes(ctx.principal, ctx.header.client_id)
-    return int(request.max_bytes) if cap is None else min(int(request.max_bytes), cap)
+    return consumer_max_bytes(ctx, int(request.max_bytes))
 
 
 def _throttled(
@@ -503,11 +500,9 @@ def _throttled(
     else:
         sent = reads
     size = sum(len(part) for part in _response(ctx, ErrorCode.NO_ERROR, 0, sent).parts)
-    quotas, now_ms = ctx.broker.client_quotas, ctx.now_ms()
-    throttle = quotas.record_fetch(ctx.principal, ctx.header.client_id, size, now_ms)
+    throttle = consumer_throttle(ctx, size)
     if throttle <= 0:
         return None
-    quotas.unrecord_fetch(ctx.principal, ctx.header.client_id, size, now_ms)
     for read in reads:
         read.drop_records()
     error, session_id = ErrorCode.NO_ERROR, 0
@@ -515,7 +510,6 @@ def _throttled(
         session_id = context.session.id
         if context.session.epoch != context.expected_epoch:
             error = ErrorCode.INVALID_FETCH_SESSION_EPOCH
-    mute_for(ctx.session, throttle)
     response = fetch_response_message(ctx.api_version, error, [], session_id)
     response.throttle_time_ms = throttle
     return response

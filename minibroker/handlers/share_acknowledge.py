@@ -18,6 +18,10 @@ Authorization, as Kafka's `handleShareAcknowledgeRequest`, after the feature che
 group (else GROUP_AUTHORIZATION_FAILED at the top level); READ on each topic: the partitions of
 a topic without it answer TOPIC_AUTHORIZATION_FAILED and their acknowledgements are not applied.
 
+Quotas: the handler's time counts against `request_percentage` (Kafka's sendMaybeThrottle):
+over it the answer carries the throttle time and the connection is muted for it
+(`auth/throttle.py`).
+
 Version notes: v2 adds IsRenewAck, and AcquisitionLockTimeoutMs in the response.
 """
 

@@ -26,6 +26,11 @@ TOPIC_AUTHORIZATION_FAILED (after UNKNOWN_TOPIC_ID, before the partition's exist
 acquires nothing, and its acknowledgements are not applied (AcknowledgeErrorCode
 TOPIC_AUTHORIZATION_FAILED).
 
+Quotas, as Kafka's ShareFetch: `MaxBytes` is capped at what one `consumer_byte_rate` window
+allows; an answer over that rate goes out with no partitions and its throttle time, and the
+connection is muted for it (as Fetch); `request_percentage` counts the handler's time
+(`auth/throttle.py`, as every request).
+
 Version notes: v2 adds IsRenewAck (RENEW acknowledgements; such a request fetches nothing)
 and ShareAcquireMode: record-limit mode acquires exactly `min(MaxRecords, room left under
 share.partition.max.record.locks)` records, splitting batches, as Kafka's SharePartition.
@@ -40,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from minibroker.auth.acls import AclOperation, ResourceType
+from minibroker.auth.throttle import consumer_max_bytes, consumer_throttle
 from minibroker.cluster.state import Partition, wait_for_append
 from minibroker.groups.share.delivery import (
     Delivered,
@@ -146,7 +152,7 @@ def _acquire_all(
 ) -> bool:
     """One pass over the session's partitions; whether anything was acquired."""
     records_left = max(request.max_records, 1)
-    bytes_left = request.max_bytes
+    bytes_left = _max_bytes(ctx, request)
     acquired = False
     for key in session.partitions:
         answer = answers.setdefault(key, PartitionAnswer())
@@ -199,6 +205,25 @@ async def _long_poll(
             if isinstance(p := _partition(ctx, key, denied), Partition)
         ]
         await wait_for_append(partitions, remaining)
+
+
+def _max_bytes(ctx: RequestContext, request: Any) -> int:
+    if not ctx.broker.client_quotas.enabled:
+        return int(request.max_bytes)
+    return consumer_max_bytes(ctx, int(request.max_bytes))
+
+
+def _throttled(ctx: RequestContext, response: Any) -> Any:
+    """The response, or, over the consumer's byte rate, Kafka's throttled ShareFetch answer:
+    no partitions, the throttle time (what was acquired stays locked to the member until its
+    lock expires, as in Kafka)."""
+    if not ctx.broker.client_quotas.enabled:
+        return response
+    throttle = consumer_throttle(ctx, len(response.encode(version=ctx.api_version)))
+    if throttle > 0:
+        response.responses = []
+        response.throttle_time_ms = throttle
+    return response
 
 
 def _partition_data(ctx: RequestContext, index: int, answer: PartitionAnswer) -> Any:
@@ -303,11 +328,11 @@ async def handle_share_fetch(ctx: RequestContext, request: Any) -> Any:
     if request.share_session_epoch == FINAL_EPOCH:
         ctx.broker.share_sessions.close(session)
         ctx.broker.share_deliveries.release(session)
-        return _response(ctx, session.group_id, answers, full=False)
+        return _throttled(ctx, _response(ctx, session.group_id, answers, full=False))
     session.update(_requested(request), _forgotten(request))
     if request.share_session_epoch != INITIAL_EPOCH:
         session.advance()
     if not _renews(ctx, request):
         await _long_poll(ctx, request, session, answers, denied)
     full = request.share_session_epoch == INITIAL_EPOCH
-    return _response(ctx, session.group_id, answers, full)
+    return _throttled(ctx, _response(ctx, session.group_id, answers, full))
