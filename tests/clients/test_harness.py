@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import base64
 import re
+import signal
 import socket
+import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +22,16 @@ import confluent_kafka
 import pytest
 
 from .mock_proxy import MockClusterProxy
-from .runner import CAPABILITIES, CLIENTS, Capabilities, install_all, run_client, run_ok
+from .runner import (
+    CAPABILITIES,
+    CLIENTS,
+    Capabilities,
+    ClientRunError,
+    install_all,
+    job_server,
+    run_client,
+    run_ok,
+)
 
 pytestmark = pytest.mark.clients
 
@@ -226,3 +239,115 @@ def test_admin_errors_come_back_per_item(mock_cluster: MockCluster, client: str)
     assert item["partition"] == 0
     assert item["error"]  # error_name too where the client names it (kafkajs does not here)
     assert item["low_watermark"] == -1
+
+
+# --- job servers (runner.py, job_server.py): one long-lived process per Java/kafkajs client ---
+
+SERVED_CLIENTS = ["java-4.3", "java-3.9", "kafkajs"]
+
+
+def refused_job(client: str, port: int, timeout_ms: int) -> dict[str, Any]:
+    """A metadata job against a port nobody listens on: it fails after `timeout_ms` (kafkajs:
+    after one retry), the client logging the refused connections with that port."""
+    config: dict[str, Any] = {"retry": {"retries": 1}} if client == "kafkajs" else {}
+    return {
+        "op": "metadata",
+        "bootstrap": f"127.0.0.1:{port}",
+        "topics": None,
+        "timeout_ms": timeout_ms,
+        "config": config,
+    }
+
+
+def hanging_job(client: str) -> dict[str, Any]:
+    """A consume job that waits for a broker that never comes, for 10 minutes."""
+    return {
+        "op": "consume",
+        "bootstrap": f"127.0.0.1:{closed_port()}",
+        "topic": "nowhere",
+        "count": 1,
+        "group": None,
+        "timeout_ms": 600_000,
+        "config": {"retry": {"retries": 1000}} if client == "kafkajs" else {},
+    }
+
+
+@pytest.mark.parametrize("client", SERVED_CLIENTS)
+def test_a_served_job_gives_what_a_process_of_its_own_gives(
+    mock_cluster: MockCluster, client: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = topic_name(client, "served")
+    mock_cluster.create_topic(topic)
+    common: dict[str, Any] = {
+        "bootstrap": mock_cluster.bootstrap(client),
+        "timeout_ms": JOB_TIMEOUT_MS,
+    }
+    record: dict[str, Any] = {"key": None, "value": b64(b"v"), "headers": [], "partition": 0}
+    run_ok(client, {**common, "op": "produce", "topic": topic, "records": [record] * 3})
+    jobs: list[dict[str, Any]] = [
+        {**common, "op": "metadata", "topics": [topic]},
+        {**common, "op": "list_offsets", "topic": topic, "partitions": [0], "spec": "latest"},
+        {**common, "op": "consume", "topic": topic, "count": 3, "group": None},
+        {"op": "no_such_op", "bootstrap": "127.0.0.1:1"},
+    ]
+    server = job_server(client)
+    served = [run_client(client, job) for job in jobs]
+    assert server.submitted >= len(jobs) and server.alive
+
+    monkeypatch.setenv("MINIBROKER_CLIENT_SERVERS", "0")
+    submitted = server.submitted
+    alone = [run_client(client, job) for job in jobs]
+    assert server.submitted == submitted  # none of these went to the server
+    assert served == alone
+    assert len(served[2]["records"]) == 3
+
+
+@pytest.mark.parametrize("client", SERVED_CLIENTS)
+def test_a_hanging_job_times_out_and_the_server_serves_the_next(client: str) -> None:
+    server = job_server(client)
+    job = hanging_job(client)
+    started = time.monotonic()
+    with pytest.raises(ClientRunError, match="no result within 3 s") as hung:
+        run_client(client, job, timeout_s=3)
+    assert 3 <= time.monotonic() - started < 15
+    assert job["bootstrap"] in str(hung.value)  # the job's log so far: its refused connections
+    result = run_client(client, {"op": "no_such_op", "bootstrap": "127.0.0.1:1"})
+    assert result["error_name"] == "UNSUPPORTED_OP"
+    assert job_server(client) is server and server.alive
+
+
+@pytest.mark.parametrize("client", SERVED_CLIENTS)
+def test_a_crashed_server_fails_its_jobs_and_is_restarted(client: str) -> None:
+    crashed = job_server(client)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        in_flight = pool.submit(run_client, client, hanging_job(client), 120)
+        deadline = time.monotonic() + 30
+        while crashed.in_flight == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        crashed.process.send_signal(signal.SIGKILL)
+        with pytest.raises(ClientRunError, match="job server exited with code -9"):
+            in_flight.result(timeout=30)
+    assert not crashed.alive
+    result = run_client(client, {"op": "no_such_op", "bootstrap": "127.0.0.1:1"})
+    assert result["error_name"] == "UNSUPPORTED_OP"
+    restarted = job_server(client)
+    assert restarted is not crashed and restarted.process.pid != crashed.process.pid
+
+
+@pytest.mark.parametrize("client", SERVED_CLIENTS)
+def test_jobs_served_at_once_each_get_their_own_stderr(client: str) -> None:
+    ports = [closed_port() for _ in range(3)]
+    barrier = threading.Barrier(len(ports))
+
+    def run(port: int) -> dict[str, Any]:
+        barrier.wait()
+        return run_client(client, refused_job(client, port, 3_000))
+
+    with ThreadPoolExecutor(max_workers=len(ports)) as pool:
+        results = list(pool.map(run, ports))
+    for port, result in zip(ports, results, strict=True):
+        assert result["ok"] is False
+        assert f"127.0.0.1:{port}" in result["stderr"]
+        for other in set(ports) - {port}:
+            assert f":{other}" not in result["stderr"]

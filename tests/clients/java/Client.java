@@ -1,5 +1,6 @@
 // Java kafka-clients job program (compiled against 4.3.0 and 3.9.0; uses only APIs both have).
 // java -cp classes:lib/* Client '<job json>'  (or the job on stdin); see ../README.md.
+// JobServer.java runs the same jobs, many in one JVM (runJob).
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -86,23 +87,43 @@ public final class Client {
   private static PrintStream resultStream;
   // Counted down once the result line is out: a SIGTERM shutdown hook waits for it.
   private static final CountDownLatch RESULT_PRINTED = new CountDownLatch(1);
+  // Set by JobServer: the JVM is shared, so a job may neither halt it nor print on stdout.
+  private static volatile boolean sharedJvm;
+  // The client ids Kafka would generate, counted per job as in a JVM of its own (one per
+  // job thread): Kafka's own sequences are per JVM, and tests see client ids.
+  private static final ThreadLocal<Map<String, Integer>> CLIENT_ID_SEQUENCES =
+      ThreadLocal.withInitial(HashMap::new);
 
   public static void main(String[] args) throws Exception {
     resultStream = System.out;
     System.setOut(System.err);
     String text =
         args.length > 0 ? args[0] : new String(System.in.readAllBytes(), StandardCharsets.UTF_8);
-    JsonNode job = JSON.readTree(text);
-    ObjectNode result;
-    try {
-      result = run(job);
-    } catch (Exception e) {
-      result = failure(e);
-    }
+    ObjectNode result = runJob(JSON.readTree(text));
     resultStream.println(JSON.writeValueAsString(result));
     resultStream.flush();
     RESULT_PRINTED.countDown();
     System.exit(0); // don't wait for the clients' background threads
+  }
+
+  /** The job's result: `ok` false with the client's error if it failed. */
+  static ObjectNode runJob(JsonNode job) {
+    try {
+      return run(job);
+    } catch (Exception e) {
+      return failure(e);
+    }
+  }
+
+  static void shareJvm() {
+    sharedJvm = true;
+  }
+
+  /** Jobs that crash on purpose or print event lines need a JVM of their own (runner.py). */
+  private static void requireOwnJvm(String what) {
+    if (sharedJvm) {
+      throw new IllegalStateException(what + " needs a JVM of its own, not the job server");
+    }
   }
 
   private static ObjectNode run(JsonNode job) throws Exception {
@@ -212,11 +233,50 @@ public final class Client {
     job.path("config").fields().forEachRemaining(e -> props.put(e.getKey(), e.getValue().asText()));
   }
 
+  private static int nextClientSequence(String kind) {
+    return CLIENT_ID_SEQUENCES.get().merge(kind, 1, Integer::sum);
+  }
+
+  /**
+   * `props` with the client.id Kafka generates when none is set (ProducerConfig,
+   * ConsumerConfig, KafkaAdminClient), from this job's sequences: `kind` is producer, consumer
+   * (also share consumers) or admin.
+   */
+  static Properties withClientId(Properties props, String kind) {
+    if (!props.getProperty("client.id", "").isEmpty()) {
+      return props;
+    }
+    String generated =
+        switch (kind) {
+          case "producer" -> "producer-"
+              + (props.containsKey("transactional.id")
+                  ? props.getProperty("transactional.id")
+                  : String.valueOf(nextClientSequence(kind)));
+          case "consumer" -> "consumer-"
+              + props.getProperty("group.id")
+              + "-"
+              + (props.containsKey("group.instance.id")
+                  ? props.getProperty("group.instance.id")
+                  : String.valueOf(nextClientSequence(kind)));
+          default -> "adminclient-" + nextClientSequence(kind);
+        };
+    props.put("client.id", generated);
+    return props;
+  }
+
+  private static KafkaProducer<byte[], byte[]> producer(Properties props) {
+    return new KafkaProducer<>(withClientId(props, "producer"));
+  }
+
+  private static KafkaConsumer<byte[], byte[]> consumer(Properties props) {
+    return new KafkaConsumer<>(withClientId(props, "consumer"));
+  }
+
   private static Throwable cause(Throwable e) {
     return e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
   }
 
-  private static ObjectNode failure(Exception e) {
+  static ObjectNode failure(Throwable e) {
     Throwable cause = cause(e);
     StringWriter trace = new StringWriter();
     cause.printStackTrace(new PrintWriter(trace));
@@ -255,7 +315,7 @@ public final class Client {
     addConfig(props, job);
     String topic = job.get("topic").asText();
     List<Future<RecordMetadata>> futures = new ArrayList<>();
-    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
+    try (KafkaProducer<byte[], byte[]> producer = producer(props)) {
       if (job.hasNonNull("transactional_id")) {
         producer.initTransactions();
         producer.beginTransaction();
@@ -370,6 +430,7 @@ public final class Client {
 
   /** Print the result and stop at once, closing nothing (a closing producer would abort). */
   private static void crash(ObjectNode result) {
+    requireOwnJvm("a crash (an open transaction, crash_after)");
     try {
       resultStream.println(JSON.writeValueAsString(result));
     } catch (Exception e) {
@@ -408,8 +469,8 @@ public final class Client {
     long deadline = System.currentTimeMillis() + timeoutMs(job);
     int processed = 0;
     int committed = 0;
-    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProps);
-        KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProps)) {
+    try (KafkaConsumer<byte[], byte[]> consumer = consumer(consumerProps);
+        KafkaProducer<byte[], byte[]> producer = producer(producerProps)) {
       producer.initTransactions();
       consumer.subscribe(List.of(job.get("input").asText()));
       while (committed < count && System.currentTimeMillis() < deadline) {
@@ -452,8 +513,8 @@ public final class Client {
     addTransactionalConfig(props, job);
     String topic = job.get("topic").asText();
     ObjectNode result = JSON.createObjectNode().put("ok", true);
-    try (KafkaProducer<byte[], byte[]> older = new KafkaProducer<>(props);
-        KafkaProducer<byte[], byte[]> newer = new KafkaProducer<>(props)) {
+    try (KafkaProducer<byte[], byte[]> older = producer(props);
+        KafkaProducer<byte[], byte[]> newer = producer(props)) {
       older.initTransactions();
       older.beginTransaction();
       older.send(new ProducerRecord<>(topic, 0, null, "older".getBytes(StandardCharsets.UTF_8)));
@@ -489,7 +550,7 @@ public final class Client {
     String topic = job.get("topic").asText();
     long intervalMs = job.path("interval_ms").asLong(50);
     List<Future<RecordMetadata>> futures = new ArrayList<>();
-    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
+    try (KafkaProducer<byte[], byte[]> producer = producer(props)) {
       for (JsonNode record : job.get("records")) {
         futures.add(producer.send(producerRecord(topic, record)));
         Thread.sleep(intervalMs);
@@ -585,7 +646,7 @@ public final class Client {
     int count = job.get("count").asInt();
     long deadline = System.currentTimeMillis() + timeoutMs(job);
     ArrayNode records = JSON.createArrayNode();
-    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
+    try (KafkaConsumer<byte[], byte[]> consumer = consumer(props)) {
       if (grouped) {
         consumer.subscribe(List.of(job.get("topic").asText()));
       } else {
@@ -617,6 +678,7 @@ public final class Client {
           "cooperative-sticky", "org.apache.kafka.clients.consumer.CooperativeStickyAssignor");
 
   private static synchronized void event(ObjectNode line) throws Exception {
+    requireOwnJvm("an event line (group_member, a holding share_consume)");
     resultStream.println(JSON.writeValueAsString(line));
     resultStream.flush();
   }
@@ -714,6 +776,7 @@ public final class Client {
   }
 
   private static ObjectNode groupMember(JsonNode job) throws Exception {
+    requireOwnJvm("group_member (stopped by SIGTERM)");
     Properties props = properties(job);
     props.put("key.deserializer", ByteArrayDeserializer.class.getName());
     props.put("value.deserializer", ByteArrayDeserializer.class.getName());
@@ -740,7 +803,7 @@ public final class Client {
                     Thread.currentThread().interrupt();
                   }
                 }));
-    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
+    try (KafkaConsumer<byte[], byte[]> consumer = consumer(props)) {
       boolean withTopics = job.hasNonNull("pattern");
       subscribe(consumer, job, new Assignment(withTopics));
       while (!stopping.get()) {
@@ -786,7 +849,7 @@ public final class Client {
     props.put("default.api.timeout.ms", String.valueOf(timeoutMs(job)));
     props.put("request.timeout.ms", String.valueOf(Math.min(timeoutMs(job), 30_000)));
     addConfig(props, job);
-    return Admin.create(props);
+    return Admin.create(withClientId(props, "admin"));
   }
 
   private static ObjectNode itemsResult(String field, ArrayNode items) {
@@ -1452,7 +1515,7 @@ public final class Client {
           jobTopicPartition(spec),
           new OffsetAndMetadata(spec.get("offset").asLong(), spec.path("metadata").asText("")));
     }
-    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
+    try (KafkaConsumer<byte[], byte[]> consumer = consumer(props)) {
       consumer.assign(offsets.keySet());
       Duration timeout = Duration.ofMillis(timeoutMs(job));
       consumer.commitSync(offsets, timeout);

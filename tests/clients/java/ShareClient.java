@@ -68,7 +68,7 @@ public final class ShareClient {
     ArrayNode records = json.createArrayNode();
     ArrayNode commitErrors = json.createArrayNode();
     int settled = 0;
-    try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(props)) {
+    try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(Client.withClientId(props, "consumer"))) {
       consumer.subscribe(List.of(job.get("topic").asText()));
       while (settled < count && System.currentTimeMillis() < deadline) {
         if (idleMs > 0 && System.currentTimeMillis() - lastRecord > idleMs) {

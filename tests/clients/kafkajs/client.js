@@ -1,6 +1,10 @@
 // kafkajs job program: node client.js '<job json>' (or the job on stdin); see ../README.md.
-// Modules come from NODE_PATH (the install cache) or ./node_modules.
+// `node client.js --serve`: a job server running many jobs at once in this one process
+// (../README.md, "Job servers"). Modules come from NODE_PATH (the install cache) or ./node_modules.
 'use strict'
+
+const { AsyncLocalStorage } = require('async_hooks')
+const readline = require('readline')
 
 const {
   Kafka,
@@ -49,25 +53,34 @@ const unb64 = text => (text === null || text === undefined ? null : Buffer.from(
 // stdout carries only the result line; kafkajs and anything else log to stderr.
 const resultStream = process.stdout
 console.log = console.error
-const stderrLogger = () => ({ namespace, level, log }) =>
-  process.stderr.write(`${namespace} ${level} ${JSON.stringify(log)}\n`)
+// A served job's log (the job server's replies carry it); outside a served job, stderr.
+const jobLog = new AsyncLocalStorage()
+const JOB_LOG_LIMIT = 20000
 
-// kafkajs tells of a broker's throttle time (KIP-219: Produce v6+) only in a debug log line of
-// its request queue; a producer's logger keeps the largest, and logs warnings and errors.
-const THROTTLED = /^Client side throttling in effect for (\d+)ms$/
-const throttle = { maxMs: 0 }
-const throttleWatchingLogger = () => ({ namespace, level, log }) => {
-  const throttled = THROTTLED.exec(log.message)
-  if (throttled) throttle.maxMs = Math.max(throttle.maxMs, Number(throttled[1]))
-  if (level <= logLevel.WARN) stderrLogger()({ namespace, level, log })
+function logLine(capture, text) {
+  if (!capture) return process.stderr.write(text)
+  capture.text = (capture.text + text).slice(-JOB_LOG_LIMIT)
 }
 
-function kafkaFor(job, { watchThrottle = false } = {}) {
+// kafkajs tells of a broker's throttle time (KIP-219: Produce v6+) only in a debug log line of
+// its request queue; `throttle` (a producer's) keeps the largest. Warnings and errors are logged.
+const THROTTLED = /^Client side throttling in effect for (\d+)ms$/
+
+function loggerFor(throttle) {
+  const capture = jobLog.getStore()
+  return () => ({ namespace, level, log }) => {
+    const throttled = throttle && THROTTLED.exec(log.message)
+    if (throttled) throttle.maxMs = Math.max(throttle.maxMs, Number(throttled[1]))
+    if (level <= logLevel.WARN) logLine(capture, `${namespace} ${level} ${JSON.stringify(log)}\n`)
+  }
+}
+
+function kafkaFor(job, { throttle = null } = {}) {
   return new Kafka({
     clientId: 'minibroker-kafkajs',
     brokers: job.bootstrap.split(','),
-    logLevel: watchThrottle ? logLevel.DEBUG : logLevel.WARN,
-    logCreator: watchThrottle ? throttleWatchingLogger : stderrLogger,
+    logLevel: throttle ? logLevel.DEBUG : logLevel.WARN,
+    logCreator: loggerFor(throttle),
     ...(job.config || {}),
   })
 }
@@ -100,7 +113,8 @@ async function produce(job) {
       return partition
     }
   }
-  const producer = kafkaFor(job, { watchThrottle: true }).producer({
+  const throttle = { maxMs: 0 }
+  const producer = kafkaFor(job, { throttle }).producer({
     idempotent: job.idempotent === true,
     createPartitioner: recordingPartitioner,
     ...transactionalOptions(job),
@@ -155,10 +169,12 @@ function transactionalOptions(job) {
   return options
 }
 
-// Commit or abort the job's transaction; true for `open` (then exit as a crash).
+// Commit or abort the job's transaction; true for `open` (then exit as a crash, which needs
+// a process of its own).
 async function endTransaction(transaction, job) {
   if (job.transactional_id == null) return false
   const ending = job.transaction ?? 'commit'
+  if (ending === 'open') requireOwnProcess('an open transaction')
   if (ending === 'commit') await transaction.commit()
   else if (ending === 'abort') await transaction.abort()
   else if (ending !== 'open') throw new Error(`unknown transaction ending '${ending}'`)
@@ -169,7 +185,8 @@ async function endTransaction(transaction, job) {
 // kafkajs acknowledges each send() on its own, so each record waits for its ack before the
 // next one (then interval_ms).
 async function producePaced(job) {
-  const producer = kafkaFor(job, { watchThrottle: true }).producer({ idempotent: job.idempotent === true })
+  const throttle = { maxMs: 0 }
+  const producer = kafkaFor(job, { throttle }).producer({ idempotent: job.idempotent === true })
   await producer.connect()
   const results = []
   try {
@@ -216,8 +233,9 @@ async function topicPartitions(job) {
 
 // kafkajs has no assign(): it always consumes as a group member, so a job without a group
 // uses a fresh group id and never commits.
+let freshGroups = 0
 async function consume(job) {
-  const group = job.group ?? `minibroker-kafkajs-${process.pid}-${Date.now()}`
+  const group = job.group ?? `minibroker-kafkajs-${process.pid}-${Date.now()}-${++freshGroups}`
   const consumer = kafkaFor(job).consumer({
     groupId: group,
     readUncommitted: (job.isolation ?? 'read_uncommitted') === 'read_uncommitted',
@@ -270,6 +288,7 @@ const protocolLine = line => resultStream.write(JSON.stringify(line) + '\n')
 const ASSIGNERS = { roundrobin: PartitionAssigners.roundRobin }
 
 async function groupMember(job) {
+  requireOwnProcess('group_member (stopped by SIGTERM)')
   const assigner = ASSIGNERS[job.assignor ?? 'roundrobin']
   if (!assigner) throw new Error(`kafkajs has no ${job.assignor} assignor`)
   const session = job.session_timeout_ms ?? 10000
@@ -609,6 +628,18 @@ function errorResult(error) {
   }
 }
 
+async function runJob(job) {
+  const op = OPS[job.op]
+  let result
+  try {
+    result = op ? await op(job) : { ok: false, error: `unsupported op '${job.op}'`, error_name: 'UNSUPPORTED_OP' }
+  } catch (error) {
+    result = errorResult(error)
+  }
+  delete result.crash
+  return result
+}
+
 async function readJob() {
   if (process.argv.length > 2) return JSON.parse(process.argv[2])
   const chunks = []
@@ -619,15 +650,45 @@ async function readJob() {
 async function main() {
   const job = await readJob()
   await zstd.init()
-  const op = OPS[job.op]
-  let result
-  try {
-    result = op ? await op(job) : { ok: false, error: `unsupported op '${job.op}'`, error_name: 'UNSUPPORTED_OP' }
-  } catch (error) {
-    result = errorResult(error)
-  }
-  delete result.crash
+  const result = await runJob(job)
   resultStream.write(JSON.stringify(result) + '\n', () => process.exit(0))
 }
 
-main()
+// --- the job server: stdin, one request a line, {"id": 7, "job": {...}} or {"id": 7,
+// "cancel": true}; stdout, one reply a line, {"id": 7, "result": {...}, "stderr": "..."} or
+// {"id": 7, "cancelled": true, "stderr": "..."}. A cancelled job is abandoned (a promise cannot
+// be stopped); the server exits when stdin closes.
+
+let serving = false
+
+function requireOwnProcess(what) {
+  if (serving) throw new Error(`${what} needs a process of its own, not the job server`)
+}
+
+const reply = line => resultStream.write(JSON.stringify(line) + '\n')
+
+async function serveJob(id, job, running) {
+  const capture = { text: '' }
+  running.set(id, capture)
+  const result = await jobLog.run(capture, () => runJob(job))
+  if (running.delete(id)) reply({ id, result, stderr: capture.text })
+}
+
+async function serve() {
+  serving = true
+  await zstd.init()
+  // A stray rejection from one job's client would end every job's process: log it instead.
+  process.on('unhandledRejection', error => logLine(jobLog.getStore(), `unhandled rejection: ${error && error.stack}\n`))
+  const running = new Map()
+  const requests = readline.createInterface({ input: process.stdin })
+  requests.on('line', line => {
+    const request = JSON.parse(line)
+    if (!request.cancel) return serveJob(request.id, request.job, running)
+    const capture = running.get(request.id)
+    if (running.delete(request.id)) reply({ id: request.id, cancelled: true, stderr: capture.text })
+  })
+  requests.on('close', () => process.exit(0))
+}
+
+if (process.argv[2] === '--serve') serve()
+else main()
