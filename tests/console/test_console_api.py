@@ -1047,6 +1047,60 @@ def test_writes_from_another_site_are_refused(kafka: KafkaBroker, http: Http) ->
     assert name not in kafka.topics()
 
 
+SECURITY_HEADERS = ("Content-Security-Policy", "X-Frame-Options", "X-Content-Type-Options")
+
+
+def test_every_answer_forbids_framing_sniffing_and_foreign_content(http: Http) -> None:
+    for path in ("/", "/topics", "/api/topics", "/static/console.js", "/no/such/page"):
+        answer = http.get(path)
+        assert answer.headers["X-Frame-Options"] == "DENY"
+        assert answer.headers["X-Content-Type-Options"] == "nosniff"
+        policy = answer.headers["Content-Security-Policy"]
+        assert "script-src 'self'" in policy
+        assert "frame-ancestors 'none'" in policy
+        assert "default-src 'none'" in policy
+    redirect = http.post("/topics", form={"name": unique("headers")})
+    assert redirect.status == 303
+    assert all(name in redirect.headers for name in SECURITY_HEADERS)
+
+
+def _with_host(kafka: KafkaBroker, host: str, path: str = "/api/overview") -> int:
+    request = Request(kafka.console_url + path, headers={"Host": host})
+    try:
+        with build_opener(_NoRedirect).open(request, timeout=WAIT_S) as response:
+            return int(response.status)
+    except HTTPError as exc:
+        assert all(name in exc.headers for name in SECURITY_HEADERS)
+        return exc.code
+
+
+def test_host_names_other_than_the_consoles_are_refused(kafka: KafkaBroker) -> None:
+    port = urlsplit(kafka.console_url).port
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", "10.1.2.3"):
+        assert _with_host(kafka, host) == 200, host
+    for host in (f"evil.example:{port}", "rebound.attacker.test", f"localhost.evil:{port}"):
+        assert _with_host(kafka, host) == 403, host
+        assert _with_host(kafka, host, "/") == 403, host
+
+
+def test_allowed_host_names_are_configured() -> None:
+    config = {"minibroker.console.allowed.hosts": "broker.internal, Console.Example"}
+    with KafkaBroker(console=True, storage="memory", config=config) as broker:
+        for host in ("broker.internal", "console.example:8080", "localhost"):
+            assert _with_host(broker, host) == 200, host
+        assert _with_host(broker, "other.internal") == 403
+
+
+def test_api_writes_need_a_json_body(http: Http) -> None:
+    name = unique("typed")
+    body = json.dumps({"name": name}).encode()
+    for content_type in ("text/plain", "application/x-www-form-urlencoded"):
+        answer = http.call("POST", "/api/topics", raw=body, content_type=content_type)
+        assert answer.status == 415
+        assert "must be JSON" in answer.error
+    assert http.call("POST", "/api/topics", raw=body).status == 201
+
+
 def test_forms_need_a_form_body(http: Http) -> None:
     answer = http.call("POST", "/topics", body={"name": "x"})
     assert answer.status == 400

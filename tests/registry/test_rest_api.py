@@ -358,10 +358,11 @@ def test_list_schemas(registry: Registry, subject: str) -> None:
         ("application/octet-stream", 200),
         ("text/plain", 415),
         ("application/x-www-form-urlencoded", 415),
+        (None, 415),
     ],
 )
 def test_request_content_types(
-    registry: Registry, subject: str, content_type: str, status: int
+    registry: Registry, subject: str, content_type: str | None, status: int
 ) -> None:
     body = json.dumps({"schema": json.dumps(record(NAME))}).encode()
     answer = registry.call(
@@ -370,6 +371,30 @@ def test_request_content_types(
     assert answer.status == status
     if status == 415:
         assert answer.json == {"error_code": 415, "message": "HTTP 415 Unsupported Media Type"}
+
+
+def test_writes_from_another_sites_page_are_refused(
+    broker: KafkaBroker, registry: Registry, subject: str
+) -> None:
+    body = json.dumps({"schema": json.dumps(record(NAME))}).encode()
+    path = f"/subjects/{subject}/versions"
+    evil = {"Origin": "http://evil.example"}
+    for content_type in (None, "text/plain", CONTENT_TYPE):
+        answer = registry.call("POST", path, raw=body, content_type=content_type, headers=evil)
+        assert (answer.status, answer.json) == (
+            403,
+            {"error_code": 403, "message": "cross-site request refused"},
+        )
+    fetched = {"Sec-Fetch-Site": "cross-site"}
+    assert registry.call("POST", path, raw=body, headers=fetched).status == 403
+    assert registry.call("PUT", "/config", {"compatibility": "NONE"}, headers=evil).status == 403
+    assert registry.get(f"/subjects/{subject}/versions").error_code == 40401
+    own = {"Origin": broker.schema_registry_url}
+    registered = registry.call("POST", path, raw=body, headers=own)
+    assert registered.status == 200 and set(registered.json) == {"id"}
+    assert registry.call("DELETE", f"/subjects/{subject}", headers=evil).status == 403
+    assert registry.get(f"/subjects/{subject}/versions").json == [1]
+    assert registry.call("GET", f"/subjects/{subject}/versions", headers=evil).status == 200
 
 
 def test_malformed_bodies_paths_and_methods(registry: Registry, subject: str) -> None:
