@@ -293,6 +293,7 @@ class Cluster:
         del self.topics_by_id[topic.topic_id]
         self._validation_configs.pop(name, None)
         for partition in topic.partitions:
+            _release_waiters(partition)
             if partition.replication is None:
                 self.logs.delete(name, partition.index)
                 continue
@@ -447,9 +448,13 @@ class Cluster:
     def acks_all_outcome(
         self, partition: Partition, required_offset: int, node_id: int
     ) -> ErrorCode:
-        """An acks=all append's answer once waited for (Kafka's DelayedProduce)."""
+        """An acks=all append's answer once waited for (Kafka's DelayedProduce: a partition
+        deleted meanwhile is UNKNOWN_TOPIC_OR_PARTITION, one led elsewhere now
+        NOT_LEADER_OR_FOLLOWER)."""
         replica_set = partition.replication
         assert replica_set is not None
+        if self.partition(partition.topic, partition.index) is not partition:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if replica_set.leader != node_id:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if replica_set.high_watermark < required_offset:
@@ -529,6 +534,15 @@ class Cluster:
             return
         content = {name: topic.configs for name, topic in self.topics.items() if topic.configs}
         write_atomically(path, json.dumps(content, indent=1, sort_keys=True))
+
+
+def _release_waiters(partition: Partition) -> None:
+    """The partition is being deleted: long polls waiting on it look again (and find it
+    gone), acks=all appends waiting on its replicas end (Kafka completes both delayed
+    operations when it stops a partition)."""
+    partition.notify_appended()
+    if partition.replication is not None:
+        partition.replication.go_offline()
 
 
 async def wait_for_append(partitions: list[Partition], timeout_s: float) -> None:
