@@ -39,9 +39,13 @@ Bad input answers 4xx — `{"error": "..."}` from the API, the message in the pa
 otherwise (unknown topic or group 404, a non-empty group 409, a record over
 max.message.bytes 413, anything else 400). Read-only mode answers 403 to every write and
 hides the forms. A write from another site's page (an `Origin` other than the console's, or
-`Sec-Fetch-Site: cross-site`) is refused 403. With SASL on the listeners every request
-needs HTTP basic credentials of a SASL user (401 with WWW-Authenticate otherwise); with an
-authorizer, that principal needs ALTER on the cluster (403 otherwise). See auth.py.
+`Sec-Fetch-Site: cross-site`) is refused 403, a JSON API body without a JSON content type
+415, and a request whose `Host` is not an IP address, localhost, the bound address or a name
+of `minibroker.console.allowed.hosts` 403. Every answer carries a Content-Security-Policy,
+`X-Frame-Options: DENY` and `X-Content-Type-Options: nosniff`. With SASL on the listeners
+every request needs HTTP basic credentials of a SASL user (401 with WWW-Authenticate
+otherwise, failures answered after the failed-authentication delay); with an authorizer,
+that principal needs ALTER on the cluster (403 otherwise). See auth.py.
 
 Stable hooks for browser tests (`id` and `data-testid` are equal where both are given):
 

@@ -20,6 +20,9 @@ Served (Confluent's paths; `{version}` is 1.. or `latest`/-1):
     GET/PUT/DELETE /config, /config/{s}?defaultToGlobal=
     GET/PUT /mode?force=, GET/PUT/DELETE /mode/{s}
     GET    /, /contexts, /v1/metadata/id
+
+With SASL on the broker's listeners every request needs HTTP basic credentials of a SASL user;
+with an authorizer, subjects are authorized on the topics they name (access.py).
 """
 
 from __future__ import annotations
