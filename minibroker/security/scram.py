@@ -106,9 +106,11 @@ _CLIENT_FIRST = re.compile(
     r"(?P<gs2>[ny],(?:a=(?P<authzid>[^,]*))?,)n=(?P<saslname>[^,]*),r=(?P<nonce>[^,]+)"
     r"(?P<extensions>(?:,[A-Za-z]+=[^,]*)*)"
 )
+# Whole base64 only, as Kafka's ScramMessages: other text fails the match (invalid credentials).
+_BASE64 = r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2}==)?"
 _CLIENT_FINAL = re.compile(
-    r"(?P<without_proof>c=(?P<channel>[A-Za-z0-9+/=]*),r=(?P<nonce>[^,]+)(?:,[A-Za-z]+=[^,]*)*)"
-    r",p=(?P<proof>[A-Za-z0-9+/=]+)"
+    rf"(?P<without_proof>c=(?P<channel>{_BASE64}),r=(?P<nonce>[^,]+)(?:,[A-Za-z]+=[^,]*)*)"
+    rf",p=(?P<proof>{_BASE64})"
 )
 
 
@@ -176,7 +178,7 @@ class ScramServer:
         assert self._credential is not None
         match = _CLIENT_FINAL.fullmatch(client_final)
         if match is None:
-            raise SaslCredentialsRejected("Invalid SCRAM client final message")
+            raise SaslCredentialsRejected("Invalid SCRAM client final message format")
         if match.group("nonce") not in (self._nonce, self._client_nonce + self._nonce):
             raise SaslCredentialsRejected("Invalid client nonce in the final client message.")
         channel_binding = base64.b64encode(self._gs2_header.encode()).decode()

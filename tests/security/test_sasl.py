@@ -201,6 +201,52 @@ def test_scram_failures_share_one_message(
         assert client.is_closed_by_peer()
 
 
+@pytest.mark.parametrize(
+    "client_final",
+    [
+        "c=biws,r={nonce},p=abc",  # the proof is not whole base64
+        "c=biws,r={nonce},p=!!!!",
+        "c=abc,r={nonce},p=AAAA",  # nor is the channel binding
+        "c=biws,r={nonce}",  # no proof
+        "r={nonce},p=AAAA",  # no channel binding
+        "c=biws,p=AAAA",  # no nonce
+        "",
+    ],
+)
+def test_scram_malformed_client_final_fails_authentication(
+    sasl_bootstrap: str, client_final: str
+) -> None:
+    scram = ScramClient("SCRAM-SHA-256", "alice", USERS["alice"])
+    with WireClient(sasl_bootstrap) as client:
+        handshake(client, "SCRAM-SHA-256")
+        first = authenticate(client, scram.first())
+        nonce = dict(item.split("=", 1) for item in first.auth_bytes.decode().split(","))["r"]
+        response = authenticate(client, client_final.format(nonce=nonce).encode())
+        assert (response.error_code, response.error_message) == (
+            ErrorCode.SASL_AUTHENTICATION_FAILED,
+            INVALID_CREDENTIALS.format("SCRAM-SHA-256"),
+        )
+        assert client.is_closed_by_peer()
+
+
+@pytest.mark.parametrize("stage", ["first", "final"])
+def test_scram_message_that_is_not_utf8_fails_authentication(
+    sasl_bootstrap: str, stage: str
+) -> None:
+    scram = ScramClient("SCRAM-SHA-256", "alice", USERS["alice"])
+    not_utf8 = b"c=biws,r=\xff\xfe,p=AAAA"
+    with WireClient(sasl_bootstrap) as client:
+        handshake(client, "SCRAM-SHA-256")
+        if stage == "final":
+            assert authenticate(client, scram.first()).error_code == ErrorCode.NO_ERROR
+        response = authenticate(client, not_utf8)
+        assert (response.error_code, response.error_message) == (
+            ErrorCode.SASL_AUTHENTICATION_FAILED,
+            INVALID_CREDENTIALS.format("SCRAM-SHA-256"),
+        )
+        assert client.is_closed_by_peer()
+
+
 def test_plaintext_listener_answers_sasl_requests_with_illegal_state(bootstrap: str) -> None:
     with WireClient(bootstrap) as client:
         assert client.call(ApiKey.SaslHandshake, 1, mechanism="PLAIN").error_code == (
