@@ -5,21 +5,24 @@ States: HANDSHAKE_OR_VERSIONS -> (ApiVersions) -> HANDSHAKE -> (SaslHandshake) -
 AUTHENTICATE -> COMPLETE, or FAILED.
 
 - Before the handshake, only ApiVersions (once) and SaslHandshake are served; any other
-  request closes the connection without an answer (Kafka's "Unexpected Kafka request of type
-  ... during SASL handshake").
+  request closes the connection at once without an answer (Kafka's "Unexpected Kafka request
+  of type ... during SASL handshake").
 - SaslHandshake with a mechanism the listener does not offer: UNSUPPORTED_SASL_MECHANISM with
-  the enabled list, then the connection is closed.
+  the enabled list, and the authentication has failed.
 - SaslHandshake v1: the tokens then come in SaslAuthenticate requests. Another request in
   that state is answered with ILLEGAL_SASL_STATE (where its response has a top-level error
-  code) and the connection is closed. A failed authentication is answered with
-  SASL_AUTHENTICATION_FAILED and Kafka's message, then the connection is closed.
+  code; otherwise the connection is closed at once). A failed authentication is answered
+  with SASL_AUTHENTICATION_FAILED and Kafka's message.
 - SaslHandshake v0 (old clients): the tokens then travel raw, each a size-prefixed frame
-  without a Kafka header, and so do the answers; a failure closes the connection.
+  without a Kafka header, and so do the answers; a failure has no answer.
 - After authentication every frame goes to `dispatch`; SaslHandshake/SaslAuthenticate are
   then answered ILLEGAL_SASL_STATE by their handlers, as by KafkaApis.
 
+Once the authentication has failed (`failed`), the connection sends the answer and closes
+only after `connection.failed.authentication.delay.ms`.
+
 Not done: re-authentication (`connections.max.reauth.ms`; session lifetime is always 0),
-GSSAPI and OAUTHBEARER, and the failed-authentication delay.
+GSSAPI and OAUTHBEARER.
 """
 
 from __future__ import annotations
@@ -88,16 +91,13 @@ class SaslAuthenticator:
 
     @property
     def failed(self) -> bool:
-        """The last answer written ends the connection."""
+        """The last answer ends the connection, after the failed-authentication delay."""
         return self.state is SaslState.FAILED
 
     async def receive(self, frame: bytes, session: Session) -> bytearray | EncodedFrame | None:
-        """The answer to one frame; raises MalformedRequest to close without answering. Once
+        """The answer to one frame before authentication is complete (the connection sends
+        no more once it has failed); raises MalformedRequest to close without answering. Once
         authenticated, the session's principal is the authenticated user."""
-        if self.state is SaslState.COMPLETE:
-            return await dispatch(self._broker, frame, self._listener, session)
-        if self.state is SaslState.FAILED:
-            raise MalformedRequest("SASL authentication failed")
         if self.state is SaslState.AUTHENTICATE:
             answer = self._raw_token(frame) if self._raw_tokens else self._authenticate(frame)
             if self.principal is not None:
@@ -169,11 +169,13 @@ class SaslAuthenticator:
             self.state = SaslState.COMPLETE
         return answer
 
-    def _raw_token(self, frame: bytes) -> bytearray:
+    def _raw_token(self, frame: bytes) -> bytearray | None:
         try:
             answer = self._evaluate(frame)
         except SaslAuthenticationFailed as exc:
-            raise self._fail(str(exc)) from exc
+            log.info("SASL authentication failed: %s", exc)
+            self.state = SaslState.FAILED
+            return None
         return bytearray(_SIZE.pack(len(answer)) + answer)
 
     def _authenticate(self, frame: bytes) -> bytearray:

@@ -15,6 +15,13 @@ whole requests and responses count as activity. A client a quota throttles (its 
 `throttled_until`) gets its answer at once, then is not read from until the throttle time has
 passed, as Kafka mutes the channel (KIP-219). The connection's principal comes from its TLS
 client certificate (`ssl.principal.mapping.rules`) or SASL login, else User:ANONYMOUS.
+
+Until a SASL client has authenticated, its requests are read one at a time (the next once the
+last is answered), each frame at most `sasl.server.max.receive.size` by its size prefix, as
+Kafka's SaslServerAuthenticator reads them: an unauthenticated client holds no more memory
+than that. A larger size fails the authentication. A failed authentication's answer (if any)
+and the close come after `connection.failed.authentication.delay.ms`, nothing being read
+meanwhile, so that one connection cannot try passwords faster than that.
 """
 
 from __future__ import annotations
@@ -84,7 +91,15 @@ class BrokerConnection(asyncio.BufferedProtocol):
     def __init__(self, broker: Broker, listener: Listener) -> None:
         self._broker = broker
         self._listener = listener
-        self._decoder = FrameDecoder(broker.config.get_int("socket.request.max.bytes"))
+        security = broker.security[listener.name]
+        self._authenticator = (
+            SaslAuthenticator(broker, listener, security) if security.sasl else None
+        )
+        self._decoder = FrameDecoder(
+            broker.config.get_int(
+                "sasl.server.max.receive.size" if security.sasl else "socket.request.max.bytes"
+            )
+        )
         self._in_flight: deque[tuple[asyncio.Future[Answer], memoryview]] = deque()
         self._write_scheduled = False
         self._transport: asyncio.Transport | None = None
@@ -97,10 +112,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._waiting_for_slot = False
         self._waiting_for_request_bytes = False
         self._last_active = time.monotonic()
-        security = broker.security[listener.name]
-        self._authenticator = (
-            SaslAuthenticator(broker, listener, security) if security.sasl else None
-        )
+        self._failed_authentication: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it.
@@ -154,6 +166,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
             self._broker.quotas.close(self._slot)
         if self._throttle_timer is not None:
             self._throttle_timer.cancel()
+        if self._failed_authentication is not None:
+            self._failed_authentication.cancel()
         for task, _frame in self._in_flight:
             task.cancel()
         held = sum(len(frame) for _task, frame in self._in_flight)
@@ -181,14 +195,19 @@ class BrokerConnection(asyncio.BufferedProtocol):
         try:
             while (
                 not self._closed
-                and self._unwritten < MAX_IN_FLIGHT_REQUESTS
+                and self._failed_authentication is None
+                and self._unwritten < self._max_unwritten
                 and not self._throttled()
                 and self._may_start_request()
                 and (frame := self._decoder.next_frame()) is not None
             ):
                 self._start(frame)
         except FramingError as exc:
-            self.abort(str(exc))
+            if self._authenticator is None:
+                self.abort(str(exc))
+            else:
+                log.info("Failing SASL authentication due to invalid receive size: %s", exc)
+                self._fail_authentication(None)
         if self._in_flight and self._in_flight[0][0].done() and not self._write_scheduled:
             # Answered at once: written in the next loop iteration, as a task's answer would
             # be (callbacks and timers a handler scheduled run before its client sees it).
@@ -215,14 +234,19 @@ class BrokerConnection(asyncio.BufferedProtocol):
         pause = (
             self._waiting_for_slot
             or self._waiting_for_request_bytes
-            or self._unwritten >= MAX_IN_FLIGHT_REQUESTS
+            or self._unwritten >= self._max_unwritten
             or self._throttle_timer is not None
+            or self._failed_authentication is not None
         )
         if pause and not self._reading_paused:
             self._transport.pause_reading()
         elif not pause and self._reading_paused:
             self._transport.resume_reading()
         self._reading_paused = pause
+
+    @property
+    def _max_unwritten(self) -> int:
+        return MAX_IN_FLIGHT_REQUESTS if self._authenticator is None else 1
 
     @property
     def _unwritten(self) -> int:
@@ -233,7 +257,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
     def _start(self, frame: memoryview) -> None:
         self._last_active = time.monotonic()
         answer: asyncio.Future[Answer]
-        if self._authenticator is not None and not self._authenticator.complete:
+        if self._authenticator is not None:
             work = self._authenticator.receive(bytes(frame), self._session)
             answer = self._in_task(work)
         else:
@@ -284,14 +308,22 @@ class BrokerConnection(asyncio.BufferedProtocol):
                 return False
             self._decoder.recycle(frame)
             response = task.result()
-            if response is not None:
-                ready.append(response)
             if self._authenticator is not None and self._authenticator.failed:
                 self._write(ready)
-                self._close_after_failed_authentication()
+                self._fail_authentication(response)
                 return False
+            if response is not None:
+                ready.append(response)
+        if self._authenticator is not None and self._authenticator.complete:
+            self._authenticated()
         self._write(ready)
         return True
+
+    def _authenticated(self) -> None:
+        """Past SASL authentication: requests run in parallel again, each frame up to
+        `socket.request.max.bytes`."""
+        self._authenticator = None
+        self._decoder.max_frame_bytes = self._broker.config.get_int("socket.request.max.bytes")
 
     def _write(self, responses: list[bytearray | EncodedFrame]) -> None:
         if responses and self._writer is not None and not self._closed:
@@ -318,14 +350,21 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._mute_while_throttled()
         self._start_buffered_frames()
 
-    def _close_after_failed_authentication(self) -> None:
-        """Kafka closes a connection whose authentication failed after its answer and
-        `connection.failed.authentication.delay.ms`, reading nothing more meanwhile."""
-        if self._transport is None or self._closed:
+    def _fail_authentication(self, answer: Answer) -> None:
+        """Answer (if there is an answer) and close after the failed-authentication delay."""
+        if self._closed:
             return
-        self._transport.pause_reading()
         delay = self._broker.config.get_int("connection.failed.authentication.delay.ms")
-        asyncio.get_running_loop().call_later(delay / 1000, self.close)
+        self._failed_authentication = asyncio.get_running_loop().call_later(
+            delay / 1000, self._answer_and_close, answer
+        )
+        self._update_reading()
+
+    def _answer_and_close(self, answer: Answer) -> None:
+        self._failed_authentication = None
+        if answer is not None:
+            self._write([answer])
+        self.close()
 
     def abort(self, reason: str) -> None:
         if self._closed:

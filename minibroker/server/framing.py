@@ -42,7 +42,9 @@ class FrameDecoder:
     """Receive bytes in, take whole frames out. Never allocates much more than it received."""
 
     def __init__(self, max_frame_bytes: int) -> None:
-        self._max_frame_bytes = max_frame_bytes
+        # Checked against each frame's size prefix, before its body is buffered; the
+        # connection lowers it while a SASL client has not authenticated.
+        self.max_frame_bytes = max_frame_bytes
         self._scratch = bytearray(_SCRATCH_BYTES)
         self._start = 0  # unread bytes of the scratch are [_start, _end)
         self._end = 0
@@ -109,8 +111,8 @@ class FrameDecoder:
         if unread < 4:
             return None
         (size,) = _SIZE.unpack_from(self._scratch, self._start)
-        if size < 0 or size > self._max_frame_bytes:
-            raise FramingError(f"frame size {size} outside 0..{self._max_frame_bytes}")
+        if size < 0 or size > self.max_frame_bytes:
+            raise FramingError(f"frame size {size} outside 0..{self.max_frame_bytes}")
         body_start = self._start + 4
         available = min(size, self._end - body_start)
         if size <= _DIRECT_FRAME_BYTES:
