@@ -28,7 +28,12 @@ from minibroker.registry.records import SchemaRecord
 from minibroker.registry.service import SchemaRegistry
 from minibroker.server.broker import Broker
 from minibroker.server.http_auth import verifier_for
-from minibroker.server.http_guard import READ_METHODS, cross_site, json_content_type
+from minibroker.server.http_guard import (
+    READ_METHODS,
+    cross_site,
+    declared_content_type,
+    json_content_type,
+)
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +107,7 @@ async def _authenticated(request: web.Request, handler: Handler) -> web.StreamRe
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
-    if not json_content_type(request) and request.content_type != GENERIC_CONTENT_TYPE:
+    if not json_content_type(request) and declared_content_type(request) != GENERIC_CONTENT_TYPE:
         raise errors.RegistryError(415, "HTTP 415 Unsupported Media Type")
     raw = await request.read()
     try:

@@ -38,10 +38,16 @@ def cross_site(request: web.Request) -> bool:
     return urlsplit(origin).netloc != request.host
 
 
+def declared_content_type(request: web.Request) -> str:
+    """The `Content-Type` without parameters; "" when there is none (where aiohttp would say
+    `application/octet-stream`): a page's fetch of an untyped Blob sends none."""
+    return request.content_type if "Content-Type" in request.headers else ""
+
+
 def json_content_type(request: web.Request) -> bool:
     """`application/json` or a Schema Registry JSON type (`application/vnd.schemaregistry.v1+json`,
     `application/vnd.schemaregistry+json`): types a page may send only after a preflight."""
-    content_type = request.content_type if "Content-Type" in request.headers else ""
+    content_type = declared_content_type(request)
     return content_type == "application/json" or (
         content_type.startswith("application/vnd.schemaregistry") and content_type.endswith("+json")
     )

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from http.client import HTTPConnection
 from typing import Any
 from urllib.error import HTTPError
+from urllib.parse import urlsplit
 from urllib.request import Request, urlopen
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
@@ -60,6 +62,20 @@ class Registry:
         except HTTPError as error:
             with error:
                 return Answer(error.code, error.headers["Content-Type"], error.read())
+
+    def without_content_type(
+        self, method: str, path: str, body: bytes, headers: dict[str, str] | None = None
+    ) -> Answer:
+        """A request with a body and no Content-Type at all (urllib would add one), as a
+        page's fetch of an untyped Blob sends it."""
+        address = urlsplit(self.base)
+        connection = HTTPConnection(address.hostname or "", address.port, timeout=30)
+        try:
+            connection.request(method, path, body=body, headers=headers or {})
+            response = connection.getresponse()
+            return Answer(response.status, response.headers["Content-Type"], response.read())
+        finally:
+            connection.close()
 
     def get(self, path: str) -> Answer:
         return self.call("GET", path)
