@@ -57,11 +57,11 @@ KAFKA_MESSAGES = {
 
 
 def failing_job(client: str, bootstrap: str, security: Security) -> dict[str, object]:
-    job: dict[str, object] = {
-        "bootstrap": bootstrap,
-        "config": client_config(client, security),
-        "timeout_ms": 4000,
-    }
+    config = client_config(client, security)
+    if client == "kafka-python-3":
+        # It retries a refused login until bootstrap_timeout_ms (default 30 s) is over.
+        config["bootstrap_timeout_ms"] = 3000
+    job: dict[str, object] = {"bootstrap": bootstrap, "config": config, "timeout_ms": 4000}
     if "metadata" in CAPABILITIES[client].ops:
         return {**job, "op": "metadata", "topics": None}
     return {**job, "op": "produce", "topic": "t", "records": [{"key": None, "value": "eA=="}]}
@@ -87,5 +87,5 @@ def test_kafka_python_2_wrong_password_is_answered_sasl_authentication_failed() 
     with ThreadedBroker(settings=sasl_listener_settings()) as running:
         job = failing_job("kafka-python-2", running.bootstrap_servers, security)
         with pytest.raises(ClientRunError) as stopped:  # it retries the login until stopped
-            run_client("kafka-python-2", job, timeout_s=20)
+            run_client("kafka-python-2", job, timeout_s=10)
     assert f"SaslAuthenticationFailedError: {KAFKA_MESSAGES['PLAIN']}" in str(stopped.value)
