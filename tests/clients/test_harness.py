@@ -246,6 +246,12 @@ def test_admin_errors_come_back_per_item(mock_cluster: MockCluster, client: str)
 SERVED_CLIENTS = ["java-4.3", "java-3.9", "kafkajs"]
 
 
+@pytest.fixture
+def servers_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the servers: on even if MINIBROKER_CLIENT_SERVERS=0 is set."""
+    monkeypatch.setenv("MINIBROKER_CLIENT_SERVERS", "1")
+
+
 def refused_job(client: str, port: int, timeout_ms: int) -> dict[str, Any]:
     """A metadata job against a port nobody listens on: it fails after `timeout_ms` (kafkajs:
     after one retry), the client logging the refused connections with that port."""
@@ -272,6 +278,7 @@ def hanging_job(client: str) -> dict[str, Any]:
     }
 
 
+@pytest.mark.usefixtures("servers_on")
 @pytest.mark.parametrize("client", SERVED_CLIENTS)
 def test_a_served_job_gives_what_a_process_of_its_own_gives(
     mock_cluster: MockCluster, client: str, monkeypatch: pytest.MonkeyPatch
@@ -302,6 +309,7 @@ def test_a_served_job_gives_what_a_process_of_its_own_gives(
     assert len(served[2]["records"]) == 3
 
 
+@pytest.mark.usefixtures("servers_on")
 @pytest.mark.parametrize("client", SERVED_CLIENTS)
 def test_a_hanging_job_times_out_and_the_server_serves_the_next(client: str) -> None:
     server = job_server(client)
@@ -316,6 +324,7 @@ def test_a_hanging_job_times_out_and_the_server_serves_the_next(client: str) -> 
     assert job_server(client) is server and server.alive
 
 
+@pytest.mark.usefixtures("servers_on")
 @pytest.mark.parametrize("client", SERVED_CLIENTS)
 def test_a_crashed_server_fails_its_jobs_and_is_restarted(client: str) -> None:
     crashed = job_server(client)
@@ -335,6 +344,7 @@ def test_a_crashed_server_fails_its_jobs_and_is_restarted(client: str) -> None:
     assert restarted is not crashed and restarted.process.pid != crashed.process.pid
 
 
+@pytest.mark.usefixtures("servers_on")
 @pytest.mark.parametrize("client", SERVED_CLIENTS)
 def test_jobs_served_at_once_each_get_their_own_stderr(client: str) -> None:
     ports = [closed_port() for _ in range(3)]

@@ -31,6 +31,10 @@ public final class JobServer {
 
   public static void main(String[] args) throws Exception {
     replies = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+    // log4j's garbage-free encoding fills a buffer shared by every thread and lets one thread
+    // flush another's log line (into its own job's stderr); without it, each line is written
+    // by the thread that logs it.
+    System.setProperty("log4j2.enableDirectEncoders", "false");
     // Before any client logs (log4j's console appender keeps the System.err it starts with).
     PrintStream routed = new PrintStream(new JobOutput(System.err), true, StandardCharsets.UTF_8);
     System.setOut(routed);
