@@ -22,6 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from tests.quick import require_external
+
 from . import install
 from .job_server import JobServer, ServerDied, ServerGone, ServerTimeout
 
@@ -154,9 +156,13 @@ _commands_lock = threading.Lock()
 
 
 def installed(name: str) -> install.ClientCommand:
-    """Install `name` on first use in this process; raises install.InstallError."""
+    """Install `name` on first use in this process; raises install.InstallError.
+
+    In the quick loop (tests/quick.py) every client program skips the test: each is a process
+    of its own (a JVM, node, kcat, or a Python client's program)."""
     if name not in INSTALLERS:
         raise KeyError(f"unknown client {name!r}; known: {', '.join(CLIENTS)}")
+    require_external(f"the {name} client")
     with _commands_lock:
         known = _commands.get(name)
     if known is None:

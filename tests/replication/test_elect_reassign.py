@@ -80,6 +80,7 @@ def wait_for_replicas(cluster: KafkaCluster, topic: str, replicas: list[int]) ->
 # ---- reassignments -----------------------------------------------------------------------
 
 
+@pytest.mark.uses_client("java-4.3")
 def test_java_reassignment_moves_the_data_while_a_producer_writes(cluster: KafkaCluster) -> None:
     topic = replicated_topic(cluster, "moved-java", [1, 2, 3])
     sent = numbered("m", STREAM_RECORDS)

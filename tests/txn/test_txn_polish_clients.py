@@ -46,6 +46,7 @@ def stable_offset_fetches(broker: ThreadedBroker, group: str) -> int:
     )
 
 
+@pytest.mark.uses_client(CLIENT)
 def test_a_read_committed_consumer_waits_for_pending_txn_offsets(broker: ThreadedBroker) -> None:
     bootstrap = broker.bootstrap_servers
     now_ms = int(time.time() * 1000)
