@@ -46,6 +46,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             require_external(f"the {client} client")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = Path(str(config.rootpath))
     for item in items:
