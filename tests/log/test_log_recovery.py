@@ -7,6 +7,7 @@ marker), which is what a killed process leaves behind; the SIGKILL test does it 
 from __future__ import annotations
 
 import os
+import random
 import struct
 import uuid
 from pathlib import Path
@@ -122,7 +123,12 @@ def test_truncated_tail_is_dropped(tmp_path: Path, cut: int) -> None:
     manager.close()
 
 
-@pytest.mark.parametrize("garbage", [b"\x00" * 4096, os.urandom(333), b"\xff" * 70])
+# Seeded, not os.urandom: every pytest-xdist worker must collect the same parameters.
+@pytest.mark.parametrize(
+    "garbage",
+    [b"\x00" * 4096, random.Random(333).randbytes(333), b"\xff" * 70],
+    ids=["zeros", "random", "ones"],
+)
 def test_garbage_tail_is_dropped(tmp_path: Path, garbage: bytes) -> None:
     expected = write_batches(tmp_path, 30, clean=False)
     last_log = segment_files(tmp_path, ".log")[-1]
