@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT_REQUESTS = 64
+# After a failed authentication's answer: how long the client may take to close before we do.
+LINGER_SECONDS = 1.0
+_DISCARDED = memoryview(bytearray(64 * 1024))  # what a lingering connection reads into
 
 Answer = bytearray | EncodedFrame | None
 
@@ -113,6 +116,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._waiting_for_request_bytes = False
         self._last_active = time.monotonic()
         self._failed_authentication: asyncio.TimerHandle | None = None
+        self._lingering = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it.
@@ -185,9 +189,11 @@ class BrokerConnection(asyncio.BufferedProtocol):
             self._writer.resume()
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        return self._decoder.get_buffer()
+        return _DISCARDED if self._lingering else self._decoder.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
+        if self._lingering:
+            return
         self._decoder.buffer_updated(nbytes)
         self._start_buffered_frames()
 
@@ -195,6 +201,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         try:
             while (
                 not self._closed
+                and not self._lingering
                 and self._failed_authentication is None
                 and self._unwritten < self._max_unwritten
                 and not self._throttled()
@@ -229,7 +236,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._start_buffered_frames()
 
     def _update_reading(self) -> None:
-        if self._transport is None or self._closed:
+        if self._transport is None or self._closed or self._lingering:
             return
         pause = (
             self._waiting_for_slot
@@ -364,7 +371,21 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._failed_authentication = None
         if answer is not None:
             self._write([answer])
-        self.close()
+        self._linger_and_close()
+
+    def _linger_and_close(self) -> None:
+        """Close once the client has the answer. Closing while bytes it sent during the delay
+        are still unread would reset the connection, and a reset can discard the answer on
+        the client's side before it reads it: so end our side after the answer, read and drop
+        whatever comes, and close when the client does or after LINGER_SECONDS."""
+        if self._closed or self._transport is None:
+            return
+        self._lingering = True
+        if self._transport.can_write_eof():
+            self._transport.write_eof()
+        self._transport.resume_reading()
+        self._reading_paused = False
+        asyncio.get_running_loop().call_later(LINGER_SECONDS, self.close)
 
     def abort(self, reason: str) -> None:
         if self._closed:
