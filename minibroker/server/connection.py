@@ -376,13 +376,13 @@ class BrokerConnection(asyncio.BufferedProtocol):
     def _linger_and_close(self) -> None:
         """Close once the client has the answer. Closing while bytes it sent during the delay
         are still unread would reset the connection, and a reset can discard the answer on
-        the client's side before it reads it: so end our side after the answer, read and drop
-        whatever comes, and close when the client does or after LINGER_SECONDS."""
+        the client's side before it reads it; ending our side right after the answer is no
+        better, as kafka-python 3 drops the bytes it read together with an end of stream. So
+        keep the connection open, read and drop whatever comes, and close when the client
+        does or after LINGER_SECONDS."""
         if self._closed or self._transport is None:
             return
         self._lingering = True
-        if self._transport.can_write_eof():
-            self._transport.write_eof()
         self._transport.resume_reading()
         self._reading_paused = False
         asyncio.get_running_loop().call_later(LINGER_SECONDS, self.close)
