@@ -216,6 +216,13 @@ def wait_for_partitions(consumer: Any, topic: str) -> None:
         time.sleep(0.05)
 
 
+# Long enough that a join usually completes within the poll that started it: kafka-python
+# 3.0.12 does not collect a join that completes after its poll() returned (the next poll sends
+# a new JoinGroup instead), which under load left a member out of the group in a CI run. A poll
+# returns as soon as records arrive, so this only delays noticing a stop request.
+GROUP_POLL_MS = 1000
+
+
 def group_member(job: Job) -> Result:
     from kafka import OffsetAndMetadata
     from kafka.coordinator.assignors.range import RangePartitionAssignor
@@ -243,7 +250,7 @@ def group_member(job: Job) -> Result:
         wait_for_partitions(consumer, job["topic"])
         consumer.subscribe([job["topic"]])
         while not stop.requested:
-            batches = consumer.poll(timeout_ms=50)
+            batches = consumer.poll(timeout_ms=GROUP_POLL_MS)
             now_assigned = {tp.partition for tp in consumer.assignment()}
             if now_assigned != assigned:
                 assigned = now_assigned
