@@ -1,4 +1,4 @@
-"""One module per Kafka API. Importing this package registers every handler."""
+"""One module per Kafka API, imported when its key is first requested (registry.py)."""
 
 import importlib
 import pkgutil
@@ -7,7 +7,7 @@ _loaded = False
 
 
 def load_all() -> None:
-    """Import every handler module once (each broker start calls this)."""
+    """Import every handler module once (tests and tools that walk every handler)."""
     global _loaded
     if _loaded:
         return

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from minibroker import handlers
 from minibroker.auth.authorizer import Authorizer
 from minibroker.auth.principal import parse_mapping_rules
 from minibroker.auth.quotas import ClientQuotas
@@ -81,7 +80,6 @@ class Broker:
     def __init__(
         self, config: BrokerConfig, *, in_memory: bool = False, shared_with: Broker | None = None
     ) -> None:
-        handlers.load_all()
         self.config = config
         self.release = emulated_release(config)
         self.api_gates = api_gates(self.release)
