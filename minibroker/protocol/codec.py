@@ -20,11 +20,10 @@ librdkafka 2.16 sends an all-topics Metadata v12 request with three stray bytes 
 
 from __future__ import annotations
 
-import functools
 import struct
 from collections.abc import Callable, Sized
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kafka.protocol.api_message import ApiMessage
 
@@ -36,28 +35,31 @@ from minibroker.protocol.produce_response import encode_produce_response
 decoder_limits.install()
 
 _KEY_VERSION_CORRELATION = struct.Struct(">hhi")
+_HEADER_V1 = struct.Struct(">hhih")  # and the client id's length
 _INT16 = struct.Struct(">h")
-_INT32 = struct.Struct(">i")
-_EMPTY_TAGGED_FIELDS = b"\x00"
+_SIZE_CORRELATION = struct.Struct(">ii")
+_SIZE_CORRELATION_TAGS = struct.Struct(">iiB")  # header v1: no tagged fields
 
 
 class MalformedRequest(Exception):
     """The frame cannot be a valid request: the connection that sent it is closed."""
 
 
-@dataclass(frozen=True, slots=True)
-class RequestHeader:
+class RequestHeader(NamedTuple):
+    """A tuple, not a dataclass: one is built per request, and a tuple is the cheapest."""
+
     api_key: int
     api_version: int
     correlation_id: int
     client_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EncodedFrame:
     """A response frame a handler framed itself (where profiling showed the codec's copies
     were in the way): bytes parts, and parts such as file regions that the connection sends
-    as they are. Written in order, they are the whole frame, size prefix included.
+    as they are. Written in order, they are the whole frame, size prefix included. Not to be
+    changed once made (not frozen only because a frozen dataclass costs more to make).
 
     `message()` builds the same response as a codec message instead (reading what the parts
     refer to), for the rare paths that edit a response, such as test clusters' per-partition
@@ -104,10 +106,16 @@ def response_class(api_key: int) -> type[ApiMessage]:
     return _CLASSES[(api_key, "response")]
 
 
-@functools.lru_cache(maxsize=1024)  # keys and versions are int16: bounded anyway
+_FLEXIBLE: dict[tuple[int, int], bool] = {}  # keys and versions are int16: bounded anyway
+
+
 def is_flexible(api_key: int, api_version: int) -> bool:
-    cls = request_class(api_key)
-    return cls is not None and bool(cls.flexible_version_q(api_version))
+    flexible = _FLEXIBLE.get((api_key, api_version))
+    if flexible is None:
+        cls = request_class(api_key)
+        flexible = cls is not None and bool(cls.flexible_version_q(api_version))
+        _FLEXIBLE[(api_key, api_version)] = flexible
+    return flexible
 
 
 def peek_key_version_correlation(frame: memoryview) -> tuple[int, int, int]:
@@ -147,18 +155,17 @@ def decode_header(frame: memoryview) -> tuple[RequestHeader, int]:
 
     The client id is always an INT16-length string, even in header v2; null becomes "".
     """
-    api_key, api_version, correlation_id = peek_key_version_correlation(frame)
-    pos = _KEY_VERSION_CORRELATION.size
-    if len(frame) < pos + 2:
+    if len(frame) < _HEADER_V1.size:
+        peek_key_version_correlation(frame)
         raise MalformedRequest("frame ends before the client id")
-    (length,) = _INT16.unpack_from(frame, pos)
-    pos += 2
+    api_key, api_version, correlation_id, length = _HEADER_V1.unpack_from(frame, 0)
+    pos = _HEADER_V1.size
     client_id = ""
     if length > 0:
         if pos + length > len(frame):
             raise MalformedRequest("client id runs past the frame")
         try:
-            client_id = bytes(frame[pos : pos + length]).decode()
+            client_id = str(frame[pos : pos + length], "utf-8")
         except UnicodeDecodeError as exc:
             raise MalformedRequest("client id is not UTF-8") from exc
         pos += length
@@ -214,13 +221,10 @@ def response_frame(
     api_key: int, api_version: int, correlation_id: int, encoded: bytes | bytearray
 ) -> bytearray:
     """Size, header and an encoded response body: the whole frame."""
-    flexible_header = api_key != ApiKey.ApiVersions and is_flexible(api_key, api_version)
-    header_size = 5 if flexible_header else 4
-    frame = bytearray(4 + header_size)
-    _INT32.pack_into(frame, 0, header_size + len(encoded))
-    _INT32.pack_into(frame, 4, correlation_id)
-    if flexible_header:
-        frame[8:9] = _EMPTY_TAGGED_FIELDS
+    if api_key != ApiKey.ApiVersions and is_flexible(api_key, api_version):
+        frame = bytearray(_SIZE_CORRELATION_TAGS.pack(5 + len(encoded), correlation_id, 0))
+    else:
+        frame = bytearray(_SIZE_CORRELATION.pack(4 + len(encoded), correlation_id))
     frame += encoded
     return frame
 

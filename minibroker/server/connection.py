@@ -55,6 +55,11 @@ LINGER_SECONDS = 1.0
 _DISCARDED = memoryview(bytearray(64 * 1024))  # what a lingering connection reads into
 
 Answer = bytearray | EncodedFrame | None
+Outcome = Answer | BaseException
+InFlight = tuple["asyncio.Task[Answer] | None", Outcome, memoryview]
+"""A request in flight: the task still answering it (None once answered at once), its answer
+or the exception it raised (when answered at once), and its frame. No future for a request
+answered at once: that is most of them, and a future costs more than they do."""
 
 
 class _Resumed:
@@ -103,7 +108,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
                 "sasl.server.max.receive.size" if security.sasl else "socket.request.max.bytes"
             )
         )
-        self._in_flight: deque[tuple[asyncio.Future[Answer], memoryview]] = deque()
+        self._in_flight: deque[InFlight] = deque()
         self._write_scheduled = False
         self._transport: asyncio.Transport | None = None
         self._writer: ResponseWriter | None = None
@@ -172,9 +177,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
             self._throttle_timer.cancel()
         if self._failed_authentication is not None:
             self._failed_authentication.cancel()
-        for task, _frame in self._in_flight:
-            task.cancel()
-        held = sum(len(frame) for _task, frame in self._in_flight)
+        self._cancel_tasks()
+        held = sum(len(frame) for _task, _outcome, frame in self._in_flight)
         self._in_flight.clear()
         self._broker.quotas.release_request_bytes(held)
         if self._writer is not None:
@@ -215,7 +219,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             else:
                 log.info("Failing SASL authentication due to invalid receive size: %s", exc)
                 self._fail_authentication(None)
-        if self._in_flight and self._in_flight[0][0].done() and not self._write_scheduled:
+        if self._in_flight and _answered(self._in_flight[0]) and not self._write_scheduled:
             # Answered at once: written in the next loop iteration, as a task's answer would
             # be (callbacks and timers a handler scheduled run before its client sees it).
             self._write_scheduled = True
@@ -263,31 +267,27 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def _start(self, frame: memoryview) -> None:
         self._last_active = time.monotonic()
-        answer: asyncio.Future[Answer]
         if self._authenticator is not None:
             work = self._authenticator.receive(bytes(frame), self._session)
-            answer = self._in_task(work)
+            self._in_flight.append((self._in_task(work), None, frame))
         else:
-            answer = self._run(dispatch(self._broker, frame, self._listener, self._session))
-        self._in_flight.append((answer, frame))
+            task, outcome = self._run(dispatch(self._broker, frame, self._listener, self._session))
+            self._in_flight.append((task, outcome, frame))
         self._broker.quotas.add_request_bytes(len(frame))
 
-    def _run(self, work: Coroutine[Any, Any, Answer]) -> asyncio.Future[Answer]:
+    def _run(
+        self, work: Coroutine[Any, Any, Answer]
+    ) -> tuple[asyncio.Task[Answer], None] | tuple[None, Outcome]:
         """Run the request at once as far as it goes without waiting: most requests are
-        answered then, and get a done future instead of a task (and a loop iteration). One
-        that waits (a long-polling Fetch, a JoinGroup) goes on in a task from there."""
-        loop = asyncio.get_running_loop()
+        answered then (their outcome, and no task or loop iteration). One that waits (a
+        long-polling Fetch, a JoinGroup) goes on in a task from there."""
         try:
             waiting_on = work.send(None)
         except StopIteration as done:
-            answered: asyncio.Future[Answer] = loop.create_future()
-            answered.set_result(done.value)
-            return answered
+            return None, done.value
         except Exception as exc:
-            failed: asyncio.Future[Answer] = loop.create_future()
-            failed.set_exception(exc)
-            return failed
-        return self._in_task(_go_on(work, waiting_on))
+            return None, exc
+        return self._in_task(_go_on(work, waiting_on)), None
 
     def _in_task(self, work: Coroutine[Any, Any, Answer]) -> asyncio.Task[Answer]:
         task = asyncio.get_running_loop().create_task(work)
@@ -303,18 +303,20 @@ class BrokerConnection(asyncio.BufferedProtocol):
         """Write the answers ready at the head of the queue, together (one send for all);
         False when the connection closes (or stops reading) after one of them."""
         ready: list[bytearray | EncodedFrame] = []
-        while self._in_flight and self._in_flight[0][0].done():
-            task, frame = self._in_flight.popleft()
+        while self._in_flight and _answered(self._in_flight[0]):
+            task, response, frame = self._in_flight.popleft()
             self._broker.quotas.release_request_bytes(len(frame))
-            if task.cancelled():
-                continue
-            exc = task.exception()
-            if exc is not None:
+            if task is not None:
+                if task.cancelled():
+                    continue
+                response = task.exception() or task.result()
+            if isinstance(response, BaseException):
                 self._write(ready)
-                self.abort(str(exc) if isinstance(exc, MalformedRequest) else repr(exc))
+                self.abort(
+                    str(response) if isinstance(response, MalformedRequest) else repr(response)
+                )
                 return False
             self._decoder.recycle(frame)
-            response = task.result()
             if self._authenticator is not None and self._authenticator.failed:
                 self._write(ready)
                 self._fail_authentication(response)
@@ -416,6 +418,15 @@ class BrokerConnection(asyncio.BufferedProtocol):
         """Abort the connection and cancel its requests now: a stopping broker must not let
         one append to its logs after they are closed (the transport reports the connection
         lost only later, once a client reads what is queued)."""
-        for task, _frame in self._in_flight:
-            task.cancel()
+        self._cancel_tasks()
         self.abort("broker stopping")
+
+    def _cancel_tasks(self) -> None:
+        for task, _outcome, _frame in self._in_flight:
+            if task is not None:
+                task.cancel()
+
+
+def _answered(request: InFlight) -> bool:
+    task = request[0]
+    return task is None or task.done()

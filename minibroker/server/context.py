@@ -7,8 +7,9 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, NamedTuple
 
 from minibroker.auth.acls import (
     ANONYMOUS,
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
     from minibroker.config import Listener
     from minibroker.server.broker import Broker
     from minibroker.server.faults import EntryKey
+
+
+_NO_ENTRY_ERRORS: Mapping[EntryKey, ErrorCode] = MappingProxyType({})
 
 
 @dataclass(slots=True)
@@ -47,13 +51,14 @@ class Session:
         return self.client_host.removeprefix("/")
 
 
-@dataclass(frozen=True, slots=True)
-class RequestContext:
+class RequestContext(NamedTuple):
+    """A tuple, not a dataclass: one is built per request, and a tuple is the cheapest."""
+
     broker: Broker
     header: RequestHeader
     listener: Listener
-    session: Session = field(default_factory=Session)
-    entry_errors: Mapping[EntryKey, ErrorCode] = field(default_factory=dict)
+    session: Session
+    entry_errors: Mapping[EntryKey, ErrorCode] = _NO_ENTRY_ERRORS
     """Errors pushed by a test for some partitions, for a handler that answers them itself
     (Fetch: `dispatch.ANSWERS_ENTRY_ERRORS`)."""
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from minibroker.auth.throttle import RequestTimer, throttled
@@ -172,7 +171,7 @@ async def _handled(
         return await handler(context, request)
     api_key, api_version = context.header.api_key, context.api_version
     if api_key in ANSWERS_ENTRY_ERRORS:
-        return await handler(replace(context, entry_errors=entry_errors), request)
+        return await handler(context._replace(entry_errors=entry_errors), request)
     rest = without_entries(api_key, api_version, request, entry_errors)
     handled = None if rest is None else await handler(context, rest)
     if isinstance(handled, EncodedFrame):

@@ -22,7 +22,7 @@ from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import RequestHeader, encode_response
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.broker import Broker
-from minibroker.server.context import RequestContext
+from minibroker.server.context import RequestContext, Session
 
 _BROKER = Broker(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0"}), in_memory=True)
 
@@ -57,7 +57,7 @@ def test_direct_frame_is_the_codec_frame(
     version: int, correlation_id: int, topics: TopicResults
 ) -> None:
     header = RequestHeader(ApiKey.Produce, version, correlation_id, "c")
-    ctx = RequestContext(_BROKER, header, _BROKER.config.listeners[0])
+    ctx = RequestContext(_BROKER, header, _BROKER.config.listeners[0], Session())
     framed = _response_frame(ctx, topics)
     assert framed is not None
     expected = encode_response(ApiKey.Produce, version, correlation_id, _response(ctx, topics))
@@ -67,7 +67,7 @@ def test_direct_frame_is_the_codec_frame(
 
 def test_record_errors_and_leaders_go_through_the_codec() -> None:
     header = RequestHeader(ApiKey.Produce, LAST_VERSION, 1, "c")
-    ctx = RequestContext(_BROKER, header, _BROKER.config.listeners[0])
+    ctx = RequestContext(_BROKER, header, _BROKER.config.listeners[0], Session())
     topic = SimpleNamespace(name="t", topic_id=None)
     with_errors = PartitionResult(record_errors=[(0, "bad")])
     with_leader = PartitionResult(current_leader=(1, 0))
