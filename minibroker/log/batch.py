@@ -10,23 +10,26 @@ from __future__ import annotations
 import struct
 
 from minibroker.records.batch import (
+    BASE_OFFSET_OFFSET,
     HEADER_SIZE,
+    HEADER_STRUCT,
     LOG_OVERHEAD,
     MAGIC_V2,
+    PARTITION_LEADER_EPOCH_OFFSET,
     BatchHeader,
     Buffer,
     WritableBuffer,
     compute_crc,
-    set_base_offset,
-    set_partition_leader_epoch,
 )
 
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
 
 
 def parse_header(buf: Buffer, pos: int = 0) -> BatchHeader:
     """The header of the batch at `pos` (the buffer must hold at least HEADER_SIZE bytes there)."""
-    return BatchHeader.parse(buf, pos)
+    return BatchHeader._make(HEADER_STRUCT.unpack_from(buf, pos))
 
 
 def offset_after(header: BatchHeader) -> int:
@@ -41,9 +44,11 @@ def offset_and_size(buf: Buffer, pos: int) -> tuple[int, int]:
 
 
 def stamp(batch: WritableBuffer, base_offset: int, leader_epoch: int) -> None:
-    """Write the broker-assigned base offset and partition leader epoch into the header."""
-    set_base_offset(batch, base_offset)
-    set_partition_leader_epoch(batch, leader_epoch)
+    """Write the broker-assigned base offset and partition leader epoch into the header
+    (`set_base_offset` and `set_partition_leader_epoch`, without their two calls: this is
+    once per append)."""
+    _INT64.pack_into(batch, BASE_OFFSET_OFFSET, base_offset)
+    _INT32.pack_into(batch, PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
 
 
 def header_is_plausible(header: BatchHeader, available: int) -> bool:

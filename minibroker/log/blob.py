@@ -139,11 +139,13 @@ class FileBlob:
 
     def write_at(self, data: bytes | bytearray | memoryview, position: int) -> None:
         fd = self._pool.fd(self._key)
-        view = memoryview(data)
-        written = 0
-        while written < len(view):
-            written += os.pwrite(fd, view[written:], position + written)
-        self._size = max(self._size, position + written)
+        written = os.pwrite(fd, data, position)
+        if written < len(data):
+            view = memoryview(data)
+            while written < len(view):
+                written += os.pwrite(fd, view[written:], position + written)
+        if position + written > self._size:
+            self._size = position + written
 
     def read_at(self, length: int, position: int) -> bytes:
         if length <= 0:

@@ -85,10 +85,11 @@ class LogSegment:
 
     def should_roll(self, config: LogConfig, batch: BatchHeader, now_ms: int) -> bool:
         """Kafka's LogSegment.shouldRoll, checked before appending `batch`."""
-        if self.size == 0:
+        size = self.log.size
+        if size == 0:
             return False
         return (
-            self.size + batch.size > config.segment_bytes
+            size + batch.size > config.segment_bytes
             or self._time_waited_for_roll(now_ms, batch.max_timestamp) > config.segment_ms
             or self.offset_index.is_full
             or self.time_index.is_full

@@ -155,12 +155,14 @@ class SegmentedLog(ABC):
             raise RecordBatchTooLarge(
                 f"batch of {len(batch)} bytes exceeds segment.bytes {self.config.segment_bytes}"
             )
-        base_offset = self.log_end_offset
+        active = self._active
+        base_offset = active.next_offset
         stamp(batch, base_offset, leader_epoch)
         header = parse_header(batch)
-        if self._active.should_roll(self.config, header, now_ms):
+        if active.should_roll(self.config, header, now_ms):
             self.roll(now_ms)
-        self._active.append(batch, header, now_ms)
+            active = self._active
+        active.append(batch, header, now_ms)
         if not self.unflushed_messages:
             self.oldest_unflushed_ms = now_ms
         self.unflushed_messages += header.last_offset_delta + 1
