@@ -546,19 +546,22 @@ def _release_waiters(partition: Partition) -> None:
 
 
 async def wait_for_append(partitions: list[Partition], timeout_s: float) -> None:
-    """Until one of `partitions` is appended to, or `timeout_s` passed."""
-    woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    """Until one of `partitions` is appended to, or `timeout_s` passed. (A timer on the one
+    future rather than `asyncio.wait_for`, which costs several futures and callbacks more per
+    long poll.)"""
+    loop = asyncio.get_running_loop()
+    woken: asyncio.Future[None] = loop.create_future()
 
-    def on_append(_: Partition) -> None:
+    def wake(_: object = None) -> None:
         if not woken.done():
             woken.set_result(None)
 
     for partition in partitions:
-        partition.append_listeners.add(on_append)
+        partition.append_listeners.add(wake)
+    timer = loop.call_later(timeout_s, wake)
     try:
-        await asyncio.wait_for(woken, timeout_s)
-    except TimeoutError:
-        pass
+        await woken
     finally:
+        timer.cancel()
         for partition in partitions:
-            partition.append_listeners.discard(on_append)
+            partition.append_listeners.discard(wake)

@@ -219,11 +219,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
             else:
                 log.info("Failing SASL authentication due to invalid receive size: %s", exc)
                 self._fail_authentication(None)
-        if self._in_flight and _answered(self._in_flight[0]) and not self._write_scheduled:
-            # Answered at once: written in the next loop iteration, as a task's answer would
-            # be (callbacks and timers a handler scheduled run before its client sees it).
-            self._write_scheduled = True
-            asyncio.get_running_loop().call_soon(self._request_done)
+        if self._in_flight and _answered(self._in_flight[0]):
+            # Answered at once: written in the next loop iteration, as a task's answer is
+            # (callbacks and timers a handler scheduled run before its client sees it).
+            self._schedule_write()
         self._update_reading()
 
     def _may_start_request(self) -> bool:
@@ -291,10 +290,20 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def _in_task(self, work: Coroutine[Any, Any, Answer]) -> asyncio.Task[Answer]:
         task = asyncio.get_running_loop().create_task(work)
-        task.add_done_callback(self._request_done)
+        task.add_done_callback(self._task_done)
         return task
 
-    def _request_done(self, _: object = None) -> None:
+    def _task_done(self, _: object) -> None:
+        """Write in the next loop iteration, together with the answers of the other tasks that
+        end in this one (long polls whose timeouts fire together): one send for all."""
+        self._schedule_write()
+
+    def _schedule_write(self) -> None:
+        if not self._write_scheduled:
+            self._write_scheduled = True
+            asyncio.get_running_loop().call_soon(self._request_done)
+
+    def _request_done(self) -> None:
         self._write_scheduled = False
         if self._write_ready_responses():
             self._start_buffered_frames()
