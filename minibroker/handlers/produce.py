@@ -49,7 +49,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from minibroker.auth.acls import AclOperation, ResourceType
@@ -107,14 +108,14 @@ _RETRIABLE_TXN_ERRORS = frozenset(
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class PartitionResult:
     error: ErrorCode = ErrorCode.NO_ERROR
     base_offset: int = -1
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
-    record_errors: list[tuple[int, str]] = field(default_factory=list)
+    record_errors: Sequence[tuple[int, str]] = ()
     current_leader: tuple[int, int] | None = None  # (leader id, leader epoch), v10+
     # A replicated partition's append an acks=all answer waits for: (partition, end offset).
     awaiting: tuple[Partition, int] | None = None
@@ -181,8 +182,10 @@ def _transaction_error(
     batches: list[ValidatedBatch],
 ) -> PartitionResult | None:
     """The coordinator's answer for transactional batches: implicit add (TV2) or verification."""
+    if transactional_id is None:
+        return None
     batch = next((b for b in batches if b.is_transactional), None)
-    if batch is None or transactional_id is None:
+    if batch is None:
         return None
     coordinator = ctx.broker.transactions
     tp = (partition.topic, partition.index)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
 from minibroker.records.accel import native_scan
 from minibroker.records.batch import (
@@ -72,9 +72,9 @@ class Record:
     headers: list[Header]
 
 
-@dataclass(frozen=True, slots=True)
-class RecordsSummary:
-    """What the produce path needs from one pass over the records."""
+class RecordsSummary(NamedTuple):
+    """What the produce path needs from one pass over the records (a named tuple: one is
+    made per produced batch)."""
 
     min_timestamp_delta: int
     max_timestamp_delta: int

@@ -213,10 +213,11 @@ def _holds_another_batch(rest: memoryview) -> bool:
 def _check_header(
     batch: memoryview, header: BatchHeader, config: ValidationConfig, produce_version: int | None
 ) -> None:
+    compression = header.compression
     if (
         produce_version is not None
         and produce_version < _FIRST_ZSTD_PRODUCE_VERSION
-        and header.compression == ZSTD
+        and compression == ZSTD
     ):
         raise InvalidRecords(
             ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
@@ -232,10 +233,10 @@ def _check_header(
     crc = compute_crc(batch)
     if crc != header.crc:
         raise _corrupt(f"Record is corrupt (stored crc = {header.crc}, computed crc = {crc})")
-    if header.compression not in CODEC_IDS:
+    if compression not in CODEC_IDS:
         raise InvalidRecords(
             ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
-            f"Unknown compression type id: {header.compression}",
+            f"Unknown compression type id: {compression}",
         )
     if header.last_offset_delta < 0:
         raise _invalid(f"Batch has an invalid offset range: [0, {header.last_offset_delta}]")
