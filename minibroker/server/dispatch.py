@@ -55,6 +55,7 @@ from minibroker.server.faults import (
     with_entry_errors,
     without_entries,
 )
+from minibroker.server.nodes import COORDINATED, COORDINATED_PER_KEY
 
 if TYPE_CHECKING:
     from minibroker.config import Listener
@@ -123,10 +124,12 @@ async def dispatch(
             entry_errors, response = dict(response.errors), None
     if response is None and api_version < gate.accepted_min:
         response = error_response(api_key, api_version, request, ErrorCode.UNSUPPORTED_VERSION)
-    if response is None:
+    if response is None and (api_key in COORDINATED or api_key in COORDINATED_PER_KEY):
         response = _not_coordinator_answer(broker, api_key, api_version, request, entry_errors)
     try:
-        if response is None:
+        if response is None and timer is None and not entry_errors:
+            response = await spec.handler(context, request)
+        elif response is None:
             work = _handled(spec.handler, context, request, entry_errors)
             response = await (work if timer is None else timer.run(work))
     except MalformedRequest:
