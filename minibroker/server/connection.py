@@ -2,10 +2,12 @@
 
 It only moves bytes: received bytes land in the frame decoder's own buffers (a
 `BufferedProtocol`, so a request is copied once, from the kernel), frames go to `dispatch`,
-each in its own task so that a long-polling Fetch does not block the requests behind it
-(a frame's buffer is reused once its request is answered), and responses are written
-strictly in request order (clients pair responses with their oldest in-flight request) by a
-`ResponseWriter`, which follows the transport's flow control. A bounded number of requests
+run at once as far as they go without waiting (most are answered then); one that waits goes
+on in its own task, so that a long-polling Fetch does not block the requests behind it (a
+frame's buffer is reused once its request is answered). Responses are written strictly in
+request order (clients pair responses with their oldest in-flight request), those ready in
+one loop iteration together, by a `ResponseWriter`, which follows the transport's flow
+control. A bounded number of requests
 may be in flight or answered but not yet written; past that, frames already received stay
 buffered and reading pauses until responses drain; the same happens while the requests
 being handled on all connections hold `queued.max.request.bytes`. A new connection first
