@@ -1,6 +1,7 @@
 """`scripts/bench`: every scenario against minibroker and librdkafka's mock cluster in one run.
 
-python -m benchmarks.run [--runs 3] [--only P1,PR,F1,L1,R1,P2,S1,FC,M1,RF,SPARK,CO] [--json F]
+python -m benchmarks.run [--runs 3] [--only P1,PR,F1,FE,FM,L1,R1,P2,S1,FC,M1,RF,SPARK,CO]
+    [--json F]
     [--chart F]
 """
 
@@ -18,6 +19,7 @@ from typing import Any, TypeVar
 from benchmarks import (
     console_load,
     fetch,
+    fetch_rate,
     fixture_cycle,
     latency,
     memory,
@@ -34,7 +36,7 @@ from benchmarks.report import markdown_table, spread_text, write_chart, write_js
 from benchmarks.stats import Spread, ratio
 from minibroker.records.accel import active_path
 
-SCENARIOS = ("P1", "PR", "F1", "L1", "R1", "P2", "S1", "FC", "M1", "RF", "SPARK", "CO")
+SCENARIOS = ("P1", "PR", "F1", "FE", "FM", "L1", "R1", "P2", "S1", "FC", "M1", "RF", "SPARK", "CO")
 MB = 1e6
 T = TypeVar("T")
 
@@ -164,6 +166,55 @@ def f1(mini: RunningBroker, runs: int) -> dict[str, Any]:
     return result
 
 
+def fetch_rates(
+    mini: RunningBroker, mock: RunningBroker, scenarios: list[str], runs: int
+) -> dict[str, Any]:
+    """FE (empty long polls) and FM (one small batch per Fetch) by 100 consumers: broker
+    CPU-µs per Fetch, the brokers' runs alternated."""
+    results: dict[str, Any] = {}
+    for broker in (mini, mock):
+        fetch_rate.prepare(broker.bootstrap, mock=broker is mock)
+    for scenario in scenarios:
+        row: dict[str, Any] = {"idle": settle(scenario)}
+        measured: dict[str, list[dict[str, float]]] = {mini.name: [], mock.name: []}
+        for _ in range(runs):
+            for broker in (mini, mock):
+                measured[broker.name].append(fetch_rate.measure(broker, scenario, 3.0))
+        for name, runs_of in measured.items():
+            row[name] = {
+                key: Spread.of([m[key] for m in runs_of]).as_dict()
+                for key in ("fetches_per_s", "broker_cpu_us_per_fetch")
+            }
+        row["cpu_ratio"] = ratio(
+            row[mini.name]["broker_cpu_us_per_fetch"]["median"],
+            row[mock.name]["broker_cpu_us_per_fetch"]["median"],
+        )
+        results[scenario] = row
+    print(
+        markdown_table(
+            ["100 consumers", "minibroker CPU-µs/Fetch", "mock CPU-µs/Fetch", "ratio", "Fetches/s"],
+            [
+                [
+                    FETCH_LABELS[scenario],
+                    spread_text(row[mini.name]["broker_cpu_us_per_fetch"], 1),
+                    spread_text(row[mock.name]["broker_cpu_us_per_fetch"], 1),
+                    f"{row['cpu_ratio']:.2f}",
+                    spread_text(row[mini.name]["fetches_per_s"]),
+                ]
+                for scenario, row in results.items()
+            ],
+        ),
+        flush=True,
+    )
+    return results
+
+
+FETCH_LABELS = {
+    "FE": "FE empty long poll (10 ms)",
+    "FM": "FM one 1-message batch per Fetch",
+}
+
+
 def l1(mini: RunningBroker, mock: RunningBroker) -> list[dict[str, Any]]:
     rows = []
     for rate in (1000, 10_000):
@@ -231,6 +282,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 results["PR"] = pr(mini, args.runs)
             if "F1" in chosen:
                 results["F1"] = f1(mini, args.runs)
+            if fetch_scenarios := [s for s in ("FE", "FM") if s in chosen]:
+                results.update(fetch_rates(mini, mock, fetch_scenarios, args.runs))
             if "M1" in chosen:
                 results["M1"] = {
                     "idle_rss_mb": idle_rss / MB,

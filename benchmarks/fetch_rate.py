@@ -1,0 +1,317 @@
+"""FE and FM: the broker's CPU per Fetch when many consumers poll. `CONSUMERS` raw connections,
+each with one Fetch in flight (v11, by topic name, no fetch session, read_uncommitted: what
+librdkafka sends) for a partition of its own (25 topics of 4 partitions, as the mock creates
+them), sent again as soon as it is answered:
+
+- FE, empty long poll: the partitions stay empty, so every Fetch waits its `max_wait_ms`
+  (10 ms) and is answered empty.
+- FM, small batches: every partition holds `PRELOAD` one-message batches (100-byte values);
+  each Fetch asks for the next offset with a partition limit of 1 byte, so that it is answered
+  with exactly one batch (KIP-74: the first batch goes whole past the limit), and the offsets
+  start over at 0 after the last one.
+
+Reports Fetches answered per second and the broker process's CPU microseconds per Fetch (its
+/proc utime + stime over the run). The client is a socket loop sending pre-encoded frames, so
+the CPU measured is the broker's; librdkafka's mock cluster serves the same frames as the
+reference (it answers one stored batch per partition and delays an empty answer by
+`max_wait_ms`, as the broker does).
+
+    python -m benchmarks.fetch_rate [--seconds 3] [--only FE,FM] [--bootstrap HOST:PORT]
+
+Without --bootstrap it starts `minibroker serve` on disk and the mock; with it, it drives that
+broker (e.g. one under a profiler) only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import selectors
+import socket
+import struct
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from benchmarks import procstat
+from benchmarks.brokers import MOCK, RunningBroker, start_minibroker, start_mock
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import request_class
+from minibroker.records.records import build_batch
+
+CONSUMERS = 100
+PARTITIONS = 4  # per topic: the mock cluster's auto-created topics have 4
+PRELOAD = 100  # one-message batches per partition for FM
+VALUE = b"v" * 100
+MAX_WAIT_MS = 10
+FETCH_VERSION = 11
+PRODUCE_VERSION = 9
+EMPTY_TOPICS = "fe"
+SMALL_TOPICS = "fm"
+BATCH_HEADER = 61  # a RecordBatch's bytes before its records
+_SIZE = struct.Struct(">i")
+_OFFSET = struct.Struct(">q")
+_MARKER = 0x0123456789ABCDEF  # a fetch offset found again in the encoded frame
+_CLIENT_ID = b"fetch-rate"
+
+
+@dataclass(frozen=True)
+class FetchFrames:
+    """Fetch frames for one partition: `frame(offset)` patches the fetch offset in."""
+
+    template: bytes
+    offset_at: int
+
+    def frame(self, offset: int) -> bytes:
+        at = self.offset_at
+        return self.template[:at] + _OFFSET.pack(offset) + self.template[at + 8 :]
+
+
+def _frame(api_key: int, version: int, body: bytes, flexible: bool = False) -> bytes:
+    header = struct.pack(">hhih", api_key, version, 1, len(_CLIENT_ID)) + _CLIENT_ID
+    header += b"\x00" if flexible else b""  # request header v2: no tagged fields
+    return _SIZE.pack(len(header) + len(body)) + header + body
+
+
+def fetch_frames(topic: str, partition: int, partition_max_bytes: int) -> FetchFrames:
+    cls = request_class(ApiKey.Fetch)
+    assert cls is not None
+    topic_class = cls.fields["topics"].data_class
+    partition_class = topic_class.fields["partitions"].data_class
+    wanted = partition_class(
+        partition=partition,
+        current_leader_epoch=-1,
+        fetch_offset=_MARKER,
+        log_start_offset=-1,
+        partition_max_bytes=partition_max_bytes,
+    )
+    message = cls(
+        version=FETCH_VERSION,
+        replica_id=-1,
+        max_wait_ms=MAX_WAIT_MS,
+        min_bytes=1,
+        max_bytes=52_428_800,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[topic_class(topic=topic, partitions=[wanted])],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+    template = _frame(ApiKey.Fetch, FETCH_VERSION, bytes(message.encode(version=FETCH_VERSION)))
+    return FetchFrames(template, template.index(_OFFSET.pack(_MARKER)))
+
+
+def topic_names(prefix: str) -> list[str]:
+    return [f"{prefix}-{n}" for n in range(CONSUMERS // PARTITIONS)]
+
+
+def preload_frame(topics: list[str]) -> bytes:
+    """One Produce (acks=1) with a one-message batch for each partition of `topics`."""
+    cls = request_class(ApiKey.Produce)
+    assert cls is not None
+    topic_class = cls.fields["topic_data"].data_class
+    partition_class = topic_class.fields["partition_data"].data_class
+    batch = build_batch([(None, VALUE, [], int(time.time() * 1000))])
+    message = cls(
+        version=PRODUCE_VERSION,
+        transactional_id=None,
+        acks=1,
+        timeout_ms=30_000,
+        topic_data=[
+            topic_class(
+                name=topic,
+                partition_data=[partition_class(index=i, records=batch) for i in range(PARTITIONS)],
+            )
+            for topic in topics
+        ],
+    )
+    body = bytes(message.encode(version=PRODUCE_VERSION))
+    return _frame(ApiKey.Produce, PRODUCE_VERSION, body, flexible=True)
+
+
+def _answers(pending: bytearray) -> list[int]:
+    """The sizes of the whole answers at the start of `pending`, removed from it."""
+    sizes = []
+    position = 0
+    while len(pending) - position >= 4:
+        end = position + 4 + _SIZE.unpack_from(pending, position)[0]
+        if end > len(pending):
+            break
+        sizes.append(end - position)
+        position = end
+    del pending[:position]
+    return sizes
+
+
+@dataclass
+class _Consumer:
+    sock: socket.socket
+    frames: FetchFrames
+    offset: int = 0
+    pending: bytearray | None = None
+
+    def send_next(self, offsets: int) -> None:
+        self.sock.sendall(self.frames.frame(self.offset))
+        self.offset = (self.offset + 1) % offsets if offsets else 0
+
+
+def _connect(bootstrap: str) -> socket.socket:
+    host, _, port = bootstrap.rpartition(":")
+    sock = socket.create_connection((host, int(port)))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def poll(
+    bootstrap: str, prefix: str, offsets: int, seconds: float, check: Callable[[int], None]
+) -> int:
+    """Each of `CONSUMERS` connections fetches its partition of the topics named `prefix`-n
+    for `seconds`, one
+    Fetch in flight, offsets 0..`offsets`-1 over and over (always 0 when `offsets` is 0);
+    `check` sees each answer's size. Returns the Fetches answered."""
+    limit = 1 if offsets else 1 << 20
+    consumers = [
+        _Consumer(_connect(bootstrap), fetch_frames(topic, index, limit), pending=bytearray())
+        for topic in topic_names(prefix)
+        for index in range(PARTITIONS)
+    ]
+    answered = 0
+    with selectors.DefaultSelector() as selector:
+        try:
+            for consumer in consumers:
+                selector.register(consumer.sock, selectors.EVENT_READ, consumer)
+                consumer.send_next(offsets)
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                for key, _ in selector.select(0.1):
+                    consumer = key.data
+                    assert consumer.pending is not None
+                    consumer.pending += consumer.sock.recv(1 << 16)
+                    for size in _answers(consumer.pending):
+                        check(size)
+                        answered += 1
+                        consumer.send_next(offsets)
+        finally:
+            for consumer in consumers:
+                consumer.sock.close()
+    return answered
+
+
+def _request(bootstrap: str, frame: bytes, count: int) -> None:
+    """Send `frame` `count` times on one connection and wait for every answer."""
+    with _connect(bootstrap) as sock:
+        sock.sendall(frame * count)
+        pending = bytearray()
+        answered = 0
+        while answered < count:
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                raise RuntimeError("the broker closed the connection while preloading")
+            pending += chunk
+            answered += len(_answers(pending))
+
+
+def create_topics(bootstrap: str, names: list[str], mock: bool) -> None:
+    """`names` with `PARTITIONS` partitions each: the mock creates them when asked for their
+    metadata, minibroker through the admin API."""
+    if mock:
+        Producer({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=10)
+        for name in names:
+            Producer({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(name, timeout=10)
+        return
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    futures = admin.create_topics([NewTopic(name, PARTITIONS, 1) for name in names])
+    for future in futures.values():
+        with contextlib.suppress(KafkaException):  # it exists already
+            future.result(10)
+
+
+def prepare(bootstrap: str, mock: bool = False) -> None:
+    """The empty topics of FE and the preloaded ones of FM."""
+    create_topics(bootstrap, topic_names(EMPTY_TOPICS), mock)
+    create_topics(bootstrap, topic_names(SMALL_TOPICS), mock)
+    _request(bootstrap, preload_frame(topic_names(SMALL_TOPICS)), PRELOAD)
+
+
+def _empty_answer_size(prefix: str) -> int:
+    """A v11 answer with one partition, no aborted-transaction list and no records (the topic
+    names of a scenario have the same length)."""
+    top = 4 + 4 + 4 + 2 + 4  # size, correlation id, throttle time, error, session id
+    name = topic_names(prefix)[0].encode()
+    topic_part = 4 + 2 + len(name) + 4  # topics array, name, partitions array
+    partition = 4 + 2 + 8 + 8 + 8 + 4 + 4 + 4  # ... aborted (null), preferred replica, records
+    return top + topic_part + partition
+
+
+def _expect_empty(size: int) -> None:
+    if size >= _empty_answer_size(EMPTY_TOPICS) + BATCH_HEADER:
+        raise RuntimeError(f"FE: an answer of {size} bytes, not an empty one")
+
+
+def _expect_batch(size: int) -> None:
+    if size < _empty_answer_size(SMALL_TOPICS) + BATCH_HEADER + len(VALUE):
+        raise RuntimeError(f"FM: an answer of {size} bytes, without its one-message batch")
+
+
+SCENARIOS: dict[str, tuple[str, int, Callable[[int], None]]] = {
+    "FE": (EMPTY_TOPICS, 0, _expect_empty),
+    "FM": (SMALL_TOPICS, PRELOAD, _expect_batch),
+}
+
+
+def drive(bootstrap: str, scenario: str, seconds: float) -> int:
+    prefix, offsets, check = SCENARIOS[scenario]
+    return poll(bootstrap, prefix, offsets, seconds, check)
+
+
+def measure(broker: RunningBroker, scenario: str, seconds: float) -> dict[str, float]:
+    """Fetches/s and broker CPU-µs per Fetch of one run (`prepare` first)."""
+    drive(broker.bootstrap, scenario, 0.3)  # warm up
+    cpu = procstat.cpu_seconds(broker.pid)
+    started = time.perf_counter()
+    answered = drive(broker.bootstrap, scenario, seconds)
+    elapsed = time.perf_counter() - started
+    cpu = procstat.cpu_seconds(broker.pid) - cpu
+    return {
+        "fetches_per_s": answered / elapsed,
+        "broker_cpu_us_per_fetch": cpu / answered * 1e6,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--only", default="FE,FM")
+    parser.add_argument("--bootstrap", help="drive this broker instead of starting one")
+    args = parser.parse_args()
+    scenarios = args.only.split(",")
+    if args.bootstrap:
+        prepare(args.bootstrap)
+        for scenario in scenarios:
+            answered = drive(args.bootstrap, scenario, args.seconds)
+            print(f"{scenario}: {answered / args.seconds:,.0f} Fetches/s")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        brokers = (start_minibroker(Path(tmp)), start_mock())
+        try:
+            for broker in brokers:
+                prepare(broker.bootstrap, mock=broker.name == MOCK)
+                for scenario in scenarios:
+                    result = measure(broker, scenario, args.seconds)
+                    print(
+                        f"{scenario} {broker.name}: {result['fetches_per_s']:,.0f} Fetches/s, "
+                        f"{result['broker_cpu_us_per_fetch']:.1f} broker CPU-µs per Fetch"
+                    )
+        finally:
+            for broker in brokers:
+                broker.stop()
+
+
+if __name__ == "__main__":
+    main()
