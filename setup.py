@@ -15,7 +15,12 @@ warnings.filterwarnings("ignore", message="Editable installation", category=Info
 
 setup(
     ext_modules=[
-        Extension(f"minibroker.{layer}._accel", [f"minibroker/{layer}/_accel.c"], optional=True)
+        Extension(
+            f"minibroker.{layer}._accel",
+            [f"minibroker/{layer}/_accel.c"],
+            depends=["minibroker/records/_scan.h"],
+            optional=True,
+        )
         for layer in ("records", "protocol")
     ]
 )
