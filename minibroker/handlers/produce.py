@@ -22,6 +22,11 @@ INVALID_PRODUCER_EPOCH; CONCURRENT_TRANSACTIONS (the previous transaction's mark
 written) and coordinator errors as the retriable NOT_ENOUGH_REPLICAS ("Unable to verify the
 partition has been added to the transaction. Underlying error: ...").
 
+The common request (v9-13, one partition, one uncompressed CreateTime batch, no transactional
+id) is answered before it is decoded by the native fast path, `produce_native.py`, when no
+test faults, quotas or authorizer are active; this handler is its reference, and answers
+everything that path hands back (errors, duplicates, acks=all waits included).
+
 Authorization (Kafka's order): a request whose first batch of some partition is transactional
 needs a transactional id with WRITE on it, else every partition gets
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED (a null id too; Kafka refuses that even without an

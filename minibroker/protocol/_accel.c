@@ -1,13 +1,22 @@
-/* The Produce request walk (v3-13) of produce_request.py in C: `walk_produce(frame, pos, version)`.
+/* The Produce request in C, two functions; the Python code each mirrors is its reference.
  *
+ * `walk_produce(frame, pos, version)`: the request walk (v3-13) of produce_request.py.
  * Answers (transactional_id, acks, timeout_ms, topics, end) for the plain shape the pure
  * decoder takes, where topics = [(name, topic_id bytes or None, [(index, start, stop)])] and
  * a partition's records are frame[start:stop] (start -1: null records); None for anything
  * else, and the pure decoder (the reference) then decides, as it always did.
+ *
+ * `plain_produce(frame)`: the common request whole (see handlers/produce_native.py), from
+ * the request header to the records: v9-13, no transactional id, one topic, one partition,
+ * one uncompressed, non-transactional CreateTime batch that records/validate.py accepts
+ * (header checks, CRC-32C, the record walk of _scan.h). None for anything else.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "../records/_scan.h"
 
 #define FIRST_FLEXIBLE_VERSION 9
 #define FIRST_TOPIC_ID_VERSION 13
@@ -214,17 +223,205 @@ static PyObject *walk_produce(PyObject *module, PyObject *const *args, Py_ssize_
     return result;
 }
 
+/* ---- plain_produce ------------------------------------------------------------------ */
+
+#define PRODUCE_KEY 0
+#define LAST_PLAIN_VERSION 13
+#define BATCH_HEADER_SIZE 61
+#define LOG_OVERHEAD 12
+#define MAGIC_V2 2
+#define ATTRIBUTES_AT 21 /* the CRC covers the batch from here */
+/* Attribute bits that leave the common case: compression, LogAppendTime, transactional,
+ * control. */
+#define NOT_PLAIN_ATTRIBUTES 0x3F
+
+static uint32_t crc_table[256];
+static int crc_in_hardware;
+
+static void init_crc_table(void) {
+    for (uint32_t byte = 0; byte < 256; byte++) {
+        uint32_t crc = byte;
+        for (int bit = 0; bit < 8; bit++) {
+            crc = (crc >> 1) ^ (0x82F63B78u & -(crc & 1)); /* Castagnoli, reflected */
+        }
+        crc_table[byte] = crc;
+    }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_CRC_INSTRUCTION 1
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const uint8_t *p,
+                                                                Py_ssize_t n) {
+    for (; n >= 8; p += 8, n -= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        crc = (uint32_t)__builtin_ia32_crc32di(crc, word);
+    }
+    for (; n > 0; p++, n--) {
+        crc = __builtin_ia32_crc32qi(crc, *p);
+    }
+    return crc;
+}
+#endif
+
+/* CRC-32C as the crc32c package computes it (compute_crc of records/batch.py). */
+static uint32_t crc32c(const uint8_t *p, Py_ssize_t n) {
+    uint32_t crc = 0xFFFFFFFFu;
+#ifdef HAVE_CRC_INSTRUCTION
+    if (crc_in_hardware) {
+        return ~crc32c_sse42(crc, p, n);
+    }
+#endif
+    for (; n > 0; p++, n--) {
+        crc = crc_table[(crc ^ *p) & 0xFF] ^ (crc >> 8);
+    }
+    return ~crc;
+}
+
+/* The request header (v2) up to the body: key 0, a version this path takes, no tags. */
+static int request_header(Reader *r, int64_t *version, int64_t *correlation_id) {
+    int64_t key, client_id_length;
+    Py_ssize_t start;
+    r->flexible = 0; /* the client id is a classic nullable string even in header v2 */
+    if (!fixed(r, 2, &key) || key != PRODUCE_KEY || !fixed(r, 2, version)
+        || *version < FIRST_FLEXIBLE_VERSION || *version > LAST_PLAIN_VERSION
+        || !fixed(r, 4, correlation_id) || !fixed(r, 2, &client_id_length)) {
+        return 0;
+    }
+    if (client_id_length < -1 || (client_id_length > 0 && !take(r, client_id_length, &start))) {
+        return 0;
+    }
+    for (int64_t i = 0; i < client_id_length; i++) {
+        if (r->buf[start + i] >= 0x80) {
+            return 0; /* not ASCII: whether it is valid UTF-8 is the header decoder's call */
+        }
+    }
+    r->flexible = 1;
+    return no_tagged_fields(r);
+}
+
+/* The body with one topic of one partition and no transactional id; the topic (a new str
+ * name, or bytes id from v13) in *topic, the records at [*start, *stop). */
+static int single_partition_body(Reader *r, int version, int64_t *acks, PyObject **topic,
+                                 int64_t *index, Py_ssize_t *start, Py_ssize_t *stop) {
+    int64_t transactional_id, timeout_ms, topics, partitions, size;
+    if (!length(r, 2, &transactional_id) || transactional_id != -1 || !fixed(r, 2, acks)
+        || !fixed(r, 4, &timeout_ms) || !length(r, 4, &topics) || topics != 1) {
+        return 0;
+    }
+    if (version >= FIRST_TOPIC_ID_VERSION) {
+        Py_ssize_t id_at;
+        if (!take(r, 16, &id_at)) {
+            return 0;
+        }
+        *topic = PyBytes_FromStringAndSize((const char *)r->buf + id_at, 16);
+    } else {
+        *topic = string(r, 0);
+    }
+    if (*topic == NULL) {
+        return 0;
+    }
+    if (length(r, 4, &partitions) && partitions == 1 && fixed(r, 4, index)
+        && length(r, 4, &size) && size >= 0 && take(r, size, start) && no_tagged_fields(r)
+        && no_tagged_fields(r) && no_tagged_fields(r) && r->pos == r->len) {
+        *stop = *start + (Py_ssize_t)size;
+        return 1;
+    }
+    Py_CLEAR(*topic);
+    return 0;
+}
+
+static int64_t be(const uint8_t *p, int size) {
+    Reader r = {p, size, 0, 0};
+    int64_t value = 0;
+    fixed(&r, size, &value);
+    return value;
+}
+
+typedef struct {
+    int64_t base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, count;
+    int64_t min_delta, max_delta, null_keys;
+} Batch;
+
+/* validate_produce_records's checks on one plain batch (uncompressed, CreateTime, not
+ * transactional, not control): 1 if it accepts it, with the fields the append needs. The
+ * topic's own limits (max.message.bytes, timestamp bounds, keys) are left to Python. */
+static int plain_batch(const uint8_t *p, Py_ssize_t size, Batch *b) {
+    if (size < BATCH_HEADER_SIZE || p[16] != MAGIC_V2 || be(p, 8) != 0
+        || be(p + 8, 4) + LOG_OVERHEAD != size
+        || (uint32_t)be(p + 17, 4) != crc32c(p + ATTRIBUTES_AT, size - ATTRIBUTES_AT)
+        || (be(p + 21, 2) & NOT_PLAIN_ATTRIBUTES) != 0) {
+        return 0;
+    }
+    int64_t last_offset_delta = be(p + 23, 4);
+    b->base_timestamp = be(p + 27, 8);
+    b->max_timestamp = be(p + 35, 8);
+    b->producer_id = be(p + 43, 8);
+    b->producer_epoch = be(p + 51, 2);
+    b->base_sequence = be(p + 53, 4);
+    b->count = be(p + 57, 4);
+    if (last_offset_delta < 0 || last_offset_delta + 1 != b->count
+        || (b->producer_id >= 0 && b->base_sequence < 0)) {
+        return 0;
+    }
+    Deltas deltas = {0, 0, -1};
+    return scan_all(p, BATCH_HEADER_SIZE, size, b->count, &deltas, &b->min_delta, &b->max_delta,
+                    &b->null_keys);
+}
+
+static PyObject *plain_produce(PyObject *module, PyObject *frame) {
+    (void)module;
+    Py_buffer view;
+    if (PyObject_GetBuffer(frame, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Reader r = {(const uint8_t *)view.buf, view.len, 0, 0};
+    int64_t version, correlation_id, acks, index;
+    Py_ssize_t start, stop;
+    PyObject *topic = NULL, *result = NULL;
+    Batch b;
+    if (request_header(&r, &version, &correlation_id)
+        && single_partition_body(&r, (int)version, &acks, &topic, &index, &start, &stop)
+        && plain_batch(r.buf + start, stop - start, &b)) {
+        result = Py_BuildValue(
+            "(LLLOLnnLLLLLLLLL)", (long long)version, (long long)correlation_id,
+            (long long)acks, topic, (long long)index, start, stop, (long long)b.base_timestamp,
+            (long long)b.max_timestamp, (long long)b.producer_id, (long long)b.producer_epoch,
+            (long long)b.base_sequence, (long long)b.count, (long long)b.min_delta,
+            (long long)b.max_delta, (long long)b.null_keys);
+    }
+    Py_XDECREF(topic);
+    PyBuffer_Release(&view);
+    if (result == NULL && !PyErr_ExceptionMatches(PyExc_MemoryError)) {
+        PyErr_Clear(); /* e.g. invalid UTF-8 in the name: the pure path's business */
+        Py_RETURN_NONE;
+    }
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk_produce", (PyCFunction)(void (*)(void))walk_produce, METH_FASTCALL,
      "walk_produce(frame, pos, version) -> (transactional_id, acks, timeout_ms, topics, end) "
      "| None"},
+    {"plain_produce", plain_produce, METH_O,
+     "plain_produce(frame) -> (version, correlation_id, acks, topic, partition, start, stop, "
+     "base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, count, "
+     "min_timestamp_delta, max_timestamp_delta, null_keys) | None"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "minibroker.protocol._accel",
-    "The Produce request walk in C; produce_request.py is the reference.", -1, methods,
+    "The Produce request in C; produce_request.py and the produce handler are the reference.",
+    -1, methods,
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__accel(void) { return PyModule_Create(&module_def); }
+PyMODINIT_FUNC PyInit__accel(void) {
+    init_crc_table();
+#ifdef HAVE_CRC_INSTRUCTION
+    crc_in_hardware = __builtin_cpu_supports("sse4.2");
+#endif
+    return PyModule_Create(&module_def);
+}

@@ -10,3 +10,9 @@ def walk_produce(
     ]
     | None
 ): ...
+def plain_produce(
+    frame: memoryview, /
+) -> (
+    tuple[int, int, int, str | bytes, int, int, int, int, int, int, int, int, int, int, int, int]
+    | None
+): ...

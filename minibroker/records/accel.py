@@ -1,8 +1,9 @@
 """Which implementation of the produce path runs: the C accelerators, built by `pip install`
 when a compiler is there (`minibroker.records._accel`: the record walk of records.py;
-`minibroker.protocol._accel`: the Produce request walk of produce_request.py), or the
-pure-Python code, which is the reference and the fallback (each C function answers only what
-the pure code would accept and leaves everything else, every error included, to it).
+`minibroker.protocol._accel`: the Produce request walk of produce_request.py, and the whole
+common Produce request of handlers/produce_native.py), or the pure-Python code, which is the
+reference and the fallback (each C function answers only what the pure code would accept and
+leaves everything else, every error included, to it).
 
 MINIBROKER_PURE_PYTHON=1 (any value but "" and "0") forces the pure path; it is read once, at
 import.

@@ -8,7 +8,9 @@
 - A handler bug: logged, answered with UNKNOWN_SERVER_ERROR where the response has a
   top-level error code, otherwise the connection is closed.
 
-Test clusters' faults, hooks and recording (`server/faults.py`) see each decoded request
+Common Produce requests are answered by the native fast path (`handlers/produce_native.py`)
+before any decoding, where no faults, quotas or authorizer are active; it hands back the
+rest. Test clusters' faults, hooks and recording (`server/faults.py`) see each decoded request
 before its handler and may answer it instead. In an in-process cluster, group and
 transaction requests sent to a node that does not coordinate their key are answered
 NOT_COORDINATOR here (`server/nodes.py`), so no handler needs to know about nodes; requests
@@ -107,6 +109,12 @@ async def dispatch(
         return unsupported_api_versions_frame(correlation_id, gate.max_version)
     if not gate.advertised_min <= api_version <= gate.max_version:
         raise MalformedRequest(f"{ApiKey.name_of(api_key)} v{api_version} is not enabled")
+    if api_key == ApiKey.Produce and api_version >= gate.accepted_min and _plain(broker):
+        import minibroker.handlers.produce_native as produce_native  # imported on first use
+
+        answered = produce_native.answer(broker, view)
+        if answered is not produce_native.UNHANDLED:
+            return answered
     spec = gate.spec
     header, body_pos = decode_header(view)
     # Recorded requests must keep the records as sent: only unrecorded ones are stamped in place.
@@ -144,6 +152,14 @@ async def dispatch(
     if isinstance(response, EncodedFrame):
         return response
     return encode_response(api_key, api_version, correlation_id, response)
+
+
+def _plain(broker: Broker) -> bool:
+    """Whether nothing but the handler must see a request: no test faults, hooks or
+    recording, no client quotas, no authorizer."""
+    return (
+        not broker.faults.active and not broker.client_quotas.enabled and broker.authorizer is None
+    )
 
 
 def _not_coordinator_answer(

@@ -1,0 +1,223 @@
+"""Produce's native fast path: the common single-partition request answered from one C call.
+
+`plain_produce` (minibroker/protocol/_accel.c) reads the whole request frame, from the request
+header to the last record, and answers only for the common shape: Produce v9-13 (what
+librdkafka and the Java client send), no transactional id, one topic, one partition, one
+uncompressed, non-transactional CreateTime batch that `validate_produce_records` accepts.
+This module then does what the handler does for such a batch (topic and leader lookup, the
+topic's limits, the producer's sequence check, the append) and frames the answer from a
+template per (version, topic, partition) with the correlation id and offsets patched in.
+
+The handler (`produce.py`) is the reference: everything this path does not answer exactly
+as the handler would returns UNHANDLED, and the request is decoded and handled as always:
+an unknown topic, a partition led elsewhere, invalid acks, acks=-1 on a replicated
+partition, a LogAppendTime or recompressing or compacted-without-key topic, a batch over
+max.message.bytes or out of the timestamp bounds, a duplicate or rejected sequence, and
+every request `plain_produce` does not take. Only the append's own errors (a batch over
+segment.bytes, a storage error) are answered here, as the handler answers them, because the
+append cannot be tried twice.
+
+`dispatch` calls `answer` only where nothing else must see the request: no test faults,
+hooks or recording, no client quotas, no authorizer. MINIBROKER_PURE_PYTHON=1 (or no built
+accelerator) turns the path off.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import struct
+import time
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
+
+from minibroker.log import RecordBatchTooLarge
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import response_frame
+from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.produce_response import encode_produce_answers
+from minibroker.records.accel import pure_python_forced
+from minibroker.records.batch import NO_TIMESTAMP, TIMESTAMP_CREATE_TIME, set_max_timestamp
+from minibroker.records.validate import CREATE_TIME, ValidatedBatch, ValidationConfig
+
+if TYPE_CHECKING:
+    from minibroker.cluster.state import Partition
+    from minibroker.server.broker import Broker
+
+log = logging.getLogger(__name__)
+
+_FIRST_TOPIC_ID_VERSION = 13
+_VALID_ACKS = (0, 1, -1)
+_SAME_CODEC = ("producer", "uncompressed")  # compression.type values that keep the batch
+
+Plain: TypeAlias = tuple[
+    int, int, int, "str | bytes", int, int, int, int, int, int, int, int, int, int, int, int
+]
+"""What `plain_produce` answers: (version, correlation id, acks, topic name or id bytes
+(v13), partition, start and stop of the batch in the frame, base timestamp, max timestamp,
+producer id, producer epoch, base sequence, record count, min and max timestamp delta,
+records with a null key)."""
+
+
+class Unhandled(enum.Enum):
+    UNHANDLED = 0
+
+
+UNHANDLED = Unhandled.UNHANDLED
+
+
+def _load() -> Callable[[memoryview], Plain | None] | None:
+    if pure_python_forced():
+        return None
+    try:
+        from minibroker.protocol._accel import plain_produce
+    except ImportError:
+        return None
+    return plain_produce
+
+
+native_plain_produce = _load()
+
+
+def answer(broker: Broker, frame: memoryview) -> bytearray | Unhandled | None:
+    """The response frame (None for acks=0) of a request this path takes, else UNHANDLED."""
+    plain = None if native_plain_produce is None else native_plain_produce(frame)
+    if plain is None:
+        return UNHANDLED
+    version, correlation_id, acks, topic_key, index, start, stop = plain[:7]
+    partition = _led_partition(broker, version, topic_key, index, acks)
+    if partition is None:
+        return UNHANDLED
+    now_ms = time.time_ns() // 1_000_000
+    config = broker.cluster.validation_config(broker.cluster.topics[partition.topic])
+    base_timestamp, header_max_timestamp = plain[7], plain[8]
+    min_delta, max_delta, null_keys = plain[13:]
+    if not _takes_as_is(config, stop - start, base_timestamp, min_delta, max_delta, now_ms) or (
+        null_keys and config.compacted
+    ):
+        return UNHANDLED
+    max_timestamp = max(NO_TIMESTAMP, base_timestamp + max_delta)
+    data = frame[start:stop] if not frame.readonly else bytearray(frame[start:stop])
+    batch = ValidatedBatch(data, *plain[9:13], is_transactional=False, max_timestamp=max_timestamp)
+    if not broker.producers.check_append(partition, batch).should_append:
+        return UNHANDLED
+    if max_timestamp != header_max_timestamp:
+        set_max_timestamp(data, TIMESTAMP_CREATE_TIME, max_timestamp)
+    try:
+        base_offset = partition.log.append(data, partition.leader_epoch, now_ms)
+    except RecordBatchTooLarge as exc:
+        return _error_frame(plain, ErrorCode.RECORD_LIST_TOO_LARGE, str(exc))
+    except OSError as exc:
+        log.error("append to %s-%d failed: %s", partition.topic, index, exc)
+        return _error_frame(plain, ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
+    last_offset = base_offset + batch.record_count - 1
+    broker.producers.record_append(partition, batch, base_offset, last_offset, max_timestamp)
+    partition.notify_appended()
+    if acks == 0:
+        return None
+    return _answer_frame(version, correlation_id, topic_key, index, base_offset, partition)
+
+
+def _led_partition(
+    broker: Broker, version: int, topic_key: str | bytes, index: int, acks: int
+) -> Partition | None:
+    """The partition, when it exists, this node leads it and acks need no waiting."""
+    cluster = broker.cluster
+    if version >= _FIRST_TOPIC_ID_VERSION:
+        assert isinstance(topic_key, bytes)
+        topic = cluster.topics_by_id.get(uuid.UUID(bytes=topic_key))
+    else:
+        topic = cluster.topics.get(str(topic_key))
+    if topic is None or acks not in _VALID_ACKS:
+        return None
+    partition = cluster.partition(topic.name, index)
+    if (
+        partition is None
+        or (acks == -1 and partition.replication is not None)
+        or broker.nodes.leader_error(partition, broker.node_id) is not None
+    ):
+        return None
+    return partition
+
+
+def _takes_as_is(
+    config: ValidationConfig,
+    size: int,
+    base_timestamp: int,
+    min_delta: int,
+    max_delta: int,
+    now_ms: int,
+) -> bool:
+    """Whether the topic stores the batch as it came (the validator's checks that depend on
+    the topic's configs, and no rewrite but the max timestamp)."""
+    return (
+        config.timestamp_type == CREATE_TIME
+        and config.compression_type in _SAME_CODEC
+        and size <= config.max_message_bytes
+        and base_timestamp + min_delta >= now_ms - config.timestamp_before_max_ms
+        and base_timestamp + max_delta <= now_ms + config.timestamp_after_max_ms
+    )
+
+
+# The fields patched into a template: the correlation id at 4 and, from the frame's end,
+# base offset, log append time (-1: CreateTime) and log start offset, then 9 bytes (no
+# record errors, null error message, the partition's, the topic's and the response's empty
+# tagged fields around throttle time 0).
+_CORRELATION = struct.Struct(">i")
+_OFFSETS = struct.Struct(">qqq")
+_OFFSETS_FROM_END = _OFFSETS.size + 9
+_TemplateKey: TypeAlias = tuple[int, "str | bytes", int]
+_templates: dict[_TemplateKey, bytes] = {}
+_MAX_TEMPLATES = 4096
+
+
+def _answer_frame(
+    version: int,
+    correlation_id: int,
+    topic_key: str | bytes,
+    index: int,
+    base_offset: int,
+    partition: Partition,
+) -> bytearray:
+    """The handler's answer frame for one appended batch, from the cached template."""
+    key = (version, topic_key, index)
+    template = _templates.get(key)
+    if template is None:
+        template = bytes(_encoded(version, 0, topic_key, index, ErrorCode.NO_ERROR, 0, -1, None))
+        if len(_templates) >= _MAX_TEMPLATES:
+            _templates.clear()
+        _templates[key] = template
+    frame = bytearray(template)
+    _CORRELATION.pack_into(frame, 4, correlation_id)
+    at = len(frame) - _OFFSETS_FROM_END
+    _OFFSETS.pack_into(frame, at, base_offset, NO_TIMESTAMP, partition.log.log_start_offset)
+    return frame
+
+
+def _error_frame(plain: Plain, error: ErrorCode, message: str) -> bytearray | None:
+    """The handler's answer to a partition rejected with `error` (None for acks=0)."""
+    version, correlation_id, acks, topic_key, index = plain[:5]
+    if acks == 0:
+        return None
+    return _encoded(version, correlation_id, topic_key, index, error, -1, -1, message)
+
+
+def _encoded(
+    version: int,
+    correlation_id: int,
+    topic_key: str | bytes,
+    index: int,
+    error: ErrorCode,
+    base_offset: int,
+    log_start_offset: int,
+    message: str | None,
+) -> bytearray:
+    if isinstance(topic_key, bytes):
+        name, topic_id = "", uuid.UUID(bytes=topic_key)
+    else:
+        name, topic_id = topic_key, uuid.UUID(int=0)
+    partition = (index, error, base_offset, NO_TIMESTAMP, log_start_offset, message)
+    body = encode_produce_answers(version, [(name, topic_id, [partition])])
+    assert body is not None  # v9-13, no record errors
+    return response_frame(ApiKey.Produce, version, correlation_id, body)

@@ -1,0 +1,282 @@
+"""Produce's native fast path (`handlers/produce_native.py`) against the pure handler: the
+same request frames sent to two brokers alike, one through `dispatch` with the fast path and
+one with it off, give identical answers (bytes) and identical logs (stored batch bytes,
+offsets, high watermark, producer state), whichever of the two answers each request.
+
+The generated requests mix the common case with what the fast path hands back (unknown
+topics and partitions, LogAppendTime, compacted, recompressing and small-limit topics,
+corrupt CRCs, transactional ids, compressed batches, acks 0/-1/2, old timestamps) and with
+idempotent producers whose epochs and sequences repeat, skip and go back (duplicates,
+out-of-order sequences, fenced epochs). The native run uses the built extension even under
+MINIBROKER_PURE_PYTHON=1; skipped only when it was not built."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from minibroker.config import BrokerConfig
+from minibroker.handlers import produce_native
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import decode_header
+from minibroker.protocol.produce_request import decode_produce_request
+from minibroker.records.compression import GZIP, NONE
+from minibroker.records.records import build_batch
+from minibroker.records.validate import ValidationConfig, validate_produce_records
+from minibroker.server.broker import Broker
+from minibroker.server.context import Session
+from minibroker.server.dispatch import dispatch
+from tests.wire import encode_request, request_frame
+
+native = pytest.importorskip("minibroker.protocol._accel")
+
+TOPICS: dict[str, dict[str, str]] = {
+    "plain": {},
+    "isr": {"min.insync.replicas": "2"},
+    "append-time": {"message.timestamp.type": "LogAppendTime"},
+    "compacted": {"cleanup.policy": "compact"},
+    "gzip": {"compression.type": "gzip"},
+    "uncompressed": {"compression.type": "uncompressed"},
+    "small": {"max.message.bytes": "150"},
+    "recent": {"message.timestamp.before.max.ms": "3600000"},
+}
+PARTITIONS = 2
+HOUR_MS = 3_600_000
+
+
+def _broker(data_dir: Path | None) -> Broker:
+    settings_ = {"listeners": "PLAINTEXT://127.0.0.1:0"}
+    if data_dir is not None:
+        settings_["log.dirs"] = str(data_dir)
+    return Broker(BrokerConfig(settings_), in_memory=data_dir is None)
+
+
+def _twin_brokers(data_dirs: tuple[Path, Path] | None) -> tuple[Broker, Broker]:
+    """Two brokers with the same topics (the same topic ids)."""
+    fast, pure = (_broker(None if data_dirs is None else d) for d in data_dirs or (None, None))
+    for name, configs in TOPICS.items():
+        topic_id = uuid.uuid4()
+        for broker in (fast, pure):
+            with mock.patch("uuid.uuid4", return_value=topic_id):
+                broker.cluster.create_topic(name, PARTITIONS, configs)
+    return fast, pure
+
+
+@contextmanager
+def _native(plain_produce: Any) -> Iterator[None]:
+    saved = produce_native.native_plain_produce
+    produce_native.native_plain_produce = plain_produce
+    try:
+        yield
+    finally:
+        produce_native.native_plain_produce = saved
+
+
+def _answer(broker: Broker, frame: bytes, readonly: bool) -> Any:
+    listener = broker.config.listeners[0]
+    sent = frame[4:] if readonly else bytearray(frame[4:])
+    answered = asyncio.run(dispatch(broker, sent, listener, Session()))
+    if answered is None or isinstance(answered, bytearray):
+        return answered
+    return b"".join(bytes(part) for part in answered.parts)  # type: ignore[arg-type]
+
+
+def _state(broker: Broker) -> list[Any]:
+    state = []
+    for name in TOPICS:
+        for index in range(PARTITIONS):
+            partition = broker.cluster.partition(name, index)
+            assert partition is not None
+            log = partition.log
+            stored = log.read(log.log_start_offset, 1 << 30)
+            table = broker.producers._table(partition)
+            producers = sorted((pid, repr(entry)) for pid, entry in table.items())
+            state.append((name, index, stored, partition.high_watermark, producers))
+    return state
+
+
+_producers = st.one_of(
+    st.just((-1, -1, -1)),
+    st.tuples(st.sampled_from([1000, 1001]), st.sampled_from([0, 1]), st.integers(0, 4)),
+)
+_records = st.lists(
+    st.tuples(
+        st.one_of(st.none(), st.binary(max_size=8)),
+        st.one_of(st.none(), st.binary(max_size=120)),
+        st.lists(st.tuples(st.text(max_size=3), st.binary(max_size=3)), max_size=1),
+        st.sampled_from([0, -1, -10 * HOUR_MS]),
+    ),
+    min_size=1,
+    max_size=3,
+)
+_requests = st.fixed_dictionaries(
+    {
+        "version": st.integers(9, 13),
+        "topic": st.sampled_from([*TOPICS, "missing"]),
+        "partition": st.sampled_from([0, 0, 1, 2]),
+        "acks": st.sampled_from([1, 1, 1, 0, -1, 2]),
+        "transactional_id": st.sampled_from([None, None, None, "txn"]),
+        "producer": _producers,
+        "records": _records,
+        "compression": st.sampled_from([NONE, NONE, NONE, GZIP]),
+        "corrupt": st.sampled_from([False, False, False, True]),
+        "readonly": st.booleans(),
+    }
+)
+
+
+def _frame(request: dict[str, Any], broker: Broker, correlation_id: int) -> bytes:
+    now = int(time.time() * 1000)
+    producer_id, epoch, sequence = request["producer"]
+    batch = bytearray(
+        build_batch(
+            [(k, v, h, -1 if t == -1 else now + t) for k, v, h, t in request["records"]],
+            compression=request["compression"],
+            producer_id=producer_id,
+            producer_epoch=epoch,
+            base_sequence=sequence,
+        )
+    )
+    if request["corrupt"]:
+        batch[-1] ^= 0xFF
+    version = request["version"]
+    topic = broker.cluster.topics.get(request["topic"])
+    topic_id = topic.topic_id if topic is not None else uuid.UUID(int=7)
+    body = encode_request(
+        ApiKey.Produce,
+        version,
+        transactional_id=request["transactional_id"],
+        acks=request["acks"],
+        timeout_ms=1000,
+        topic_data=[
+            {
+                "name": request["topic"] if version < 13 else "",
+                "topic_id": topic_id,
+                "partition_data": [{"index": request["partition"], "records": bytes(batch)}],
+            }
+        ],
+    )
+    return request_frame(ApiKey.Produce, version, correlation_id, body)
+
+
+def _agree(fast: Broker, pure: Broker, requests: list[dict[str, Any]]) -> int:
+    """Sends the requests to both; the number the fast path answered itself."""
+    native_answers: list[bool] = []
+
+    def answer(broker: Broker, frame: memoryview) -> Any:
+        answered = real_answer(broker, frame)
+        native_answers.append(answered is not produce_native.UNHANDLED)
+        return answered
+
+    real_answer = produce_native.answer
+    for correlation_id, request in enumerate(requests):
+        frame = _frame(request, fast, correlation_id)
+        # One clock for both: answers such as INVALID_TIMESTAMP's name the bounds of now.
+        with mock.patch("time.time_ns", return_value=time.time_ns()):
+            with _native(native.plain_produce), mock.patch.object(produce_native, "answer", answer):
+                got = _answer(fast, frame, request["readonly"])
+            with _native(None):
+                expected = _answer(pure, frame, request["readonly"])
+        assert got == expected, request
+    assert _state(fast) == _state(pure)
+    return sum(native_answers)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_requests, min_size=1, max_size=12))
+def test_both_paths_answer_and_store_alike(requests: list[dict[str, Any]]) -> None:
+    fast, pure = _twin_brokers(None)
+    _agree(fast, pure, requests)
+
+
+def test_on_disk_logs_alike(tmp_path: Path) -> None:
+    fast, pure = _twin_brokers((tmp_path / "fast", tmp_path / "pure"))
+    common = {
+        "version": 9,
+        "topic": "plain",
+        "partition": 0,
+        "acks": 1,
+        "transactional_id": None,
+        "producer": (-1, -1, -1),
+        "records": [(None, b"v" * 100, [], 0)],
+        "compression": NONE,
+        "corrupt": False,
+        "readonly": False,
+    }
+    idempotent = [{**common, "producer": (1000, 0, seq)} for seq in (0, 1, 1, 3, 2, 2)]
+    # The duplicates and the out-of-order sequence 3 are the handler's to answer.
+    assert _agree(fast, pure, [common] * 5 + idempotent) == 5 + 3
+
+
+def test_the_common_request_is_taken_natively() -> None:
+    fast, _pure = _twin_brokers(None)
+    request = {
+        "version": 9,
+        "topic": "plain",
+        "partition": 1,
+        "acks": 1,
+        "transactional_id": None,
+        "producer": (-1, -1, -1),
+        "records": [(b"k", b"v", [], 0)],
+        "compression": NONE,
+        "corrupt": False,
+        "readonly": False,
+    }
+    frame = _frame(request, fast, 5)
+    with _native(native.plain_produce):
+        answered = produce_native.answer(fast, memoryview(bytearray(frame[4:])))
+    assert isinstance(answered, bytearray)
+    assert struct.unpack_from(">ii", answered) == (len(answered) - 4, 5)
+
+
+_SOLO, _ = _twin_brokers(None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_requests, st.data())
+def test_plain_produce_takes_only_what_the_pure_path_accepts(
+    request: dict[str, Any], data: Any
+) -> None:
+    """Mutated frames: whatever `plain_produce` takes, the pure decoder and validator take
+    too, with the same fields."""
+    frame = bytearray(_frame(request, _SOLO, 7)[4:])
+    for _ in range(data.draw(st.integers(0, 3))):
+        frame[data.draw(st.integers(0, len(frame) - 1))] = data.draw(st.integers(0, 255))
+    plain = native.plain_produce(memoryview(frame))
+    if plain is None:
+        return
+    header, pos = decode_header(memoryview(frame))
+    decoded = decode_produce_request(memoryview(frame), pos, header.api_version)
+    assert decoded is not None and decoded[1] == len(frame)
+    body = decoded[0]
+    ((topic,),) = [body.topic_data]
+    ((partition,),) = [topic.partition_data]
+    name = topic.name if header.api_version < 13 else topic.topic_id.bytes
+    assert body.transactional_id is None
+    assert plain[:5] == (
+        header.api_version,
+        header.correlation_id,
+        body.acks,
+        name,
+        partition.index,
+    )
+    start, stop = plain[5:7]
+    assert bytes(frame[start:stop]) == bytes(partition.records)
+    (batch,) = validate_produce_records(
+        bytes(partition.records), ValidationConfig(), 0, produce_version=header.api_version
+    )
+    fields = (batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.record_count)
+    assert plain[9:13] == fields
+    assert not batch.is_transactional
+    assert batch.max_timestamp == max(-1, plain[7] + plain[14])
