@@ -42,7 +42,7 @@ from minibroker.records.batch import NO_TIMESTAMP, TIMESTAMP_CREATE_TIME, set_ma
 from minibroker.records.validate import CREATE_TIME, ValidatedBatch, ValidationConfig
 
 if TYPE_CHECKING:
-    from minibroker.cluster.state import Partition
+    from minibroker.cluster.state import Partition, Topic
     from minibroker.server.broker import Broker
 
 log = logging.getLogger(__name__)
@@ -86,11 +86,12 @@ def answer(broker: Broker, frame: memoryview) -> bytearray | Unhandled | None:
     if plain is None:
         return UNHANDLED
     version, correlation_id, acks, topic_key, index, start, stop = plain[:7]
-    partition = _led_partition(broker, version, topic_key, index, acks)
-    if partition is None:
+    led = _led_partition(broker, version, topic_key, index, acks)
+    if led is None:
         return UNHANDLED
+    topic, partition = led
     now_ms = time.time_ns() // 1_000_000
-    config = broker.cluster.validation_config(broker.cluster.topics[partition.topic])
+    config = broker.cluster.validation_config(topic)
     base_timestamp, header_max_timestamp = plain[7], plain[8]
     min_delta, max_delta, null_keys = plain[13:]
     if not _takes_as_is(config, stop - start, base_timestamp, min_delta, max_delta, now_ms) or (
@@ -121,8 +122,8 @@ def answer(broker: Broker, frame: memoryview) -> bytearray | Unhandled | None:
 
 def _led_partition(
     broker: Broker, version: int, topic_key: str | bytes, index: int, acks: int
-) -> Partition | None:
-    """The partition, when it exists, this node leads it and acks need no waiting."""
+) -> tuple[Topic, Partition] | None:
+    """The topic and partition, when it exists, this node leads it and acks need no wait."""
     cluster = broker.cluster
     if version >= _FIRST_TOPIC_ID_VERSION:
         assert isinstance(topic_key, bytes)
@@ -138,7 +139,7 @@ def _led_partition(
         or broker.nodes.leader_error(partition, broker.node_id) is not None
     ):
         return None
-    return partition
+    return topic, partition
 
 
 def _takes_as_is(
