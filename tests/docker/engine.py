@@ -6,9 +6,9 @@ daemon answers (only host networking works here), stopping it again on exit. Reg
 images cannot be pulled, so `base_image()` builds a stand-in for `python:3.12-slim` with
 debootstrap (kept between runs under a fixed tag), `build_base_image()` the same with a C
 compiler and Python's headers (what python:3.12-slim's build stage gets from apt-get), and
-`build_image()` builds docker/Dockerfile on them from a wheelhouse made with this machine's
-own pip settings, passed to the build through pip's environment variables. Nothing about
-this machine's package index goes into the repository. Every failure raises
+`build_image()` builds docker/Dockerfile on them with BuildKit from a wheelhouse made with
+this machine's own pip settings, passed to the build through pip's environment variables.
+Nothing about this machine's package index goes into the repository. Every failure raises
 `DockerUnavailable` with the reason.
 """
 
@@ -278,10 +278,18 @@ def build_image(base: str, build_base: str) -> str:
             TEST_LABEL,
         ]
         # Tagging the build stage keeps it out of the prune below, so the next run reuses it.
-        docker(*build, "--target", "build", "-t", BUILD_STAGE_IMAGE, str(context), timeout=900)
-        docker(*build, "-t", IMAGE, str(context), timeout=900)
+        _build(*build, "--target", "build", "-t", BUILD_STAGE_IMAGE, str(context))
+        _build(*build, "-t", IMAGE, str(context))
     docker("image", "prune", "--force", "--filter", f"label={TEST_LABEL}")
     return IMAGE
+
+
+def _build(*args: str) -> None:
+    """`docker build` with BuildKit, the default builder since Docker 23. docker.io 20.10's
+    legacy builder commits a container for every instruction, and on the vfs storage driver
+    each commit copies the whole root filesystem: 180 s for the Dockerfile here, 23 s with
+    BuildKit."""
+    run([DOCKER, *args], timeout=900, env={"DOCKER_BUILDKIT": "1"})
 
 
 def image_size_bytes(image: str) -> int:
