@@ -34,7 +34,8 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from minibroker.protocol.errors import ErrorCode
 
@@ -79,9 +80,9 @@ class Requested:
     wanted: Wanted
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """What a response says of a partition, as far as a session cares."""
+class Answer(NamedTuple):
+    """What a response says of a partition, as far as a session cares (a named tuple: one is
+    made per partition and fetch, and a frozen dataclass costs several times as much)."""
 
     error: ErrorCode
     high_watermark: int
@@ -150,14 +151,13 @@ class FetchSession:
             self.partitions.pop(key, None)
 
 
-@dataclass(frozen=True, slots=True)
-class SessionAnswer:
+class SessionAnswer(NamedTuple):
     """How to answer: the top-level error, the session id, and which of the partitions read
     go in the response (their keys, in order)."""
 
     error: ErrorCode
     session_id: int
-    included: list[PartitionKey] = field(default_factory=list)
+    included: list[PartitionKey]
 
 
 class FetchContext:
@@ -180,7 +180,7 @@ class SessionErrorContext(FetchContext):
 
     def respond(self, answers: Sequence[tuple[PartitionKey, Answer]], now_ms: int) -> SessionAnswer:
         assert self.error is not None
-        return SessionAnswer(self.error, INVALID_SESSION_ID)
+        return SessionAnswer(self.error, INVALID_SESSION_ID, [])
 
 
 class SessionlessContext(FetchContext):
@@ -253,7 +253,7 @@ class IncrementalContext(FetchContext):
         if session.epoch != self.expected_epoch:
             # Another fetch of this session came in while this one waited (Kafka: a
             # duplicate request).
-            return SessionAnswer(ErrorCode.INVALID_FETCH_SESSION_EPOCH, session.id)
+            return SessionAnswer(ErrorCode.INVALID_FETCH_SESSION_EPOCH, session.id, [])
         included = []
         for key, answer in answers:
             cached = session.partitions.get(key)

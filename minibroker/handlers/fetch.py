@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from minibroker.auth.acls import AclOperation, ResourceType
@@ -101,21 +101,34 @@ _LEADER_CHANGED = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_
 _NO_RECORDS = b""
 
 
-@dataclass
 class PartitionRead:
-    requested: Requested
-    partition: Partition | None = None
-    error: ErrorCode = ErrorCode.NO_ERROR
-    high_watermark: int = -1
-    last_stable_offset: int = -1
-    log_start_offset: int = -1
-    records: bytes | FileRegion = _NO_RECORDS
-    next_offset: int = -1  # the offset after the last batch in `records`
-    aborted_transactions: list[tuple[int, int]] | None = None
+    """What a fetch read of one partition (a class with slots: one is made per partition and
+    pass, and a dataclass with defaults costs more to build)."""
 
-    @property
-    def key(self) -> PartitionKey:
-        return self.requested.key
+    __slots__ = (
+        "aborted_transactions",
+        "error",
+        "high_watermark",
+        "key",
+        "last_stable_offset",
+        "log_start_offset",
+        "next_offset",
+        "partition",
+        "records",
+        "requested",
+    )
+
+    def __init__(self, requested: Requested, error: ErrorCode = ErrorCode.NO_ERROR) -> None:
+        self.requested = requested
+        self.key: PartitionKey = requested.key
+        self.partition: Partition | None = None
+        self.error = error
+        self.high_watermark = -1
+        self.last_stable_offset = -1
+        self.log_start_offset = -1
+        self.records: bytes | FileRegion = _NO_RECORDS
+        self.next_offset = -1  # the offset after the last batch in `records`
+        self.aborted_transactions: list[tuple[int, int]] | None = None
 
     def drop_records(self) -> None:
         if isinstance(self.records, FileRegion):
@@ -193,7 +206,8 @@ def _read_partition(
 ) -> PartitionRead:
     result = PartitionRead(item)
     located = _locate(ctx.broker.cluster, item)
-    pushed = ctx.entry_errors.get((item.topic or "", item.key[1]))
+    entry_errors = ctx.entry_errors
+    pushed = entry_errors.get((item.topic or "", item.key[1])) if entry_errors else None
     if isinstance(located, ErrorCode):
         result.error = pushed or located
         return result
@@ -208,7 +222,7 @@ def _read_partition(
     if log.storage_error is not None:
         result.error = ErrorCode.KAFKA_STORAGE_ERROR
         return result
-    result.high_watermark = partition.high_watermark
+    result.high_watermark = high_watermark = partition.high_watermark
     result.last_stable_offset = last_stable_offset = partition.last_stable_offset
     result.log_start_offset = log.log_start_offset
     wanted = item.wanted
@@ -216,8 +230,8 @@ def _read_partition(
     if epoch_error is not None:
         result.error = epoch_error
         return result
-    upper = last_stable_offset if read_committed else partition.high_watermark
-    readable_end = partition.high_watermark
+    upper = last_stable_offset if read_committed else high_watermark
+    readable_end = high_watermark
     if replica_id >= 0 and partition.replication is not None:
         _follower_fetched(ctx, partition, replica_id, wanted.fetch_offset)
         upper = readable_end = log.log_end_offset
@@ -225,6 +239,8 @@ def _read_partition(
     if wanted.fetch_offset > readable_end:
         result.error = ErrorCode.OFFSET_OUT_OF_RANGE
         return result
+    if result.log_start_offset <= wanted.fetch_offset >= upper:
+        return result  # nothing to read: what the log would answer, without asking it
     limit = min(wanted.partition_max_bytes, budget) if budget > 0 else 0
     try:
         found = log.read_batches(wanted.fetch_offset, max(limit, 1), upper)
@@ -240,25 +256,28 @@ def _read_partition(
 
 
 def _collect(
-    ctx: RequestContext, request: Any, items: list[Requested]
-) -> tuple[list[PartitionRead], int]:
+    ctx: RequestContext, request: Any, items: list[Requested], replica_id: int
+) -> tuple[list[PartitionRead], int, bool]:
+    """The partitions read, the bytes read, and whether any partition has an error."""
     read_committed = request.isolation_level == READ_COMMITTED
-    replica_id = _replica_id(ctx, request)
     remaining = _max_bytes(ctx, request)
     total = 0
     reads = []
+    has_error = False
     for item in items:
         read = _read_partition(ctx, item, remaining, read_committed, replica_id)
-        if total > 0 and len(read.records) > remaining:
-            # Only a first batch larger than the budget (KIP-74) goes past it, and only the
-            # first partition with data may have one.
-            read.drop_records()
+        if read.records:
+            if total > 0 and len(read.records) > remaining:
+                # Only a first batch larger than the budget (KIP-74) goes past it, and only the
+                # first partition with data may have one.
+                read.drop_records()
+            total += len(read.records)
+            remaining -= len(read.records)
         if read_committed and read.error == ErrorCode.NO_ERROR:
             read.collect_aborted_transactions(item.wanted.fetch_offset)
-        total += len(read.records)
-        remaining -= len(read.records)
+        has_error = has_error or read.error != ErrorCode.NO_ERROR
         reads.append(read)
-    return reads, total
+    return reads, total, has_error
 
 
 async def _long_poll(
@@ -266,19 +285,22 @@ async def _long_poll(
 ) -> list[PartitionRead]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
-    cluster = ctx.broker.cluster
-    located = (_locate(cluster, item) for item in items)
-    partitions = [found for found in located if isinstance(found, Partition)]
+    replica_id = _replica_id(ctx, request)
     min_bytes = min(request.min_bytes, _max_bytes(ctx, request))
-    while True:
-        reads, total = _collect(ctx, request, items)
-        has_error = any(read.error != ErrorCode.NO_ERROR for read in reads)
-        remaining = deadline - loop.time()
-        if total >= min_bytes or has_error or remaining <= 0 or not partitions:
-            return reads
+    reads, total, has_error = _collect(ctx, request, items, replica_id)
+    partitions: list[Partition] | None = None
+    while total < min_bytes and not has_error and (remaining := deadline - loop.time()) > 0:
+        if partitions is None:  # located once, and only when the fetch has to wait
+            cluster = ctx.broker.cluster
+            located = (_locate(cluster, item) for item in items)
+            partitions = [found for found in located if isinstance(found, Partition)]
+        if not partitions:
+            break
         for read in reads:
             read.drop_records()
         await wait_for_append(partitions, remaining)
+        reads, total, has_error = _collect(ctx, request, items, replica_id)
+    return reads
 
 
 # ---- the request's partitions ------------------------------------------------------------
@@ -398,15 +420,18 @@ def _current_leader(
 def _response(
     ctx: RequestContext, error: ErrorCode, session_id: int, reads: list[PartitionRead]
 ) -> EncodedFrame:
+    version = ctx.api_version
+    discovers_leaders = version >= FIRST_LEADER_DISCOVERY_VERSION
     endpoints: dict[int, NodeEndpoint] = {}
     grouped: dict[uuid.UUID | str, tuple[str, uuid.UUID, list[FetchedPartition]]] = {}
     for read in reads:
         topic_key = read.key[0]
-        if topic_key not in grouped:
+        group = grouped.get(topic_key)
+        if group is None:
             topic_id = topic_key if isinstance(topic_key, uuid.UUID) else _ZERO_ID
-            grouped[topic_key] = (read.requested.topic or "", topic_id, [])
-        leader = _current_leader(ctx, read, endpoints)
-        grouped[topic_key][2].append(read.fetched(ctx.api_version, leader))
+            group = grouped[topic_key] = (read.requested.topic or "", topic_id, [])
+        leader = _current_leader(ctx, read, endpoints) if discovers_leaders else None
+        group[2].append(read.fetched(version, leader))
     topics = [FetchedTopic(name, topic_id, parts) for name, topic_id, parts in grouped.values()]
     node_endpoints = list(endpoints.values())
 
@@ -532,9 +557,15 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     if ctx.broker.client_quotas.enabled and (throttled := _throttled(ctx, request, context, reads)):
         return throttled
     answer = context.respond([(read.key, read.answer()) for read in reads], ctx.now_ms())
-    included = set(answer.included)
+    return _response(ctx, answer.error, answer.session_id, _included(reads, answer.included))
+
+
+def _included(reads: list[PartitionRead], included: list[PartitionKey]) -> list[PartitionRead]:
+    """The reads a session answer includes, in their order; the others' records dropped."""
+    if len(included) == len(reads):  # all of them (every full fetch)
+        return reads
+    keys = set(included)
     for read in reads:
-        if read.key not in included:
+        if read.key not in keys:
             read.drop_records()
-    kept = [read for read in reads if read.key in included]
-    return _response(ctx, answer.error, answer.session_id, kept)
+    return [read for read in reads if read.key in keys]
