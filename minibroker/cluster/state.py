@@ -545,11 +545,15 @@ def _release_waiters(partition: Partition) -> None:
         partition.replication.go_offline()
 
 
-async def wait_for_append(partitions: list[Partition], timeout_s: float) -> None:
+async def wait_for_append(
+    partitions: list[Partition],
+    timeout_s: float,
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> None:
     """Until one of `partitions` is appended to, or `timeout_s` passed. (A timer on the one
     future rather than `asyncio.wait_for`, which costs several futures and callbacks more per
-    long poll.)"""
-    loop = asyncio.get_running_loop()
+    long poll.) `loop`: the running loop, when the caller has it already."""
+    loop = loop or asyncio.get_running_loop()
     woken: asyncio.Future[None] = loop.create_future()
 
     def wake(_: object = None) -> None:

@@ -283,23 +283,25 @@ def _collect(
 async def _long_poll(
     ctx: RequestContext, request: Any, items: list[Requested]
 ) -> list[PartitionRead]:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
+    """Read; while fewer than `min_bytes` were read (and no partition has an error), wait for
+    an append to the partitions until `max_wait_ms` after the first read, and read again."""
     replica_id = _replica_id(ctx, request)
     min_bytes = min(request.min_bytes, _max_bytes(ctx, request))
     reads, total, has_error = _collect(ctx, request, items, replica_id)
-    partitions: list[Partition] | None = None
-    while total < min_bytes and not has_error and (remaining := deadline - loop.time()) > 0:
-        if partitions is None:  # located once, and only when the fetch has to wait
-            cluster = ctx.broker.cluster
-            located = (_locate(cluster, item) for item in items)
-            partitions = [found for found in located if isinstance(found, Partition)]
-        if not partitions:
-            break
+    if total >= min_bytes or has_error or request.max_wait_ms <= 0:
+        return reads
+    loop = asyncio.get_running_loop()  # only here: each call costs a getpid system call
+    deadline = loop.time() + request.max_wait_ms / 1000
+    cluster = ctx.broker.cluster
+    located = (_locate(cluster, item) for item in items)
+    partitions = [found for found in located if isinstance(found, Partition)]
+    while partitions:
         for read in reads:
             read.drop_records()
-        await wait_for_append(partitions, remaining)
+        await wait_for_append(partitions, deadline - loop.time(), loop)
         reads, total, has_error = _collect(ctx, request, items, replica_id)
+        if total >= min_bytes or has_error or deadline - loop.time() <= 0:
+            break
     return reads
 
 
