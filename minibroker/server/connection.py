@@ -124,6 +124,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._last_active = time.monotonic()
         self._failed_authentication: asyncio.TimerHandle | None = None
         self._lingering = False
+        # Made by the loop's protocol factory; kept, as each get_running_loop() is a getpid.
+        self._loop = asyncio.get_running_loop()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it.
@@ -291,7 +293,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         return self._in_task(_go_on(work, waiting_on)), None
 
     def _in_task(self, work: Coroutine[Any, Any, Answer]) -> asyncio.Task[Answer]:
-        task = asyncio.get_running_loop().create_task(work)
+        task = self._loop.create_task(work)
         task.add_done_callback(self._task_done)
         return task
 
@@ -303,7 +305,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
     def _schedule_write(self) -> None:
         if not self._write_scheduled:
             self._write_scheduled = True
-            asyncio.get_running_loop().call_soon(self._request_done)
+            self._loop.call_soon(self._request_done)
 
     def _request_done(self) -> None:
         self._write_scheduled = False
