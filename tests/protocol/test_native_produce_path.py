@@ -7,8 +7,10 @@ The generated requests mix the common case with what the fast path hands back (u
 topics and partitions, LogAppendTime, compacted, recompressing and small-limit topics,
 corrupt CRCs, transactional ids, compressed batches, acks 0/-1/2, old timestamps) and with
 idempotent producers whose epochs and sequences repeat, skip and go back (duplicates,
-out-of-order sequences, fenced epochs). The native run uses the built extension even under
-MINIBROKER_PURE_PYTHON=1; skipped only when it was not built."""
+out-of-order sequences, fenced epochs); mutated frames check that `plain_produce` takes only
+what the pure decoder and validator accept; in a cluster, partitions led elsewhere and acks=all
+on replicated partitions are left to the handler. The native run uses the built extension
+even under MINIBROKER_PURE_PYTHON=1; skipped only when it was not built."""
 
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ from minibroker.records.validate import ValidationConfig, validate_produce_recor
 from minibroker.server.broker import Broker
 from minibroker.server.context import Session
 from minibroker.server.dispatch import dispatch
+from minibroker.testing import KafkaCluster
 from tests.wire import encode_request, request_frame
 
 native = pytest.importorskip("minibroker.protocol._accel")
@@ -200,40 +203,30 @@ def test_both_paths_answer_and_store_alike(requests: list[dict[str, Any]]) -> No
     _agree(fast, pure, requests)
 
 
+_COMMON: dict[str, Any] = {
+    "version": 9,
+    "topic": "plain",
+    "partition": 0,
+    "acks": 1,
+    "transactional_id": None,
+    "producer": (-1, -1, -1),
+    "records": [(None, b"v" * 100, [], 0)],
+    "compression": NONE,
+    "corrupt": False,
+    "readonly": False,
+}
+
+
 def test_on_disk_logs_alike(tmp_path: Path) -> None:
     fast, pure = _twin_brokers((tmp_path / "fast", tmp_path / "pure"))
-    common = {
-        "version": 9,
-        "topic": "plain",
-        "partition": 0,
-        "acks": 1,
-        "transactional_id": None,
-        "producer": (-1, -1, -1),
-        "records": [(None, b"v" * 100, [], 0)],
-        "compression": NONE,
-        "corrupt": False,
-        "readonly": False,
-    }
-    idempotent = [{**common, "producer": (1000, 0, seq)} for seq in (0, 1, 1, 3, 2, 2)]
+    idempotent = [{**_COMMON, "producer": (1000, 0, seq)} for seq in (0, 1, 1, 3, 2, 2)]
     # The duplicates and the out-of-order sequence 3 are the handler's to answer.
-    assert _agree(fast, pure, [common] * 5 + idempotent) == 5 + 3
+    assert _agree(fast, pure, [_COMMON] * 5 + idempotent) == 5 + 3
 
 
 def test_the_common_request_is_taken_natively() -> None:
     fast, _pure = _twin_brokers(None)
-    request = {
-        "version": 9,
-        "topic": "plain",
-        "partition": 1,
-        "acks": 1,
-        "transactional_id": None,
-        "producer": (-1, -1, -1),
-        "records": [(b"k", b"v", [], 0)],
-        "compression": NONE,
-        "corrupt": False,
-        "readonly": False,
-    }
-    frame = _frame(request, fast, 5)
+    frame = _frame({**_COMMON, "partition": 1, "records": [(b"k", b"v", [], 0)]}, fast, 5)
     with _native(native.plain_produce):
         answered = produce_native.answer(fast, memoryview(bytearray(frame[4:])))
     assert isinstance(answered, bytearray)
@@ -280,3 +273,19 @@ def test_plain_produce_takes_only_what_the_pure_path_accepts(
     assert plain[9:13] == fields
     assert not batch.is_transactional
     assert batch.max_timestamp == max(-1, plain[7] + plain[14])
+
+
+def test_not_leader_and_replicated_acks_all_are_the_handlers(tmp_path: Path) -> None:
+    """In a cluster: a partition led elsewhere, and acks=all on a replicated partition (min
+    ISR, waiting for the followers), are answered by the handler (tests/replication and
+    tests/server/test_produce_v13.py check those answers)."""
+    with KafkaCluster(nodes=3, data_dir=tmp_path / "data") as cluster:
+        cluster.create_topic("t", config={"min.insync.replicas": 2}, replication_factor=3)
+        leader = cluster.leader("t", 0)
+        other = next(node for node in cluster.live_nodes if node != leader)
+        request = {**_COMMON, "topic": "t"}
+        for node, acks in ((other, 1), (other, -1), (leader, -1)):
+            broker = cluster.node(node)
+            frame = bytearray(_frame({**request, "acks": acks}, broker, 1)[4:])
+            with _native(native.plain_produce):
+                assert produce_native.answer(broker, memoryview(frame)) is produce_native.UNHANDLED
