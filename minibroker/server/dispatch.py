@@ -112,7 +112,11 @@ async def dispatch(
     if api_key == ApiKey.Produce and api_version >= gate.accepted_min and _plain(broker):
         import minibroker.handlers.produce_native as produce_native  # imported on first use
 
-        answered = produce_native.answer(broker, view)
+        try:
+            answered = produce_native.answer(broker, view)
+        except Exception:
+            log.exception("Produce v%d failed", api_version)
+            return _error_frame(api_key, api_version, correlation_id)
         if answered is not produce_native.UNHANDLED:
             return answered
     spec = gate.spec
