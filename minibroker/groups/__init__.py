@@ -1,5 +1,2 @@
-"""Consumer groups (classic protocol) and committed offsets; see coordinator.py."""
-
-from minibroker.groups.coordinator import GroupCoordinator
-
-__all__ = ["GroupCoordinator"]
+"""Consumer groups (classic, KIP-848 and share groups) and committed offsets: the coordinator
+is coordinator.py; settings.py checks its broker settings without importing it."""

@@ -46,7 +46,6 @@ from minibroker.groups.consumer.migration import (
     MemberIdRequired,
     assignment_bytes,
     consumer_group_from_classic,
-    migration_policy,
 )
 from minibroker.groups.consumer.model import ConsumerGroup, ConsumerMember
 from minibroker.groups.consumer.persist import restore, tombstones
@@ -75,6 +74,7 @@ from minibroker.groups.records import (
     encode_offset_key,
     encode_offset_value,
 )
+from minibroker.groups.settings import migration_policy
 from minibroker.groups.share.manager import ShareGroupError, ShareGroups
 from minibroker.groups.share.model import ShareGroup
 from minibroker.groups.store import (

@@ -25,7 +25,7 @@ from typing import Any
 
 from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.groups.consumer.model import Assignment
-from minibroker.groups.share.assignor import ASSIGNOR_NAME
+from minibroker.groups.settings import SHARE_ASSIGNOR
 from minibroker.groups.share.model import ShareGroup, ShareMember
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
@@ -79,7 +79,7 @@ def _group(ctx: RequestContext, group: ShareGroup, operations: int) -> Any:
         group_state=group.state.value,
         group_epoch=group.group_epoch,
         assignment_epoch=group.assignment_epoch,
-        assignor_name=ASSIGNOR_NAME,
+        assignor_name=SHARE_ASSIGNOR,
         members=[_member(ctx, member) for member in group.members.values()],
         authorized_operations=operations,
     )

@@ -8,6 +8,12 @@ An in-process cluster (minibroker.testing) is several `Broker`s, one per node, e
 own node id and listeners: the first owns the state and the others share it
 (`Broker(config, shared_with=first)`), so handlers keep using `context.broker.<state>`.
 `stop_listening()` / `start_listening()` take one node down and up again (same ports).
+
+The group and transaction coordinators, share-group state, group configs and client telemetry
+are built on first use (the first request or call that needs them), or at start when their
+internal topic has state to load (recovery): a broker answers its first requests without
+importing them (issue 40). Their broker settings are still checked at start
+(groups/settings.py), so a bad one is refused there as before.
 """
 
 from __future__ import annotations
@@ -18,22 +24,19 @@ import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from minibroker.auth.authorizer import Authorizer
 from minibroker.auth.principal import parse_mapping_rules
 from minibroker.auth.quotas import ClientQuotas
-from minibroker.cluster.alter_configs import ConfigTargets
 from minibroker.cluster.dynamic_configs import DynamicConfigs
 from minibroker.cluster.features import Features, emulated_release
 from minibroker.cluster.fetch_sessions import FetchSessionCache
 from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig, Listener, new_cluster_id
-from minibroker.groups import GroupCoordinator
-from minibroker.groups.group_configs import GroupConfigs
-from minibroker.groups.share.delivery import ShareDeliveries
-from minibroker.groups.share.persist import ShareStateTopic
+from minibroker.groups.settings import check_group_settings
 from minibroker.groups.share.sessions import ShareSessionCache
 from minibroker.handlers.registry import api_gates
 from minibroker.log.checkpoints import META_PROPERTIES, read_properties
@@ -46,10 +49,15 @@ from minibroker.server.nodes import Nodes
 from minibroker.server.quotas import ConnectionQuotas
 from minibroker.server.replica_fetcher import ReplicaFetcher
 from minibroker.server.security import listener_security
-from minibroker.telemetry.manager import ClientTelemetry
-from minibroker.txn.coordinator import TransactionCoordinator
-from minibroker.txn.markers import write_end_txn_marker
 from minibroker.txn.producers import ProducerStateManager
+
+if TYPE_CHECKING:
+    from minibroker.cluster.alter_configs import ConfigTargets
+    from minibroker.groups.coordinator import GroupCoordinator
+    from minibroker.groups.group_configs import GroupConfigs
+    from minibroker.groups.share.delivery import ShareDeliveries
+    from minibroker.telemetry.manager import ClientTelemetry
+    from minibroker.txn.coordinator import TransactionCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +75,13 @@ class BindError(Exception):
 STOP_GRACE_SECONDS = 3.0
 FLUSH_CHECK_INTERVAL_SECONDS = 1.0
 IDLE_CHECK_MAX_INTERVAL_SECONDS = 30.0
+# The lazily built subsystems whose state is kept in an internal topic, in the order they load
+# it at start: attribute, topic, the method that loads it.
+STATE_TOPICS = (
+    ("groups", "__consumer_offsets", "start"),
+    ("share_deliveries", "__share_group_state", "load"),
+    ("transactions", "__transaction_state", "start"),
+)
 
 
 @dataclass(frozen=True)
@@ -98,6 +113,12 @@ class Broker:
         self.share_sessions = ShareSessionCache(config.get_int("group.share.max.share.sessions"))
         self.principal_rules = parse_mapping_rules(config.get_str("ssl.principal.mapping.rules"))
         self.replica_fetcher = ReplicaFetcher(self)
+        # For the subsystems built on first use (the properties below): the settings they read
+        # (these, before dynamic configs, as when the constructor built them), whether start()
+        # has loaded the state (then one built later loads its own), and the node they live on.
+        self._static_config = config
+        self._state_loaded = False
+        self._state_owner = self
         if shared_with is not None:
             self._share_state(shared_with)
             return
@@ -112,25 +133,8 @@ class Broker:
         )
         self.cluster = Cluster(config, self.logs, self.data_dir)
         self.producers = ProducerStateManager.from_config(config, self.data_dir)
-        self.group_configs = GroupConfigs.open(self.data_dir)
-        self.groups = GroupCoordinator(config, self.cluster, self.producers)
-        self.groups.consumer.use_group_configs(
-            lambda group_id: self.group_configs.effective(group_id, self.config)
-        )
-        self.share_deliveries = ShareDeliveries(
-            lambda group_id: self.group_configs.effective(group_id, self.config),
-            ShareStateTopic(self.cluster, config),
-        )
-        self.groups.share.member_fenced = self._share_member_fenced
+        check_group_settings(config)
         self.features = Features.open(config, self.data_dir, self.node_id)
-        self.transactions = TransactionCoordinator(
-            config,
-            self.cluster,
-            self.producers.new_producer_id,
-            partial(write_end_txn_marker, self),
-            self.groups,
-            features=self.features,
-        )
         self.nodes = Nodes(self)
         self.faults = Faults()
         self.scram_credentials = ScramCredentials.open(config, self.data_dir)
@@ -138,10 +142,85 @@ class Broker:
         self.client_quotas = ClientQuotas.open(config, self.data_dir)
         self.dynamic_configs = DynamicConfigs.open(self.data_dir)
         self.dynamic_configs.apply([self], self, self.cluster)
-        self.telemetry = ClientTelemetry.open(config.get_int("telemetry.max.bytes"), self.data_dir)
+
+    # Subsystems built on first use; each imports its code when built (function-level imports),
+    # so that a broker starts and answers its first requests without it.
+
+    @cached_property
+    def group_configs(self) -> GroupConfigs:
+        if not self.owns_state:
+            return self._state_owner.group_configs
+        from minibroker.groups.group_configs import GroupConfigs
+
+        return GroupConfigs.open(self.data_dir)
+
+    @cached_property
+    def groups(self) -> GroupCoordinator:
+        if not self.owns_state:
+            return self._state_owner.groups
+        from minibroker.groups.coordinator import GroupCoordinator
+
+        groups = GroupCoordinator(self._static_config, self.cluster, self.producers)
+        groups.consumer.use_group_configs(
+            lambda group_id: self.group_configs.effective(group_id, self.config)
+        )
+        groups.share.member_fenced = self._share_member_fenced
+        if self._state_loaded:
+            groups.start()
+        return groups
+
+    @cached_property
+    def share_deliveries(self) -> ShareDeliveries:
+        if not self.owns_state:
+            return self._state_owner.share_deliveries
+        from minibroker.groups.share.delivery import ShareDeliveries
+        from minibroker.groups.share.persist import ShareStateTopic
+
+        deliveries = ShareDeliveries(
+            lambda group_id: self.group_configs.effective(group_id, self.config),
+            ShareStateTopic(self.cluster, self._static_config),
+        )
+        if self._state_loaded:
+            deliveries.load()
+        return deliveries
+
+    @cached_property
+    def transactions(self) -> TransactionCoordinator:
+        if not self.owns_state:
+            return self._state_owner.transactions
+        from minibroker.txn.coordinator import TransactionCoordinator
+        from minibroker.txn.markers import write_end_txn_marker
+
+        transactions = TransactionCoordinator(
+            self._static_config,
+            self.cluster,
+            self.producers.new_producer_id,
+            partial(write_end_txn_marker, self),
+            self.groups,
+            features=self.features,
+        )
+        if self._state_loaded:
+            transactions.start()
+        return transactions
+
+    @cached_property
+    def telemetry(self) -> ClientTelemetry:
+        if not self.owns_state:
+            return self._state_owner.telemetry
+        from minibroker.telemetry.manager import ClientTelemetry
+
+        max_bytes = self._static_config.get_int("telemetry.max.bytes")
+        return ClientTelemetry.open(max_bytes, self.data_dir)
+
+    def _built(self, name: str) -> bool:
+        """Whether the lazily built subsystem `name` exists yet (on the state's owner)."""
+        return name in self._state_owner.__dict__
 
     def config_targets(self) -> ConfigTargets:
-        """What config changes made on this node reach (AlterConfigs, the console)."""
+        """What config changes made on this node reach (AlterConfigs, the console); imported
+        here, with the telemetry and group configs it changes, when first asked for."""
+        from minibroker.cluster.alter_configs import ConfigTargets
+
         return ConfigTargets(
             self.cluster,
             self.dynamic_configs,
@@ -160,22 +239,18 @@ class Broker:
 
     def _share_state(self, owner: Broker) -> None:
         self.owns_state = False
+        self._state_owner = owner
         self.data_dir = owner.data_dir
         self.cluster_id = owner.cluster_id
         self.logs = owner.logs
         self.cluster = owner.cluster
         self.producers = owner.producers
-        self.groups = owner.groups
-        self.transactions = owner.transactions
         self.nodes = owner.nodes
         self.faults = owner.faults
         self.scram_credentials = owner.scram_credentials
         self.authorizer = owner.authorizer
         self.client_quotas = owner.client_quotas
         self.dynamic_configs = owner.dynamic_configs
-        self.group_configs = owner.group_configs
-        self.share_deliveries = owner.share_deliveries
-        self.telemetry = owner.telemetry
         self.config = self.dynamic_configs.effective(self.config, self.node_id)
         self.features = owner.features
         self.nodes.add(self)
@@ -190,9 +265,7 @@ class Broker:
             self.cluster.load()
             # Partitions never used (lazy.py) are empty: no producer state to rebuild.
             self.producers.rebuild(p for p in self.cluster.partitions() if is_created(p.log))
-            self.groups.start()
-            self.share_deliveries.load()
-            self.transactions.start()
+            self._load_coordinators()
             loop = asyncio.get_running_loop()
             self._timers = [
                 loop.create_task(
@@ -217,6 +290,18 @@ class Broker:
             )
         )
         await self.start_listening()
+
+    def _load_coordinators(self) -> None:
+        """Load what the coordinators stored, in STATE_TOPICS' order (group offsets before the
+        transactions whose completion writes markers to them): one already built loads it now;
+        one not built yet is built now when its internal topic exists, else on first use (with
+        nothing stored to load then)."""
+        self._state_loaded = True
+        for name, topic, load in STATE_TOPICS:
+            if self._built(name):
+                getattr(getattr(self, name), load)()
+            elif topic in self.cluster.topics:
+                getattr(self, name)  # built now, it loads its state
 
     async def start_listening(self) -> None:
         """Bind every listener; after `stop_listening()`, on the ports bound before."""
@@ -250,20 +335,29 @@ class Broker:
         return self.config.get_int("log.retention.check.interval.ms") / 1000
 
     def _transaction_timers(self, loop: asyncio.AbstractEventLoop) -> list[asyncio.Task[None]]:
-        """Abort transactions open past their timeout; expire unused transactional ids."""
+        """Abort transactions open past their timeout; expire unused transactional ids (none
+        while the transaction coordinator is not built)."""
         return [
             loop.create_task(self._every(self._interval(name), action))
             for name, action in (
                 (
                     "transaction.abort.timed.out.transaction.cleanup.interval.ms",
-                    self.transactions.abort_timed_out_transactions,
+                    self._abort_timed_out_transactions,
                 ),
                 (
                     "transaction.remove.expired.transaction.cleanup.interval.ms",
-                    self.transactions.remove_expired_transactional_ids,
+                    self._remove_expired_transactional_ids,
                 ),
             )
         ]
+
+    def _abort_timed_out_transactions(self) -> None:
+        if self._built("transactions"):
+            self.transactions.abort_timed_out_transactions()
+
+    def _remove_expired_transactional_ids(self) -> None:
+        if self._built("transactions"):
+            self.transactions.remove_expired_transactional_ids()
 
     def _interval(self, name: str) -> float:
         return self.config.get_int(name) / 1000
@@ -339,8 +433,10 @@ class Broker:
         for timer in self._timers:
             timer.cancel()
         if self.owns_state:
-            self.transactions.stop()
-            self.groups.stop()
+            if self._built("transactions"):
+                self.transactions.stop()
+            if self._built("groups"):
+                self.groups.stop()
         await self._drain_connections(self.connections)
         await self._close_servers()
         await self.replica_fetcher.join()

@@ -10,10 +10,9 @@ import pytest
 
 from minibroker.config import BrokerConfig, ConfigError
 from minibroker.groups.consumer.assignors import MemberSpec, range_assign, uniform_assign
-from minibroker.groups.consumer.manager import ConsumerSettings
-from minibroker.groups.consumer.migration import migration_policy
 from minibroker.groups.consumer.model import Assignment, ConsumerMember, MemberState
 from minibroker.groups.consumer.reconcile import reconcile
+from minibroker.groups.settings import ConsumerSettings, migration_policy
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 

@@ -117,9 +117,5 @@ def _rebalance(
                 moved = True
 
 
+# By name, as settings.CONSUMER_ASSIGNORS lists them for `group.consumer.assignors`.
 ASSIGNORS: dict[str, Assignor] = {"uniform": uniform_assign, "range": range_assign}
-# Kafka's class names for them, accepted in `group.consumer.assignors`.
-ASSIGNOR_CLASSES = {
-    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
-    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
-}

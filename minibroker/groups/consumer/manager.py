@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from minibroker.cluster.state import INTERNAL_TOPICS, Cluster
-from minibroker.config import BrokerConfig, ConfigError
-from minibroker.groups.consumer.assignors import ASSIGNOR_CLASSES, ASSIGNORS, MemberSpec
+from minibroker.config import BrokerConfig
+from minibroker.groups.consumer.assignors import ASSIGNORS, MemberSpec
 from minibroker.groups.consumer.model import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -39,6 +39,7 @@ from minibroker.groups.consumer.model import (
 from minibroker.groups.consumer.persist import StoredRecord, changes, now_ms
 from minibroker.groups.consumer.reconcile import reconcile
 from minibroker.groups.consumer.regex import InvalidRegex, compile_re2
+from minibroker.groups.settings import ConsumerSettings
 from minibroker.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -91,55 +92,6 @@ class HeartbeatResult:
     member_epoch: int
     heartbeat_interval_ms: int = 0
     assignment: Assignment | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerSettings:
-    session_timeout_ms: int
-    heartbeat_interval_ms: int
-    max_size: int
-    assignors: list[str]
-
-    @classmethod
-    def from_config(cls, config: BrokerConfig) -> ConsumerSettings:
-        names = [
-            ASSIGNOR_CLASSES.get(name.strip(), name.strip())
-            for name in config.get_str("group.consumer.assignors").split(",")
-            if name.strip()
-        ]
-        unknown = [name for name in names if name not in ASSIGNORS]
-        if unknown or not names:
-            raise ConfigError(f"group.consumer.assignors: unknown assignors {unknown}")
-        settings = cls(
-            session_timeout_ms=config.get_int("group.consumer.session.timeout.ms"),
-            heartbeat_interval_ms=config.get_int("group.consumer.heartbeat.interval.ms"),
-            max_size=config.get_int("group.consumer.max.size"),
-            assignors=names,
-        )
-        settings.check_bounds(config)
-        return settings
-
-    def check_bounds(self, config: BrokerConfig) -> None:
-        """As Kafka's GroupCoordinatorConfig: each timeout within its min/max, and the
-        heartbeat interval below the session timeout."""
-        for name, value in (
-            ("session.timeout.ms", self.session_timeout_ms),
-            ("heartbeat.interval.ms", self.heartbeat_interval_ms),
-        ):
-            low = config.get_int(f"group.consumer.min.{name}")
-            high = config.get_int(f"group.consumer.max.{name}")
-            if not low <= value <= high:
-                raise ConfigError(
-                    f"group.consumer.{name} must be between group.consumer.min.{name} "
-                    f"({low}) and group.consumer.max.{name} ({high}); it is {value}"
-                )
-        if self.heartbeat_interval_ms >= self.session_timeout_ms:
-            raise ConfigError(
-                "group.consumer.heartbeat.interval.ms must be less than "
-                "group.consumer.session.timeout.ms"
-            )
-        if self.max_size < 1:
-            raise ConfigError("group.consumer.max.size must be at least 1")
 
 
 def _invalid(message: str) -> ConsumerGroupError:

@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from minibroker.cluster.state import Cluster
-from minibroker.config import ConfigError
 from minibroker.groups.consumer.manager import ConsumerGroupError, ConsumerGroups
 from minibroker.groups.consumer.model import (
     Assignment,
@@ -43,7 +42,6 @@ from minibroker.groups.consumer.protocol import (
 from minibroker.protocol.errors import ErrorCode
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
-POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,18 +69,6 @@ class ClassicMemberState:
     protocols: list[tuple[str, bytes]]
     subscription: bytes
     assignment: bytes
-
-
-def migration_policy(value: str) -> tuple[bool, bool]:
-    """(upgrade enabled, downgrade enabled) for `group.consumer.migration.policy`
-    (case-insensitive, as Kafka; ConfigError for another value)."""
-    policy = value.strip().lower()
-    if policy not in POLICIES:
-        raise ConfigError(
-            f"Invalid value {value} for configuration group.consumer.migration.policy: "
-            f"String must be one of (case insensitive): {', '.join(p.upper() for p in POLICIES)}"
-        )
-    return policy in ("upgrade", "bidirectional"), policy in ("downgrade", "bidirectional")
 
 
 def _ids(cluster: Cluster, by_name: Mapping[str, list[int]]) -> Assignment:

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from minibroker.groups.consumer.model import Assignment, TopicInfo
 
 TopicPartition = tuple[uuid.UUID, int]
-ASSIGNOR_NAME = "simple"
 
 
 @dataclass(frozen=True, slots=True)

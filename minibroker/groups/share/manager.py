@@ -28,18 +28,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from minibroker.cluster.state import Cluster
-from minibroker.config import BrokerConfig, ConfigError
+from minibroker.config import BrokerConfig
 from minibroker.groups.consumer.model import Assignment, TopicInfo, copy_assignment
-from minibroker.groups.share.assignor import ASSIGNOR_NAME, ShareMemberSpec, assign
+from minibroker.groups.settings import ShareSettings
+from minibroker.groups.share.assignor import ShareMemberSpec, assign
 from minibroker.groups.share.model import LEAVE_GROUP_MEMBER_EPOCH, ShareGroup, ShareMember
 from minibroker.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
-
-# Kafka's upper bound of group.share.max.size.
-MAX_GROUP_SIZE = 1000
-# The one built-in share-group assignor, by name or by Kafka's class name.
-ASSIGNOR_NAMES = {ASSIGNOR_NAME, "org.apache.kafka.coordinator.group.assignor.SimpleAssignor"}
 
 
 class ShareGroupError(Exception):
@@ -70,54 +66,6 @@ class ShareHeartbeatResult:
     member_epoch: int
     heartbeat_interval_ms: int = 0
     assignment: Assignment | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ShareSettings:
-    session_timeout_ms: int
-    heartbeat_interval_ms: int
-    max_size: int
-
-    @classmethod
-    def from_config(cls, config: BrokerConfig) -> ShareSettings:
-        settings = cls(
-            session_timeout_ms=config.get_int("group.share.session.timeout.ms"),
-            heartbeat_interval_ms=config.get_int("group.share.heartbeat.interval.ms"),
-            max_size=config.get_int("group.share.max.size"),
-        )
-        settings.check_bounds(config)
-        _check_assignors(config.get_str("group.share.assignors"))
-        return settings
-
-    def check_bounds(self, config: BrokerConfig) -> None:
-        """As Kafka's GroupCoordinatorConfig: each timeout within its min/max, the heartbeat
-        interval below the session timeout, and a group size of 1 to 1000."""
-        for name, value in (
-            ("session.timeout.ms", self.session_timeout_ms),
-            ("heartbeat.interval.ms", self.heartbeat_interval_ms),
-        ):
-            low = config.get_int(f"group.share.min.{name}")
-            high = config.get_int(f"group.share.max.{name}")
-            if not low <= value <= high:
-                raise ConfigError(
-                    f"group.share.{name} must be between group.share.min.{name} "
-                    f"({low}) and group.share.max.{name} ({high}); it is {value}"
-                )
-        if self.heartbeat_interval_ms >= self.session_timeout_ms:
-            raise ConfigError(
-                "group.share.heartbeat.interval.ms must be less than group.share.session.timeout.ms"
-            )
-        if not 1 <= self.max_size <= MAX_GROUP_SIZE:
-            raise ConfigError(f"group.share.max.size must be between 1 and {MAX_GROUP_SIZE}")
-
-
-def _check_assignors(value: str) -> None:
-    """`group.share.assignors`: a single entry (Kafka's rule), the simple assignor."""
-    names = [name.strip() for name in value.split(",") if name.strip()]
-    if len(names) != 1 or names[0] not in ASSIGNOR_NAMES:
-        raise ConfigError(
-            f"group.share.assignors must name one assignor, {ASSIGNOR_NAME}; it is {value!r}"
-        )
 
 
 def _invalid(message: str) -> ShareGroupError:
