@@ -30,7 +30,7 @@ def write_chart(results: dict[str, Any], path: Path) -> None:
 
     produce = results.get("P1", [])
     latency = results.get("L1", [])
-    figure, (left, right, rates) = plt.subplots(1, 3, figsize=(18, 4.8))
+    figure, (left, right, rates, fetches) = plt.subplots(1, 4, figsize=(24, 4.8))
     labels = [row["config"] for row in produce]
     positions = range(len(labels))
     for offset, broker in ((-0.2, "minibroker"), (0.2, "mock")):
@@ -58,9 +58,23 @@ def write_chart(results: dict[str, Any], path: Path) -> None:
     rates.set_ylabel("answer latency, ms")
     rates.set_title("R1 minibroker, one connection, acks=1")
     rates.legend()
+    _fetch_cpu_panel(fetches, results)
     figure.suptitle(
         f"minibroker vs librdkafka mock cluster — {results['date']}, {results['machine']}"
     )
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=90)
+
+
+def _fetch_cpu_panel(axes: Any, results: dict[str, Any]) -> None:
+    """FE and FM: broker CPU-µs per Fetch, minibroker beside the mock."""
+    scenarios = [name for name in ("FE", "FM") if name in results]
+    for offset, broker in ((-0.2, "minibroker"), (0.2, "mock")):
+        values = [results[name][broker]["broker_cpu_us_per_fetch"]["median"] for name in scenarios]
+        axes.bar([i + offset for i in range(len(scenarios))], values, width=0.4, label=broker)
+    labels = {"FE": "FE empty long poll", "FM": "FM 1 message per Fetch"}
+    axes.set_xticks(list(range(len(scenarios))), [labels[name] for name in scenarios])
+    axes.set_ylabel("broker CPU-µs per Fetch (median)")
+    axes.set_title("100 consumers, one Fetch in flight each")
+    axes.legend()
