@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
+from typing import NamedTuple
 
 LONG_MAX = 9223372036854775807
 
@@ -56,8 +57,9 @@ class ConfigError(ValueError):
     """A setting that Kafka would refuse (unknown name for topics, bad value)."""
 
 
-@dataclass(frozen=True)
-class ConfigDef:
+# The definitions are named tuples, not frozen dataclasses: this module is on every start's
+# path, where a dataclass costs about 0.5 ms to define.
+class ConfigDef(NamedTuple):
     name: str
     type: ConfigType
     default: str | None
@@ -491,8 +493,7 @@ def broker_synonyms(name: str) -> tuple[str, ...]:
     return next((group for group in BROKER_SYNONYM_GROUPS if name in group), (name,))
 
 
-@dataclass(frozen=True)
-class TopicConfigDef:
+class TopicConfigDef(NamedTuple):
     name: str
     type: ConfigType
     default: str

@@ -23,10 +23,9 @@ import logging
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from minibroker.auth.authorizer import Authorizer
 from minibroker.auth.principal import parse_mapping_rules
@@ -84,8 +83,7 @@ STATE_TOPICS = (
 )
 
 
-@dataclass(frozen=True)
-class BoundListener:
+class BoundListener(NamedTuple):
     listener: Listener
     host: str
     port: int
