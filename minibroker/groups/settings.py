@@ -60,22 +60,9 @@ class ConsumerSettings(NamedTuple):
     def check_bounds(self, config: BrokerConfig) -> None:
         """As Kafka's GroupCoordinatorConfig: each timeout within its min/max, and the
         heartbeat interval below the session timeout."""
-        for name, value in (
-            ("session.timeout.ms", self.session_timeout_ms),
-            ("heartbeat.interval.ms", self.heartbeat_interval_ms),
-        ):
-            low = config.get_int(f"group.consumer.min.{name}")
-            high = config.get_int(f"group.consumer.max.{name}")
-            if not low <= value <= high:
-                raise ConfigError(
-                    f"group.consumer.{name} must be between group.consumer.min.{name} "
-                    f"({low}) and group.consumer.max.{name} ({high}); it is {value}"
-                )
-        if self.heartbeat_interval_ms >= self.session_timeout_ms:
-            raise ConfigError(
-                "group.consumer.heartbeat.interval.ms must be less than "
-                "group.consumer.session.timeout.ms"
-            )
+        _check_timeouts(
+            config, "group.consumer", self.session_timeout_ms, self.heartbeat_interval_ms
+        )
         if self.max_size < 1:
             raise ConfigError("group.consumer.max.size must be at least 1")
 
@@ -99,21 +86,7 @@ class ShareSettings(NamedTuple):
     def check_bounds(self, config: BrokerConfig) -> None:
         """As Kafka's GroupCoordinatorConfig: each timeout within its min/max, the heartbeat
         interval below the session timeout, and a group size of 1 to 1000."""
-        for name, value in (
-            ("session.timeout.ms", self.session_timeout_ms),
-            ("heartbeat.interval.ms", self.heartbeat_interval_ms),
-        ):
-            low = config.get_int(f"group.share.min.{name}")
-            high = config.get_int(f"group.share.max.{name}")
-            if not low <= value <= high:
-                raise ConfigError(
-                    f"group.share.{name} must be between group.share.min.{name} "
-                    f"({low}) and group.share.max.{name} ({high}); it is {value}"
-                )
-        if self.heartbeat_interval_ms >= self.session_timeout_ms:
-            raise ConfigError(
-                "group.share.heartbeat.interval.ms must be less than group.share.session.timeout.ms"
-            )
+        _check_timeouts(config, "group.share", self.session_timeout_ms, self.heartbeat_interval_ms)
         if not 1 <= self.max_size <= MAX_SHARE_GROUP_SIZE:
             raise ConfigError(f"group.share.max.size must be between 1 and {MAX_SHARE_GROUP_SIZE}")
 
@@ -146,3 +119,25 @@ def check_group_settings(config: BrokerConfig) -> None:
     ConsumerSettings.from_config(config)
     ShareSettings.from_config(config)
     migration_policy(config.get_str("group.consumer.migration.policy"))
+
+
+def _check_timeouts(
+    config: BrokerConfig, prefix: str, session_timeout_ms: int, heartbeat_interval_ms: int
+) -> None:
+    """Each of `prefix`'s timeouts within its min/max, and the heartbeat interval below the
+    session timeout."""
+    for name, value in (
+        ("session.timeout.ms", session_timeout_ms),
+        ("heartbeat.interval.ms", heartbeat_interval_ms),
+    ):
+        low = config.get_int(f"{prefix}.min.{name}")
+        high = config.get_int(f"{prefix}.max.{name}")
+        if not low <= value <= high:
+            raise ConfigError(
+                f"{prefix}.{name} must be between {prefix}.min.{name} "
+                f"({low}) and {prefix}.max.{name} ({high}); it is {value}"
+            )
+    if heartbeat_interval_ms >= session_timeout_ms:
+        raise ConfigError(
+            f"{prefix}.heartbeat.interval.ms must be less than {prefix}.session.timeout.ms"
+        )
