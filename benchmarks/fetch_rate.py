@@ -1,9 +1,7 @@
 """FE and FM: the broker's CPU per Fetch when many consumers poll. `CONSUMERS` raw connections,
-each with one Fetch in flight (v11, by topic name, no fetch session, read_uncommitted, as
-librdkafka fetches; librdkafka 2.16 sends v16, which names topics by id, but the mock cannot
-tell a client its topic ids without a Metadata v12 exchange this client does not make) for a
-partition of its own (25 topics of 4 partitions, as the mock creates them), sent again as soon
-as it is answered:
+each with one Fetch in flight (v16, topics by id from a Metadata v12 request, no fetch session,
+read_uncommitted: what librdkafka 2.16 sends) for a partition of its own (25 topics of 4
+partitions, as the mock creates them), sent again as soon as it is answered:
 
 - FE, empty long poll: the partitions stay empty, so every Fetch waits its `max_wait_ms`
   (10 ms) and is answered empty.
@@ -33,6 +31,7 @@ import socket
 import struct
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +42,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from benchmarks import procstat
 from benchmarks.brokers import MOCK, RunningBroker, start_minibroker, start_mock
 from minibroker.protocol.api_keys import ApiKey
-from minibroker.protocol.codec import request_class
+from minibroker.protocol.codec import request_class, response_class
 from minibroker.records.records import build_batch
 
 CONSUMERS = 100
@@ -51,7 +50,8 @@ PARTITIONS = 4  # per topic: the mock cluster's auto-created topics have 4
 PRELOAD = 100  # one-message batches per partition for FM
 VALUE = b"v" * 100
 MAX_WAIT_MS = 10
-FETCH_VERSION = 11
+FETCH_VERSION = 16
+METADATA_VERSION = 12
 PRODUCE_VERSION = 9
 EMPTY_TOPICS = "fe"
 SMALL_TOPICS = "fm"
@@ -80,7 +80,7 @@ def _frame(api_key: int, version: int, body: bytes, flexible: bool = False) -> b
     return _SIZE.pack(len(header) + len(body)) + header + body
 
 
-def fetch_frames(topic: str, partition: int, partition_max_bytes: int) -> FetchFrames:
+def fetch_frames(topic_id: uuid.UUID, partition: int, partition_max_bytes: int) -> FetchFrames:
     cls = request_class(ApiKey.Fetch)
     assert cls is not None
     topic_class = cls.fields["topics"].data_class
@@ -101,11 +101,12 @@ def fetch_frames(topic: str, partition: int, partition_max_bytes: int) -> FetchF
         isolation_level=0,
         session_id=0,
         session_epoch=-1,
-        topics=[topic_class(topic=topic, partitions=[wanted])],
+        topics=[topic_class(topic_id=topic_id, partitions=[wanted])],
         forgotten_topics_data=[],
         rack_id="",
     )
-    template = _frame(ApiKey.Fetch, FETCH_VERSION, bytes(message.encode(version=FETCH_VERSION)))
+    body = bytes(message.encode(version=FETCH_VERSION))
+    template = _frame(ApiKey.Fetch, FETCH_VERSION, body, flexible=True)
     return FetchFrames(template, template.index(_OFFSET.pack(_MARKER)))
 
 
@@ -137,8 +138,9 @@ def preload_frame(topics: list[str]) -> bytes:
     return _frame(ApiKey.Produce, PRODUCE_VERSION, body, flexible=True)
 
 
-def _answers(pending: bytearray) -> list[int]:
-    """The sizes of the whole answers at the start of `pending`, removed from it."""
+def _answers(pending: bytearray, keep: bool = False) -> list[int]:
+    """The sizes of the whole answers at the start of `pending`, removed from it (unless
+    `keep`)."""
     sizes = []
     position = 0
     while len(pending) - position >= 4:
@@ -147,7 +149,8 @@ def _answers(pending: bytearray) -> list[int]:
             break
         sizes.append(end - position)
         position = end
-    del pending[:position]
+    if not keep:
+        del pending[:position]
     return sizes
 
 
@@ -178,8 +181,9 @@ def poll(
     Fetch in flight, offsets 0..`offsets`-1 over and over (always 0 when `offsets` is 0);
     `check` sees each answer's size. Returns the Fetches answered."""
     limit = 1 if offsets else 1 << 20
+    ids = topic_ids(bootstrap, topic_names(prefix))
     consumers = [
-        _Consumer(_connect(bootstrap), fetch_frames(topic, index, limit), pending=bytearray())
+        _Consumer(_connect(bootstrap), fetch_frames(ids[topic], index, limit), pending=bytearray())
         for topic in topic_names(prefix)
         for index in range(PARTITIONS)
     ]
@@ -219,6 +223,28 @@ def _request(bootstrap: str, frame: bytes, count: int) -> None:
             answered += len(_answers(pending))
 
 
+def topic_ids(bootstrap: str, names: list[str]) -> dict[str, uuid.UUID]:
+    """The ids of topics `names`, from a Metadata v12 answer (what librdkafka asks)."""
+    cls = request_class(ApiKey.Metadata)
+    assert cls is not None
+    topic_class = cls.fields["topics"].data_class
+    message = cls(
+        version=METADATA_VERSION,
+        topics=[topic_class(name=name, topic_id=uuid.UUID(int=0)) for name in names],
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+    body = bytes(message.encode(version=METADATA_VERSION))
+    with _connect(bootstrap) as sock:
+        sock.sendall(_frame(ApiKey.Metadata, METADATA_VERSION, body, flexible=True))
+        pending = bytearray()
+        while not (sizes := _answers(pending, keep=True)):
+            pending += sock.recv(1 << 16)
+    # size, correlation id, the response header's tagged fields (none)
+    answer = response_class(ApiKey.Metadata).decode(bytes(pending[9 : sizes[0]]), version=12)
+    return {topic.name: topic.topic_id for topic in answer.topics}
+
+
 def create_topics(bootstrap: str, names: list[str], mock: bool) -> None:
     """`names` with `PARTITIONS` partitions each: the mock creates them when asked for their
     metadata, minibroker through the admin API."""
@@ -241,23 +267,21 @@ def prepare(bootstrap: str, mock: bool = False) -> None:
     _request(bootstrap, preload_frame(topic_names(SMALL_TOPICS)), PRELOAD)
 
 
-def _empty_answer_size(prefix: str) -> int:
-    """A v11 answer with one partition, no aborted-transaction list and no records (the topic
-    names of a scenario have the same length)."""
-    top = 4 + 4 + 4 + 2 + 4  # size, correlation id, throttle time, error, session id
-    name = topic_names(prefix)[0].encode()
-    topic_part = 4 + 2 + len(name) + 4  # topics array, name, partitions array
-    partition = 4 + 2 + 8 + 8 + 8 + 4 + 4 + 4  # ... aborted (null), preferred replica, records
-    return top + topic_part + partition
+def _empty_answer_size() -> int:
+    """A v16 answer with one partition, no aborted-transaction list and no records."""
+    top = 4 + 4 + 1 + 4 + 2 + 4  # size, correlation id, tags, throttle time, error, session id
+    topic = 1 + 16 + 1 + 1  # topics array, topic id, partitions array, its tags
+    partition = 4 + 2 + 8 + 8 + 8 + 1 + 4 + 1 + 1  # ... aborted, preferred replica, records, tags
+    return top + topic + partition + 1  # the response's tags
 
 
 def _expect_empty(size: int) -> None:
-    if size >= _empty_answer_size(EMPTY_TOPICS) + BATCH_HEADER:
+    if size >= _empty_answer_size() + BATCH_HEADER:
         raise RuntimeError(f"FE: an answer of {size} bytes, not an empty one")
 
 
 def _expect_batch(size: int) -> None:
-    if size < _empty_answer_size(SMALL_TOPICS) + BATCH_HEADER + len(VALUE):
+    if size < _empty_answer_size() + BATCH_HEADER + len(VALUE):
         raise RuntimeError(f"FM: an answer of {size} bytes, without its one-message batch")
 
 
