@@ -281,11 +281,10 @@ def _collect(
 
 
 async def _long_poll(
-    ctx: RequestContext, request: Any, items: list[Requested]
+    ctx: RequestContext, request: Any, items: list[Requested], replica_id: int
 ) -> list[PartitionRead]:
     """Read; while fewer than `min_bytes` were read (and no partition has an error), wait for
     an append to the partitions until `max_wait_ms` after the first read, and read again."""
-    replica_id = _replica_id(ctx, request)
     min_bytes = min(request.min_bytes, _max_bytes(ctx, request))
     reads, total, has_error = _collect(ctx, request, items, replica_id)
     if total >= min_bytes or has_error or request.max_wait_ms <= 0:
@@ -357,7 +356,7 @@ def _topic_name(cluster: Cluster, topic_id: uuid.UUID) -> str | None:
     return None if topic is None else topic.name
 
 
-def _context(ctx: RequestContext, request: Any) -> FetchContext:
+def _context(ctx: RequestContext, request: Any, replica_id: int) -> FetchContext:
     return ctx.broker.fetch_sessions.new_context(
         ctx.api_version,
         request.session_id,
@@ -365,17 +364,17 @@ def _context(ctx: RequestContext, request: Any) -> FetchContext:
         _requested(ctx, request),
         _forgotten(ctx, request),
         ctx.now_ms(),
-        privileged=_replica_id(ctx, request) >= 0,
+        privileged=replica_id >= 0,
     )
 
 
-def _denied(ctx: RequestContext, request: Any, items: list[Requested]) -> set[PartitionKey]:
+def _denied(ctx: RequestContext, items: list[Requested], replica_id: int) -> set[PartitionKey]:
     """The partitions answered TOPIC_AUTHORIZATION_FAILED, as Kafka: a follower (replica id
     >= 0) without CLUSTER_ACTION is refused all of them; a consumer each topic it may not
     READ (a topic id not known stays UNKNOWN_TOPIC_ID)."""
     if ctx.broker.authorizer is None:
         return set()
-    if _replica_id(ctx, request) >= 0:
+    if replica_id >= 0:
         if ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
             return set()
         return {item.key for item in items}
@@ -544,14 +543,15 @@ def _throttled(
 
 @handles(ApiKey.Fetch, 0, 18)
 async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
-    context = _context(ctx, request)
+    replica_id = _replica_id(ctx, request)
+    context = _context(ctx, request, replica_id)
     if context.error is not None:
         return _response(ctx, context.error, 0, [])
     cluster = ctx.broker.cluster
     items = context.partitions(lambda topic_id: _topic_name(cluster, topic_id))
-    denied = _denied(ctx, request, items)
+    denied = _denied(ctx, items, replica_id)
     readable = [item for item in items if item.key not in denied] if denied else items
-    reads = await _long_poll(ctx, request, readable)
+    reads = await _long_poll(ctx, request, readable, replica_id)
     if ctx.api_version < FIRST_ZSTD_VERSION:
         _for_old_fetchers(ctx, reads)
     if denied:
