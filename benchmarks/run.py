@@ -131,13 +131,31 @@ def pr(mini: RunningBroker, runs: int) -> dict[str, Any]:
     return result
 
 
-def r1(mini: RunningBroker) -> dict[str, Any]:
+def r1(mini: RunningBroker, mock: RunningBroker, runs: int) -> dict[str, Any]:
+    """Broker CPU per single-message Produce (closed loop, window 64, the brokers' runs
+    alternated), then minibroker's paced sweep."""
     settle("R1")
-    request_rate.create_topic(mini.bootstrap)
+    measured: dict[str, list[dict[str, float]]] = {mini.name: [], mock.name: []}
+    for _ in range(runs):
+        for broker in (mini, mock):
+            measured[broker.name].append(request_rate.measure(broker, 64, 5.0, broker is mock))
+    result: dict[str, Any] = {
+        name: {
+            key: Spread.of([m[key] for m in runs_of]).as_dict()
+            for key in ("requests_per_s", "broker_cpu_us_per_request")
+        }
+        for name, runs_of in measured.items()
+    }
+    for name in (mini.name, mock.name):
+        print(
+            f"R1 {name}: {spread_text(result[name]['broker_cpu_us_per_request'], 1)} broker "
+            f"CPU-µs per request, {spread_text(result[name]['requests_per_s'])} requests/s",
+            flush=True,
+        )
     rows = request_rate.sweep(mini.bootstrap, 3.0)
     highest = request_rate.highest_sustained(rows)
     print(f"R1 highest paced rate with answer p99 <= 5 ms: {highest:,.0f} requests/s", flush=True)
-    return {"rows": rows, "highest_rate_p99_5ms": highest}
+    return {**result, "rows": rows, "highest_rate_p99_5ms": highest}
 
 
 def fc(runs: int) -> dict[str, Any]:
@@ -294,7 +312,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if "L1" in chosen:
                 results["L1"] = l1(mini, mock)
             if "R1" in chosen:
-                results["R1"] = r1(mini)
+                results["R1"] = r1(mini, mock, args.runs)
             if "P2" in chosen:
                 results["P2"] = p2(mini)
         finally:
