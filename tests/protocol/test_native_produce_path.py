@@ -18,8 +18,6 @@ import asyncio
 import struct
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -76,14 +74,8 @@ def _twin_brokers(data_dirs: tuple[Path, Path] | None) -> tuple[Broker, Broker]:
     return fast, pure
 
 
-@contextmanager
-def _native(plain_produce: Any) -> Iterator[None]:
-    saved = produce_native.native_plain_produce
-    produce_native.native_plain_produce = plain_produce
-    try:
-        yield
-    finally:
-        produce_native.native_plain_produce = saved
+def _native(plain_produce: Any) -> Any:
+    return mock.patch.object(produce_native, "native_plain_produce", plain_produce)
 
 
 def _answer(broker: Broker, frame: bytes, readonly: bool) -> Any:
