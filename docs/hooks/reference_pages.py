@@ -250,7 +250,7 @@ def _summary(header: str) -> str:
     if not text and len(paragraphs) > 1:
         text = paragraphs[1]
     text = re.sub(r"^Behaviour[^:]*:\s*", "", " ".join(text.split()))
-    match = re.match(r"(.+?[.;:])(\s|$)", text)
+    match = re.match(r"(.+?\.)(\s|$)", text)
     sentence = match.group(1) if match else text
     return _escape(sentence[:1].upper() + sentence[1:])
 
@@ -259,9 +259,9 @@ def _escape(text: str) -> str:
     """Markdown for plain docstring text: `*`, `_` and `<` outside code spans are literal."""
     parts = re.split(r"(`[^`]*`)", text)
     for i in range(0, len(parts), 2):
-        parts[i] = (
-            parts[i].replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_")
-        ).replace("<", "&lt;")
+        parts[i] = (parts[i].replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_")).replace(
+            "<", "&lt;"
+        )
     return "".join(parts)
 
 
@@ -285,7 +285,7 @@ def api_details() -> str:
     from minibroker.protocol.releases import RELEASES
 
     sections = []
-    for key, name, module, low, high, advertised in _served():
+    for key, name, module, low, high, _advertised in _served():
         released = [
             f"{r} {_range(*release.api_ranges[key])}"
             for r, release in RELEASES.items()
