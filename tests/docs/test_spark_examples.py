@@ -16,7 +16,7 @@ __all__ = ["spark"]  # the session fixture of tests/spark
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 
-def test_copy_upper(spark: Any) -> None:  # noqa: F811 (the fixture)
+def test_copy_upper(spark: Any) -> None:
     assert kafka_format(spark, use_minikafka=False) == "kafka"
     with KafkaBroker(storage="memory") as kafka:
         kafka.create_topic("orders")
