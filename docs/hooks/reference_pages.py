@@ -23,6 +23,7 @@ import contextlib
 import io
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -390,7 +391,10 @@ def render(markdown: str) -> str:
         name = match.group(1)
         if name not in GENERATORS:
             raise KeyError(f"no generator {name!r} (known: {', '.join(GENERATORS)})")
-        return GENERATORS[name]()
+        # kafka-python's protocol schemas warn about importlib.resources as the CLI loads them.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return GENERATORS[name]()
 
     return MARKER.sub(generate, markdown)
 
