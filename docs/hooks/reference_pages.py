@@ -318,12 +318,32 @@ def release_matrix() -> str:
         try:
             api = ApiKey(key).name
         except ValueError:
-            api = "(not served)"
+            api = "?"
         cells = [
             _range(*RELEASES[r].api_ranges[key]) if key in RELEASES[r].api_ranges else ""
             for r in names
         ]
         lines.append(f"| {key} | {api} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def unserved_apis() -> str:
+    """The keys some release minibroker emulates advertised to clients but minibroker does
+    not serve (ApiVersions leaves them out under every release)."""
+    from minibroker.handlers.registry import HANDLER_MODULES
+    from minibroker.protocol.api_keys import ApiKey
+    from minibroker.protocol.releases import RELEASES
+
+    served = {int(key) for key in HANDLER_MODULES}
+    lines = ["| key | API | advertised by Kafka |", "|---|---|---|"]
+    for key in sorted({k for release in RELEASES.values() for k in release.api_ranges} - served):
+        releases = [r for r, release in RELEASES.items() if key in release.api_ranges]
+        try:
+            api = ApiKey(key).name
+        except ValueError:
+            api = "?"
+        shown = releases[0] if len(releases) == 1 else f"{releases[0]} to {releases[-1]}"
+        lines.append(f"| {key} | {api} | {shown} ({len(releases)} of the emulated releases) |")
     return "\n".join(lines)
 
 
@@ -380,6 +400,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "api-table": api_table,
     "api-details": api_details,
     "release-matrix": release_matrix,
+    "unserved-apis": unserved_apis,
     "cli-help": cli_help,
 }
 

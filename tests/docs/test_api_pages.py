@@ -59,3 +59,20 @@ def test_cli_help_covers_every_command() -> None:
         assert f"### `{' '.join(['minibroker', *argv])}`" in help_text
     assert "usage: minibroker topic create" in help_text
     assert "usage: minibroker serve" in help_text
+
+
+def test_feature_pages_link_to_the_differences() -> None:
+    """Each guide and feature page (the console, Kafka's lookalike of nothing, aside) links to
+    its section of docs/differences.md, and every such link names a section there."""
+    differences = (DOCS / "differences.md").read_text()
+    sections = {
+        re.sub(r"[^a-z0-9 -]", "", title.lower()).replace(" ", "-")
+        for title in re.findall(r"^## (.+)$", differences, re.M)
+    }
+    for page in pages():
+        relative = page.relative_to(DOCS).as_posix()
+        if not relative.startswith(("guides/", "features/")) or relative == "features/console.md":
+            continue
+        anchors = re.findall(r"differences\.md#([a-z0-9-]+)", page.read_text())
+        assert anchors, f"{relative} does not link to differences.md"
+        assert set(anchors) <= sections, (relative, set(anchors) - sections)
