@@ -255,7 +255,7 @@ def _read_partition(
     return result
 
 
-def _collect(
+def collect(
     ctx: RequestContext, request: Any, items: list[Requested], replica_id: int
 ) -> tuple[list[PartitionRead], int, bool]:
     """The partitions read, the bytes read, and whether any partition has an error."""
@@ -280,13 +280,18 @@ def _collect(
     return reads, total, has_error
 
 
+def poll_min_bytes(ctx: RequestContext, request: Any) -> int:
+    """The bytes that end a long poll: `min_bytes`, at most `max_bytes`."""
+    return min(int(request.min_bytes), _max_bytes(ctx, request))
+
+
 async def _long_poll(
     ctx: RequestContext, request: Any, items: list[Requested], replica_id: int
 ) -> list[PartitionRead]:
     """Read; while fewer than `min_bytes` were read (and no partition has an error), wait for
     an append to the partitions until `max_wait_ms` after the first read, and read again."""
-    min_bytes = min(request.min_bytes, _max_bytes(ctx, request))
-    reads, total, has_error = _collect(ctx, request, items, replica_id)
+    min_bytes = poll_min_bytes(ctx, request)
+    reads, total, has_error = collect(ctx, request, items, replica_id)
     if total >= min_bytes or has_error or request.max_wait_ms <= 0:
         return reads
     loop = asyncio.get_running_loop()  # only here: each call costs a getpid system call
@@ -298,7 +303,7 @@ async def _long_poll(
         for read in reads:
             read.drop_records()
         await wait_for_append(partitions, deadline - loop.time(), loop)
-        reads, total, has_error = _collect(ctx, request, items, replica_id)
+        reads, total, has_error = collect(ctx, request, items, replica_id)
         if total >= min_bytes or has_error or deadline - loop.time() <= 0:
             break
     return reads
@@ -418,7 +423,7 @@ def _current_leader(
     return leader_id, partition.leader_epoch
 
 
-def _response(
+def fetch_frame(
     ctx: RequestContext, error: ErrorCode, session_id: int, reads: list[PartitionRead]
 ) -> EncodedFrame:
     version = ctx.api_version
@@ -525,7 +530,7 @@ def _throttled(
         sent = [r for r in reads if (c := cached.get(r.key)) and c.must_respond(r.answer(), False)]
     else:
         sent = reads
-    size = sum(len(part) for part in _response(ctx, ErrorCode.NO_ERROR, 0, sent).parts)
+    size = sum(len(part) for part in fetch_frame(ctx, ErrorCode.NO_ERROR, 0, sent).parts)
     throttle = consumer_throttle(ctx, size)
     if throttle <= 0:
         return None
@@ -546,7 +551,7 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     replica_id = _replica_id(ctx, request)
     context = _context(ctx, request, replica_id)
     if context.error is not None:
-        return _response(ctx, context.error, 0, [])
+        return fetch_frame(ctx, context.error, 0, [])
     cluster = ctx.broker.cluster
     items = context.partitions(lambda topic_id: _topic_name(cluster, topic_id))
     denied = _denied(ctx, items, replica_id)
@@ -559,7 +564,7 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     if ctx.broker.client_quotas.enabled and (throttled := _throttled(ctx, request, context, reads)):
         return throttled
     answer = context.respond([(read.key, read.answer()) for read in reads], ctx.now_ms())
-    return _response(ctx, answer.error, answer.session_id, _included(reads, answer.included))
+    return fetch_frame(ctx, answer.error, answer.session_id, _included(reads, answer.included))
 
 
 def _included(reads: list[PartitionRead], included: list[PartitionKey]) -> list[PartitionRead]:

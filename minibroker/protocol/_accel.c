@@ -1,4 +1,5 @@
-/* The Produce request in C, two functions; the Python code each mirrors is its reference.
+/* The Produce and Fetch requests in C, three functions; the Python code each mirrors is its
+ * reference.
  *
  * `walk_produce(frame, pos, version)`: the request walk (v3-13) of produce_request.py.
  * Answers (transactional_id, acks, timeout_ms, topics, end) for the plain shape the pure
@@ -10,6 +11,10 @@
  * the request header to the records: v9-13, no transactional id, one topic, one partition,
  * one uncompressed, non-transactional CreateTime batch that records/validate.py accepts
  * (header checks, CRC-32C, the record walk of _scan.h). None for anything else.
+ *
+ * `plain_fetch(frame)`: the common Fetch request whole (see handlers/fetch_native.py): v12-18,
+ * a consumer's (replica id -1, no ReplicaState), sessionless (session id 0, epoch -1), no
+ * forgotten topics, no tagged fields. None for anything else.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -278,14 +283,16 @@ static uint32_t crc32c(const uint8_t *p, Py_ssize_t n) {
     return ~crc;
 }
 
-/* The request header (v2) up to the body: key 0, a version this path takes, no tags. */
-static int request_header(Reader *r, int64_t *version, int64_t *correlation_id) {
+/* The request header (v2) up to the body: key `api_key`, a version in [first, last], an
+ * ASCII client id, no tags. */
+static int request_header(Reader *r, int64_t api_key, int64_t first, int64_t last,
+                          int64_t *version, int64_t *correlation_id) {
     int64_t key, client_id_length;
     Py_ssize_t start;
     r->flexible = 0; /* the client id is a classic nullable string even in header v2 */
-    if (!fixed(r, 2, &key) || key != PRODUCE_KEY || !fixed(r, 2, version)
-        || *version < FIRST_FLEXIBLE_VERSION || *version > LAST_PLAIN_VERSION
-        || !fixed(r, 4, correlation_id) || !fixed(r, 2, &client_id_length)) {
+    if (!fixed(r, 2, &key) || key != api_key || !fixed(r, 2, version) || *version < first
+        || *version > last || !fixed(r, 4, correlation_id)
+        || !fixed(r, 2, &client_id_length)) {
         return 0;
     }
     if (client_id_length < -1 || (client_id_length > 0 && !take(r, client_id_length, &start))) {
@@ -381,7 +388,8 @@ static PyObject *plain_produce(PyObject *module, PyObject *frame) {
     Py_ssize_t start, stop;
     PyObject *topic = NULL, *result = NULL;
     Batch b;
-    if (request_header(&r, &version, &correlation_id)
+    if (request_header(&r, PRODUCE_KEY, FIRST_FLEXIBLE_VERSION, LAST_PLAIN_VERSION, &version,
+                       &correlation_id)
         && single_partition_body(&r, (int)version, &acks, &topic, &index, &start, &stop)
         && plain_batch(r.buf + start, stop - start, &b)) {
         result = Py_BuildValue(
@@ -400,6 +408,124 @@ static PyObject *plain_produce(PyObject *module, PyObject *frame) {
     return result;
 }
 
+/* ---- plain_fetch -------------------------------------------------------------------- */
+
+#define FETCH_KEY 1
+#define FIRST_PLAIN_FETCH_VERSION 12 /* the first flexible version */
+#define LAST_PLAIN_FETCH_VERSION 18
+#define FIRST_REPLICA_STATE_VERSION 15 /* ReplicaId moves into a tagged field */
+#define CLIENT_ID_AT 10                 /* size of key, version, correlation id, id length */
+
+/* One FetchPartition: (topic, index, current leader epoch, fetch offset, partition max bytes,
+ * log start offset, last fetched epoch), with `topic` borrowed from the caller. */
+static PyObject *fetch_partition(Reader *r, PyObject *topic) {
+    int64_t index, leader_epoch, fetch_offset, last_fetched_epoch, log_start_offset, max_bytes;
+    if (!fixed(r, 4, &index) || !fixed(r, 4, &leader_epoch) || !fixed(r, 8, &fetch_offset)
+        || !fixed(r, 4, &last_fetched_epoch) || !fixed(r, 8, &log_start_offset)
+        || !fixed(r, 4, &max_bytes) || !no_tagged_fields(r)) {
+        return NULL;
+    }
+    return Py_BuildValue("(OLLLLLL)", topic, (long long)index, (long long)leader_epoch,
+                         (long long)fetch_offset, (long long)max_bytes,
+                         (long long)log_start_offset, (long long)last_fetched_epoch);
+}
+
+/* One FetchTopic, its partitions appended to `partitions`; 0 if not plain. */
+static int fetch_topic(Reader *r, int version, PyObject *partitions) {
+    PyObject *topic;
+    int64_t count;
+    if (version >= FIRST_TOPIC_ID_VERSION) {
+        Py_ssize_t id_at;
+        topic = take(r, 16, &id_at)
+                    ? PyBytes_FromStringAndSize((const char *)r->buf + id_at, 16)
+                    : NULL;
+    } else {
+        topic = string(r, 0);
+    }
+    if (topic == NULL || !length(r, 4, &count) || count < 0) {
+        Py_XDECREF(topic);
+        return 0;
+    }
+    int ok = 1;
+    for (int64_t i = 0; ok && i < count; i++) {
+        PyObject *item = fetch_partition(r, topic);
+        ok = item != NULL && PyList_Append(partitions, item) == 0;
+        Py_XDECREF(item);
+    }
+    Py_DECREF(topic);
+    return ok && no_tagged_fields(r);
+}
+
+/* The body up to the topics: a consumer's sessionless fetch. */
+static int fetch_top(Reader *r, int version, int64_t *max_wait_ms, int64_t *min_bytes,
+                     int64_t *max_bytes, int64_t *isolation_level) {
+    int64_t replica_id = -1, session_id, session_epoch;
+    if (version < FIRST_REPLICA_STATE_VERSION && !fixed(r, 4, &replica_id)) {
+        return 0;
+    }
+    return replica_id == -1 && fixed(r, 4, max_wait_ms) && fixed(r, 4, min_bytes)
+           && fixed(r, 4, max_bytes) && fixed(r, 1, isolation_level)
+           && (*isolation_level == 0 || *isolation_level == 1) && fixed(r, 4, &session_id)
+           && session_id == 0 && fixed(r, 4, &session_epoch) && session_epoch == -1;
+}
+
+/* No forgotten topics, an ASCII rack id, no tagged fields (ReplicaState, ClusterId), and
+ * nothing after them. */
+static int fetch_tail(Reader *r) {
+    int64_t forgotten, rack_id_length;
+    Py_ssize_t start;
+    if (!length(r, 4, &forgotten) || forgotten != 0 || !length(r, 2, &rack_id_length)
+        || rack_id_length < 0 || !take(r, rack_id_length, &start)) {
+        return 0;
+    }
+    for (int64_t i = 0; i < rack_id_length; i++) {
+        if (r->buf[start + i] >= 0x80) {
+            return 0;
+        }
+    }
+    return no_tagged_fields(r) && r->pos == r->len;
+}
+
+static PyObject *plain_fetch(PyObject *module, PyObject *frame) {
+    (void)module;
+    Py_buffer view;
+    if (PyObject_GetBuffer(frame, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Reader r = {(const uint8_t *)view.buf, view.len, 0, 0};
+    int64_t version, correlation_id, max_wait_ms, min_bytes, max_bytes, isolation_level, topics;
+    PyObject *partitions = PyList_New(0), *result = NULL;
+    int ok = partitions != NULL
+             && request_header(&r, FETCH_KEY, FIRST_PLAIN_FETCH_VERSION,
+                               LAST_PLAIN_FETCH_VERSION, &version, &correlation_id)
+             && fetch_top(&r, (int)version, &max_wait_ms, &min_bytes, &max_bytes,
+                          &isolation_level)
+             && length(&r, 4, &topics) && topics >= 0;
+    for (int64_t i = 0; ok && i < topics; i++) {
+        ok = fetch_topic(&r, (int)version, partitions);
+    }
+    if (ok && fetch_tail(&r)) {
+        int64_t client_id_length = be(r.buf + CLIENT_ID_AT - 2, 2);
+        PyObject *client_id = PyUnicode_DecodeASCII(
+            (const char *)r.buf + CLIENT_ID_AT,
+            client_id_length < 0 ? 0 : (Py_ssize_t)client_id_length, NULL);
+        if (client_id != NULL) {
+            result = Py_BuildValue("(LLNLLLLO)", (long long)version, (long long)correlation_id,
+                                   client_id, (long long)max_wait_ms, (long long)min_bytes,
+                                   (long long)max_bytes, (long long)isolation_level,
+                                   partitions);
+        }
+    }
+    Py_XDECREF(partitions);
+    PyBuffer_Release(&view);
+    if (result == NULL && !PyErr_ExceptionMatches(PyExc_MemoryError)) {
+        PyErr_Clear(); /* e.g. invalid UTF-8 in a topic name: the pure path's business */
+        Py_RETURN_NONE;
+    }
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk_produce", (PyCFunction)(void (*)(void))walk_produce, METH_FASTCALL,
      "walk_produce(frame, pos, version) -> (transactional_id, acks, timeout_ms, topics, end) "
@@ -408,12 +534,16 @@ static PyMethodDef methods[] = {
      "plain_produce(frame) -> (version, correlation_id, acks, topic, partition, start, stop, "
      "base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, count, "
      "min_timestamp_delta, max_timestamp_delta, null_keys) | None"},
+    {"plain_fetch", plain_fetch, METH_O,
+     "plain_fetch(frame) -> (version, correlation_id, client_id, max_wait_ms, min_bytes, "
+     "max_bytes, isolation_level, [(topic, partition, current_leader_epoch, fetch_offset, "
+     "partition_max_bytes, log_start_offset, last_fetched_epoch)]) | None"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "minibroker.protocol._accel",
-    "The Produce request in C; produce_request.py and the produce handler are the reference.",
+    "Produce and Fetch requests in C; the Python decoders and handlers are the reference.",
     -1, methods,
     NULL, NULL, NULL, NULL,
 };

@@ -16,3 +16,9 @@ def plain_produce(
     tuple[int, int, int, str | bytes, int, int, int, int, int, int, int, int, int, int, int, int]
     | None
 ): ...
+def plain_fetch(
+    frame: memoryview, /
+) -> (
+    tuple[int, int, str, int, int, int, int, list[tuple[str | bytes, int, int, int, int, int, int]]]
+    | None
+): ...

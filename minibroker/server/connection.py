@@ -4,7 +4,9 @@ It only moves bytes: received bytes land in the frame decoder's own buffers (a
 `BufferedProtocol`, so a request is copied once, from the kernel), frames go to `dispatch`,
 run at once as far as they go without waiting (most are answered then); one that waits goes
 on in its own task, so that a long-polling Fetch does not block the requests behind it (a
-frame's buffer is reused once its request is answered). Responses are written strictly in
+frame's buffer is reused once its request is answered). A native fast path's answer
+(`dispatch.answer_natively`) needs no coroutine at all, and its waiting Fetch is held as a
+task would be. Responses are written strictly in
 request order (clients pair responses with their oldest in-flight request), those ready in
 one loop iteration together, by a `ResponseWriter`, which follows the transport's flow
 control. A bounded number of requests
@@ -34,13 +36,13 @@ import socket
 import time
 from collections import deque
 from collections.abc import Coroutine, Generator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from minibroker.auth.principal import NoMatchingRule, tls_principal
 from minibroker.protocol.codec import EncodedFrame, MalformedRequest
 from minibroker.server.authenticator import SaslAuthenticator
 from minibroker.server.context import Session
-from minibroker.server.dispatch import dispatch
+from minibroker.server.dispatch import UNHANDLED, answer_natively, dispatch_decoded
 from minibroker.server.framing import FrameDecoder, FramingError
 from minibroker.server.quotas import Admission, Slot
 from minibroker.server.writer import ResponseWriter
@@ -58,10 +60,22 @@ _DISCARDED = memoryview(bytearray(64 * 1024))  # what a lingering connection rea
 
 Answer = bytearray | EncodedFrame | None
 Outcome = Answer | BaseException
-InFlight = tuple["asyncio.Task[Answer] | None", Outcome, memoryview]
-"""A request in flight: the task still answering it (None once answered at once), its answer
-or the exception it raised (when answered at once), and its frame. No future for a request
-answered at once: that is most of them, and a future costs more than they do."""
+
+
+class Waiting(Protocol):
+    """What answers a request that waits: its task, or a native `PendingFetch`."""
+
+    def done(self) -> bool: ...
+    def cancelled(self) -> bool: ...
+    def exception(self) -> BaseException | None: ...
+    def result(self) -> Answer: ...
+    def cancel(self) -> bool: ...
+
+
+InFlight = tuple[Waiting | None, Outcome, memoryview]
+"""A request in flight: the task (or pending fetch) still answering it (None once answered at
+once), its answer or the exception it raised (when answered at once), and its frame. No future
+for a request answered at once: that is most of them, and a future costs more than they do."""
 
 
 class _Resumed:
@@ -274,9 +288,18 @@ class BrokerConnection(asyncio.BufferedProtocol):
             work = self._authenticator.receive(bytes(frame), self._session)
             self._in_flight.append((self._in_task(work), None, frame))
         else:
-            task, outcome = self._run(dispatch(self._broker, frame, self._listener, self._session))
-            self._in_flight.append((task, outcome, frame))
+            self._in_flight.append((*self._dispatch(frame), frame))
         self._broker.quotas.add_request_bytes(len(frame))
+
+    def _dispatch(self, frame: memoryview) -> tuple[Waiting, None] | tuple[None, Outcome]:
+        broker, listener, session = self._broker, self._listener, self._session
+        answered = answer_natively(broker, frame, listener, session, self._loop)
+        if answered is UNHANDLED:
+            return self._run(dispatch_decoded(broker, frame, listener, session))
+        if answered is None or isinstance(answered, (bytearray, EncodedFrame)):
+            return None, answered
+        answered.add_done_callback(self._task_done)  # a native fetch waiting
+        return answered, None
 
     def _run(
         self, work: Coroutine[Any, Any, Answer]

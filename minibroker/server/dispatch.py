@@ -8,9 +8,11 @@
 - A handler bug: logged, answered with UNKNOWN_SERVER_ERROR where the response has a
   top-level error code, otherwise the connection is closed.
 
-Common Produce requests are answered by the native fast path (`handlers/produce_native.py`)
-before any decoding, where no faults, quotas or authorizer are active; it hands back the
-rest. Test clusters' faults, hooks and recording (`server/faults.py`) see each decoded request
+Common Produce and Fetch requests are answered by the native fast paths
+(`handlers/produce_native.py`, `handlers/fetch_native.py`) before any decoding, where no
+faults, quotas or authorizer are active (`answer_natively`); they hand back the rest. A
+native Fetch that waits is a `PendingFetch`, which the connection holds instead of a task.
+Test clusters' faults, hooks and recording (`server/faults.py`) see each decoded request
 before its handler and may answer it instead. In an in-process cluster, group and
 transaction requests sent to a node that does not coordinate their key are answered
 NOT_COORDINATOR here (`server/nodes.py`), so no handler needs to know about nodes; requests
@@ -27,9 +29,11 @@ quotas broken (`minibroker/auth/throttle.py`), the connection muted for it.
 
 from __future__ import annotations
 
+import asyncio
+import enum
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from minibroker.auth.throttle import RequestTimer, throttled
 from minibroker.handlers.registry import Handler
@@ -61,6 +65,7 @@ from minibroker.server.nodes import COORDINATED, COORDINATED_PER_KEY
 
 if TYPE_CHECKING:
     from minibroker.config import Listener
+    from minibroker.handlers.fetch_native import PendingFetch
     from minibroker.server.broker import Broker
 
 log = logging.getLogger(__name__)
@@ -82,7 +87,7 @@ def unsupported_api_versions_frame(correlation_id: int, max_version: int) -> byt
     return encode_response(ApiKey.ApiVersions, 0, correlation_id, body)
 
 
-def _error_frame(api_key: int, api_version: int, correlation_id: int) -> bytearray:
+def error_frame(api_key: int, api_version: int, correlation_id: int) -> bytearray:
     fields = response_class(api_key).fields
     if "error_code" not in fields:
         raise MalformedRequest(f"{ApiKey.name_of(api_key)} failed and has no top-level error")
@@ -90,17 +95,69 @@ def _error_frame(api_key: int, api_version: int, correlation_id: int) -> bytearr
     return encode_response(api_key, api_version, correlation_id, body)
 
 
+class Unhandled(enum.Enum):
+    UNHANDLED = 0
+
+
+UNHANDLED = Unhandled.UNHANDLED
+Answer: TypeAlias = "bytearray | EncodedFrame | None"
+
+
 async def dispatch(
     broker: Broker,
     frame: bytes | bytearray | memoryview,
     listener: Listener,
     session: Session,
-) -> bytearray | EncodedFrame | None:
+) -> Answer:
     """The response frame, None when the request expects none (acks=0 Produce).
 
     Raises MalformedRequest when the connection must be closed.
     """
     view = memoryview(frame)
+    answered = answer_natively(broker, view, listener, session, asyncio.get_running_loop())
+    if answered is UNHANDLED:
+        return await dispatch_decoded(broker, view, listener, session)
+    if isinstance(answered, (bytearray, EncodedFrame)) or answered is None:
+        return answered
+    return await answered.outcome()
+
+
+def answer_natively(
+    broker: Broker,
+    view: memoryview,
+    listener: Listener,
+    session: Session,
+    loop: asyncio.AbstractEventLoop,
+) -> Answer | PendingFetch | Unhandled:
+    """The answer of a native fast path, a native Fetch still waiting, or UNHANDLED (the
+    request is for `dispatch_decoded`)."""
+    if len(view) < 8 or not _plain(broker):
+        return UNHANDLED
+    api_key, api_version, correlation_id = peek_key_version_correlation(view)
+    gate = broker.api_gates.get(api_key)
+    if gate is None or not gate.accepted_min <= api_version <= gate.max_version:
+        return UNHANDLED
+    try:
+        if api_key == ApiKey.Produce:
+            import minibroker.handlers.produce_native as produce_native  # on first use
+
+            produced = produce_native.answer(broker, view)
+            return UNHANDLED if produced is produce_native.UNHANDLED else produced
+        if api_key == ApiKey.Fetch:
+            import minibroker.handlers.fetch_native as fetch_native  # on first use
+
+            fetched = fetch_native.answer(broker, view, listener, session, loop)
+            return UNHANDLED if fetched is None else fetched
+    except Exception:
+        log.exception("%s v%d failed", ApiKey.name_of(api_key), api_version)
+        return error_frame(api_key, api_version, correlation_id)
+    return UNHANDLED
+
+
+async def dispatch_decoded(
+    broker: Broker, view: memoryview, listener: Listener, session: Session
+) -> Answer:
+    """`dispatch` of a request no native path takes."""
     api_key, api_version, correlation_id = peek_key_version_correlation(view)
     gate = broker.api_gates.get(api_key)
     if gate is None:
@@ -109,16 +166,6 @@ async def dispatch(
         return unsupported_api_versions_frame(correlation_id, gate.max_version)
     if not gate.advertised_min <= api_version <= gate.max_version:
         raise MalformedRequest(f"{ApiKey.name_of(api_key)} v{api_version} is not enabled")
-    if api_key == ApiKey.Produce and api_version >= gate.accepted_min and _plain(broker):
-        import minibroker.handlers.produce_native as produce_native  # imported on first use
-
-        try:
-            answered = produce_native.answer(broker, view)
-        except Exception:
-            log.exception("Produce v%d failed", api_version)
-            return _error_frame(api_key, api_version, correlation_id)
-        if answered is not produce_native.UNHANDLED:
-            return answered
     spec = gate.spec
     header, body_pos = decode_header(view)
     # Recorded requests must keep the records as sent: only unrecorded ones are stamped in place.
@@ -148,7 +195,7 @@ async def dispatch(
         raise
     except Exception:
         log.exception("%s v%d failed", ApiKey.name_of(api_key), api_version)
-        return _error_frame(api_key, api_version, correlation_id)
+        return error_frame(api_key, api_version, correlation_id)
     if timer is not None:
         response = throttled(context, request, len(view), timer.nanos, response)
     if response is None or (api_key == ApiKey.Produce and request.acks == 0):

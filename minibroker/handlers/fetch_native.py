@@ -1,0 +1,336 @@
+"""Fetch's native fast path: a consumer's sessionless fetch without its decoding, its session,
+and the task its long poll would need.
+
+`plain_fetch` (minibroker/protocol/_accel.c) reads the whole request frame and answers only
+for the common shape: Fetch v12-18, replica id -1 (no ReplicaState), session id 0 and epoch
+-1 (what librdkafka sends; KIP-227 sessions stay with the handler), no forgotten topics, no
+tagged fields. Such a fetch is served by the handler's own functions (`handlers/fetch.py`:
+`collect` reads the partitions, `fetch_frame` encodes the answer), so its answer is the
+handler's to the byte; what this path leaves out is what cannot apply to it: the request
+decoding, the fetch session (a sessionless context answers every partition), authorization
+and quotas (`dispatch` calls `answer` only when neither is configured), down-conversion and
+zstd checks (below v10).
+
+A fetch that must wait is a `PendingFetch` rather than a task: it listens to its partitions'
+appends as the handler's long poll does, and its deadline (the handler's: `max_wait_ms` from
+after the first read) is in `Deadlines`, one timer per millisecond in which any wait ends,
+for all the waiting fetches of a loop. On an append it reads again in the next loop iteration
+(as the handler's task would run then), and answers once `min_bytes` are there, a partition
+has an error, or the deadline has passed; at the deadline it reads once more and answers.
+
+MINIBROKER_PURE_PYTHON=1 (or no built accelerator) turns the path off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import uuid
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias
+
+from minibroker.cluster.fetch_sessions import Requested, Wanted
+from minibroker.cluster.state import Partition
+from minibroker.handlers.fetch import PartitionRead, collect, fetch_frame, poll_min_bytes
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.codec import EncodedFrame, RequestHeader
+from minibroker.protocol.errors import ErrorCode
+from minibroker.records.accel import pure_python_forced
+from minibroker.server.context import RequestContext, Session
+
+if TYPE_CHECKING:
+    from minibroker.cluster.state import Cluster
+    from minibroker.config import Listener
+    from minibroker.server.broker import Broker
+
+log = logging.getLogger(__name__)
+
+_FIRST_TOPIC_ID_VERSION = 13
+_CONSUMER = -1  # the replica id of a consumer's fetch
+
+PlainPartition: TypeAlias = tuple["str | bytes", int, int, int, int, int, int]
+"""(topic name, or id bytes from v13; partition; current leader epoch; fetch offset;
+partition max bytes; log start offset; last fetched epoch)"""
+Plain: TypeAlias = tuple[int, int, str, int, int, int, int, list[PlainPartition]]
+"""What `plain_fetch` answers: (version, correlation id, client id, max wait ms, min bytes,
+max bytes, isolation level, the partitions in request order)."""
+Answer: TypeAlias = "bytearray | EncodedFrame"
+
+
+class PlainRequest(NamedTuple):
+    """The request fields `handlers/fetch.py` reads, as the decoded request has them."""
+
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int
+
+
+def _load() -> Callable[[memoryview], Plain | None] | None:
+    if pure_python_forced():
+        return None
+    try:
+        from minibroker.protocol._accel import plain_fetch
+    except ImportError:
+        return None
+    return plain_fetch
+
+
+native_plain_fetch = _load()
+
+
+def answer(
+    broker: Broker,
+    frame: memoryview,
+    listener: Listener,
+    session: Session,
+    loop: asyncio.AbstractEventLoop,
+) -> Answer | PendingFetch | None:
+    """The answer frame, or the long poll still waiting for it; None when this path does not
+    take the request."""
+    plain = None if native_plain_fetch is None else native_plain_fetch(frame)
+    if plain is None:
+        return None
+    version, correlation_id, client_id, max_wait_ms, min_bytes, max_bytes, isolation = plain[:7]
+    header = RequestHeader(ApiKey.Fetch, version, correlation_id, client_id)
+    ctx = RequestContext(broker, header, listener, session)
+    request = PlainRequest(max_wait_ms, min_bytes, max_bytes, isolation)
+    items = _requested(broker.cluster, version, plain[7])
+    reads, total, has_error = collect(ctx, request, items, _CONSUMER)
+    min_bytes = poll_min_bytes(ctx, request)
+    if total >= min_bytes or has_error or max_wait_ms <= 0:
+        return _frame(ctx, reads)
+    partitions = [read.partition for read in reads if read.partition is not None]
+    if not partitions:
+        return _frame(ctx, reads)
+    for read in reads:
+        read.drop_records()
+    deadline = loop.time() + max_wait_ms / 1000
+    return PendingFetch(ctx, request, items, partitions, min_bytes, deadline, loop)
+
+
+def _frame(ctx: RequestContext, reads: list[PartitionRead]) -> Answer:
+    """The handler's answer to a sessionless fetch: every partition read."""
+    return fetch_frame(ctx, ErrorCode.NO_ERROR, 0, reads)
+
+
+_topic_ids: dict[bytes, uuid.UUID] = {}
+_MAX_TOPIC_IDS = 4096
+
+
+def _requested(cluster: Cluster, version: int, partitions: list[PlainPartition]) -> list[Requested]:
+    """The handler's `_requested`, from `plain_fetch`'s partitions."""
+    items = []
+    for topic, index, leader_epoch, offset, max_bytes, log_start, last_epoch in partitions:
+        if version >= _FIRST_TOPIC_ID_VERSION:
+            assert isinstance(topic, bytes)
+            topic_id = _topic_id(topic)
+            known = cluster.topics_by_id.get(topic_id)
+            topic_key: uuid.UUID | str = topic_id
+            name = None if known is None else known.name
+        else:
+            assert isinstance(topic, str)
+            topic_key = name = topic
+        wanted = Wanted(offset, max_bytes, leader_epoch, log_start, last_epoch)
+        items.append(Requested((topic_key, index), name, wanted))
+    return items
+
+
+def _topic_id(raw: bytes) -> uuid.UUID:
+    topic_id = _topic_ids.get(raw)
+    if topic_id is None:
+        if len(_topic_ids) >= _MAX_TOPIC_IDS:
+            _topic_ids.clear()
+        topic_id = _topic_ids[raw] = uuid.UUID(bytes=raw)
+    return topic_id
+
+
+class PendingFetch:
+    """A waiting long poll of this path, which the connection holds as it would the task of a
+    waiting request (`done`, `result`, `cancel`, one done callback). It is its partitions'
+    append listener itself, as a bound method kept in it would make a reference cycle (and
+    each fetch garbage for the collector)."""
+
+    __slots__ = (
+        "_callback",
+        "_ctx",
+        "_deadline",
+        "_deadlines",
+        "_items",
+        "_loop",
+        "_min_bytes",
+        "_partitions",
+        "_reading_again",
+        "_request",
+        "_result",
+        "_state",
+        "_tick",
+    )
+
+    _WAITING, _DONE, _CANCELLED = range(3)
+
+    def __init__(
+        self,
+        ctx: RequestContext,
+        request: PlainRequest,
+        items: list[Requested],
+        partitions: list[Partition],
+        min_bytes: int,
+        deadline: float,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self._ctx = ctx
+        self._request = request
+        self._items = items
+        self._partitions = partitions
+        self._min_bytes = min_bytes
+        self._deadline = deadline
+        self._loop = loop
+        self._state = self._WAITING
+        self._result: Answer | None = None
+        self._callback: Callable[[PendingFetch], object] | None = None
+        self._reading_again = False
+        for partition in partitions:
+            partition.append_listeners.add(self)  # not a bound method: no reference cycle
+        self._deadlines = Deadlines.of(loop)
+        self._tick: int | None = self._deadlines.add(self, deadline)
+
+    # ---- what the connection asks of a task ----
+
+    def done(self) -> bool:
+        return self._state != self._WAITING
+
+    def cancelled(self) -> bool:
+        return self._state == self._CANCELLED
+
+    def exception(self) -> BaseException | None:
+        return None  # a failure is answered with the handler's error frame (`_failed`)
+
+    def result(self) -> Answer:
+        assert self._result is not None
+        return self._result
+
+    def add_done_callback(self, callback: Callable[[PendingFetch], object]) -> None:
+        self._callback = callback
+
+    def cancel(self) -> bool:
+        if self._state != self._WAITING:
+            return False
+        self._stop_waiting()
+        self._state = self._CANCELLED
+        return True
+
+    async def outcome(self) -> Answer:
+        """The answer, for a caller that is a coroutine (`dispatch`); cancelling it cancels
+        the fetch."""
+        woken: asyncio.Future[None] = self._loop.create_future()
+
+        def wake(_: PendingFetch) -> None:
+            if not woken.done():
+                woken.set_result(None)
+
+        self.add_done_callback(wake)
+        try:
+            await woken
+        finally:
+            self.cancel()
+        return self.result()
+
+    # ---- the long poll ----
+
+    def __call__(self, _: Partition) -> None:
+        """An append to one of the partitions."""
+        if not self._reading_again:
+            self._reading_again = True
+            self._loop.call_soon(self._read_again)
+
+    def _read_again(self) -> None:
+        self._reading_again = False
+        if self._state != self._WAITING:
+            return
+        try:
+            reads, total, has_error = collect(self._ctx, self._request, self._items, _CONSUMER)
+            if total < self._min_bytes and not has_error and self._loop.time() < self._deadline:
+                for read in reads:
+                    read.drop_records()
+                return
+            self._answer(reads)
+        except Exception:
+            self._failed()
+
+    def expire(self) -> None:
+        """The deadline passed (`Deadlines`): read once more and answer."""
+        if self._state != self._WAITING:
+            return
+        self._tick = None
+        try:
+            reads, _total, _has_error = collect(self._ctx, self._request, self._items, _CONSUMER)
+            self._answer(reads)
+        except Exception:
+            self._failed()
+
+    def _answer(self, reads: list[PartitionRead]) -> None:
+        self._finish(_frame(self._ctx, reads))
+
+    def _failed(self) -> None:
+        """As `dispatch` answers a handler's exception."""
+        from minibroker.server.dispatch import error_frame
+
+        version, correlation_id = self._ctx.api_version, self._ctx.header.correlation_id
+        log.exception("Fetch v%d failed", version)
+        self._finish(error_frame(ApiKey.Fetch, version, correlation_id))
+
+    def _finish(self, result: Answer) -> None:
+        self._stop_waiting()
+        self._result = result
+        self._state = self._DONE
+        if self._callback is not None:
+            self._callback(self)
+
+    def _stop_waiting(self) -> None:
+        for partition in self._partitions:
+            partition.append_listeners.discard(self)
+        if self._tick is not None:
+            self._deadlines.remove(self, self._tick)
+            self._tick = None
+
+
+class Deadlines:
+    """The waiting fetches of one loop by the millisecond their wait ends (rounded up, as
+    Kafka's purgatory ticks in milliseconds): one timer per millisecond that has any, instead
+    of one per fetch."""
+
+    _of_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Deadlines] = (
+        weakref.WeakKeyDictionary()
+    )
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._ticks: dict[int, dict[PendingFetch, None]] = {}
+
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop) -> Deadlines:
+        deadlines = cls._of_loop.get(loop)
+        if deadlines is None:
+            deadlines = cls._of_loop[loop] = cls(loop)
+        return deadlines
+
+    def add(self, pending: PendingFetch, deadline: float) -> int:
+        tick = math.ceil(deadline * 1000)
+        waiting = self._ticks.get(tick)
+        if waiting is None:
+            waiting = self._ticks[tick] = {}
+            self._loop.call_at(tick / 1000, self._expire, tick)
+        waiting[pending] = None
+        return tick
+
+    def remove(self, pending: PendingFetch, tick: int) -> None:
+        waiting = self._ticks.get(tick)
+        if waiting is not None:
+            waiting.pop(pending, None)
+
+    def _expire(self, tick: int) -> None:
+        for pending in self._ticks.pop(tick, {}):
+            pending.expire()
