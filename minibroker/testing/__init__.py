@@ -1,4 +1,4 @@
-"""Kafka brokers and clusters in-process, for tests (see README, "Python API and pytest").
+"""Kafka brokers and clusters in-process, for tests (docs/guides/testing.md, "Testing with pytest").
 
 ```python
 from minibroker.testing import KafkaBroker

@@ -16,7 +16,10 @@ archived as they enter, never delivered; under `share.isolation.level=read_commi
 stop at the last stable offset and the batches of aborted transactions are archived the same
 way.
 
-State is kept in memory: a broker restart starts every share partition afresh.
+Each share partition's state is written to `__share_group_state` after every change and read
+back at start (`persist.py`): after a restart what was acknowledged or archived stays so, and
+what was acquired is available again. Only membership (which member holds which records) is
+in memory (`manager.py`).
 """
 
 from __future__ import annotations
