@@ -11,7 +11,7 @@ so UpdateFeatures cannot finalize a level whose behaviour is not served:
 | transaction.version | 0-2 | `minibroker.transaction.version` (2) | KIP-890: 1 = TV1, 2 = TV2 |
 | kraft.version | 0-0 | 0 | no KRaft quorum (Kafka: 0-1) |
 | group.version | 0-1 | 1 | KIP-848 consumer groups (at 0 their APIs answer UNSUPPORTED_VERSION) |
-| eligible.leader.replicas.version | 0-0 | 0 | no replication (Kafka: 0-1) |
+| eligible.leader.replicas.version | 0-0 | 0 | no eligible leader replicas, KIP-966 (Kafka: 0-1) |
 | share.version | 0-1 | 1 | KIP-932 share groups (at 0 their APIs answer UNSUPPORTED_VERSION) |
 | streams.version | 0-0 | 0 | streams groups not served (Kafka: 0-1) |
 

@@ -11,8 +11,9 @@ v4+ is the batched form brokers send to the coordinator (KIP-890): several trans
 request, each answered on its own (`ResultsByTransaction`, top-level error NONE). A
 transaction with VerifyOnly is only checked (Kafka's handleVerifyPartitionsInTransaction):
 each partition answers NO_ERROR if it is in the producer's ongoing transaction,
-INVALID_TXN_STATE if not; nothing is added. Without VerifyOnly the partitions are added, for a
-client on transactions V2 (Kafka: a v4+ add is TV2).
+TRANSACTION_ABORTABLE if not (the producer's errors, and CONCURRENT_TRANSACTIONS while its
+transaction is being ended, for every partition); nothing is added. Without VerifyOnly the
+partitions are added, for a client on transactions V2 (Kafka: a v4+ add is TV2).
 
 Authorization, as Kafka's `handleAddPartitionsToTxnRequest`. v0-3 (clients): WRITE on the
 transactional id (else every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then WRITE on each
@@ -24,7 +25,7 @@ themselves are not checked.
 
 Version notes: v0-3 are the client versions (one transaction per request). PRODUCER_FENCED
 exists from v2; older versions get INVALID_PRODUCER_EPOCH. v3 is flexible; v5 only adds
-TRANSACTION_ABORTABLE (never answered here).
+TRANSACTION_ABORTABLE, which only a VerifyOnly check answers (at v4 as at v5).
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ stops the answer inside a topic, `NextCursor` names that topic and its first par
 out, and when it is reached exactly at a topic boundary, the next topic and partition 0.
 A named topic that does not exist gets UNKNOWN_TOPIC_OR_PARTITION (an illegal name
 INVALID_TOPIC_EXCEPTION), with no partitions and the null topic id, and does not count
-against the limit. Partitions are described as in Metadata (one replica, the leader; no
-eligible leader replicas); topic authorized operations are always given
-(`ctx.authorized_operations`), for those missing topics too.
+against the limit. Partitions are described as in Metadata (leader, replicas, ISR and
+offline replicas; no eligible leader replicas, ELR not being served); topic authorized
+operations are always given (`ctx.authorized_operations`), for those missing topics too.
 
 Authorization: each topic needs DESCRIBE, checked as the topics are walked in name order. A
 listing of every topic leaves the others out; a named topic refused (whether it exists or

@@ -1,9 +1,12 @@
 """Metadata (key 3), versions 0-13.
 
-Behaviour: every partition has one replica, its leader; a single broker leads every
-partition and is the controller. In an in-process cluster (minibroker.testing) the brokers
-are the live nodes, each partition's leader is the node `Nodes.leader_of` says (with its
-leader epoch) and the controller is the lowest live node id. Topic ids are stable, non-zero
+Behaviour: a single broker leads every partition and is the controller. In an in-process
+cluster (minibroker.testing) the brokers are the live nodes and the controller is the lowest
+live node id; a partition of a topic created with one replica lists the node `Nodes.leader_of`
+says as its leader, only replica and ISR, and a replicated partition (replication factor above
+1) its leader, assignment, ISR and the replicas of unreachable nodes as offline
+(`Nodes.replica_view`), with its leader epoch; a partition without a leader (no live ISR
+member) answers LEADER_NOT_AVAILABLE with leader -1. Topic ids are stable, non-zero
 UUIDs kept in `partition.metadata`. Unknown topics are created with `num.partitions` when
 `auto.create.topics.enable` is true and the request allows it (v4+; always allowed before),
 otherwise UNKNOWN_TOPIC_OR_PARTITION; illegal names get INVALID_TOPIC_EXCEPTION. Topics
