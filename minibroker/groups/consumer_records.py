@@ -28,7 +28,7 @@ tombstone: the record's key is deleted. Key types and their values:
     16 ConsumerGroupRegularExpressionKey(group_id, regular_expression)
        ConsumerGroupRegularExpressionValue: topics, version (metadata version), timestamp
 
-The API (engineer A persists consumer groups with it):
+The API (`groups/consumer/persist.py` persists consumer groups with it):
 
 - `encode_consumer_group_record(key, value_or_None) -> (key_bytes, value_bytes_or_None)`:
   a `StoredRecord` for `OffsetsTopic.append`; None writes the tombstone.

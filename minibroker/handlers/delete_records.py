@@ -6,9 +6,12 @@ as the low watermark; an offset at or below the current start changes nothing. A
 Kafka's `Partition.deleteRecordsOnLeader`: an unknown partition is
 UNKNOWN_TOPIC_OR_PARTITION, a topic whose cleanup.policy lacks "delete" POLICY_VIOLATION,
 a negative offset or one above the high watermark OFFSET_OUT_OF_RANGE, an internal topic
-INVALID_TOPIC_EXCEPTION; errors answer low watermark -1. The new start is checkpointed at
-once (the log's `on_log_start_moved`); there are no replicas to wait for, so the timeout is
-not used.
+INVALID_TOPIC_EXCEPTION, and in an in-process cluster a node that does not lead the partition
+NOT_LEADER_OR_FOLLOWER; errors answer low watermark -1. The new start is checkpointed at once
+(the log's `on_log_start_moved`). A replicated partition's followers move their own log start
+when they next fetch from the leader (server/replica_fetcher.py); unlike Kafka, which answers
+once every replica's low watermark has moved, the answer does not wait for them, and the
+timeout is not used.
 
 Authorization: each topic needs DELETE, checked first: else its partitions get
 TOPIC_AUTHORIZATION_FAILED (low watermark -1).

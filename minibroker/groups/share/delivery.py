@@ -18,8 +18,8 @@ way.
 
 Each share partition's state is written to `__share_group_state` after every change and read
 back at start (`persist.py`): after a restart what was acknowledged or archived stays so, and
-what was acquired is available again. Only membership (which member holds which records) is
-in memory (`manager.py`).
+what was acquired is available again (acquisition locks are not kept). The share groups'
+membership is in memory only (`manager.py`).
 """
 
 from __future__ import annotations
