@@ -12,8 +12,8 @@ cluster, else the answer lists no log dir with CLUSTER_AUTHORIZATION_FAILED (v3+
 only the empty list tells, as in Kafka).
 
 Version notes: v1 is v0 (served by Kafka 4 from v1); v3 adds the top-level error code; v4
-adds the directory's total and usable bytes; v5 adds `IsCordoned` (KIP-1066): minibroker's
-single log dir is never cordoned.
+adds the directory's total and usable bytes; v5 adds `IsCordoned` (KIP-1066): minibroker
+never cordons a log dir.
 """
 
 from __future__ import annotations

@@ -6,8 +6,10 @@ with the largest timestamp, and any other timestamp the first record whose times
 or after it — found through `.timeindex`, then inside that batch — or offset -1 with
 timestamp -1 when there is none. As in Kafka's `ReplicaManager.fetchOffset`, a record found
 at or after the last fetchable offset (the last stable offset for read_committed, else the
-high watermark) is answered as none found. The leader epoch is this node's (0). A current leader
-epoch newer than ours gets UNKNOWN_LEADER_EPOCH, an older one FENCED_LEADER_EPOCH. A
+high watermark) is answered as none found. The leader epoch answered is the partition's (0 on
+a single broker; in an in-process cluster it grows with every leader change), and a node that
+does not lead the partition answers NOT_LEADER_OR_FOLLOWER. A current leader epoch newer than
+the partition's gets UNKNOWN_LEADER_EPOCH, an older one FENCED_LEADER_EPOCH. A
 partition whose storage failed (offline log) gets KAFKA_STORAGE_ERROR. A partition named twice
 in one request gets INVALID_REQUEST (each time), and a negative timestamp that is not one of
 Kafka's special values, or one the request's version does not know yet, UNSUPPORTED_VERSION;

@@ -1,15 +1,15 @@
 """OffsetForLeaderEpoch (key 23), versions 0-4 (v0-1 only under an emulated Kafka 2.8-3.9).
 
 Behaviour: a replicated partition (in-process cluster) answers from its leader replica's
-leader-epoch cache (cluster/replicas.py). Otherwise every partition has had a single leader
-epoch, 0, since its first append, so the leader-epoch cache Kafka keeps has one entry once
-the log has ever held data. Answered
-as Kafka's `LeaderEpochFileCache.endOffsetFor`: the latest epoch gives (epoch, log end
-offset); an epoch below it (only negatives here) gives the requested epoch and the log
-start offset; -1, an epoch above the latest or any epoch on a never-written log gives
-(-1, -1) without error. A current leader epoch newer than ours is UNKNOWN_LEADER_EPOCH, an
-older one FENCED_LEADER_EPOCH (-1 skips the check); an unknown partition is
-UNKNOWN_TOPIC_OR_PARTITION.
+leader-epoch cache (cluster/replicas.py). A single-replica partition keeps no cache: its only
+entry is its current leader epoch (0 on a single broker; bumped when a cluster moves its
+leader), starting at its log start once the log has ever held data. So the current epoch
+gives (epoch, log end offset), an older one the requested epoch and the log start offset,
+and -1, a newer epoch or any epoch on a never-written log (-1, -1) without error, as Kafka's
+`LeaderEpochFileCache.endOffsetFor` answers a cache with that one entry. A current leader
+epoch newer than the partition's is UNKNOWN_LEADER_EPOCH, an older one FENCED_LEADER_EPOCH
+(-1 skips the check); a node that does not lead the partition answers NOT_LEADER_OR_FOLLOWER;
+an unknown partition is UNKNOWN_TOPIC_OR_PARTITION.
 
 Authorization: with CLUSTER_ACTION on the cluster (a follower) every topic is answered;
 otherwise each topic needs DESCRIBE (KIP-320 consumers), else its partitions get
