@@ -1,10 +1,13 @@
 """InternalTopic: a topic of keyed records, loaded at start and appended before answering.
 
-`__consumer_offsets` (groups/store.py) and `__transaction_state` (txn/state_log.py) are built on
-it; their record formats and the state they rebuild stay with their owners. What they share:
+`__consumer_offsets` (groups/store.py), `__transaction_state` (txn/state_log.py),
+`__share_group_state` (groups/share/persist.py) and the Schema Registry's `_schemas`
+(registry/store.py) are built on it; their record formats and the state they rebuild stay with
+their owners. What they share:
 
 - The topic is created the first time it is needed (`ensure`) with the partition count of its
-  broker setting (`offsets.topic.num.partitions`, `transaction.state.log.num.partitions`) and
+  broker setting (`offsets.topic.num.partitions`, `transaction.state.log.num.partitions`,
+  `share.coordinator.state.topic.num.partitions`; `_schemas` has one) and
   the topic configs Kafka gives it: `cleanup.policy=compact` (log/cleaner.py compacts it) and
   `segment.bytes` of its own setting.
 - The records of a key (a group id, a transactional id) go to partition
