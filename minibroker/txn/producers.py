@@ -32,7 +32,8 @@ directory at the log end offset; `rebuild()` loads the newest snapshot whose off
 is none (after a crash); open transactions, and so the last stable offset, come back with it.
 Retention and DeleteRecords keep producer state, as Kafka does; producers whose last batch
 timestamp is older than `producer.id.expiration.ms` (and that have no open transaction) are
-forgotten, checked every `producer.id.expiration.check.interval.ms`. After a log truncation
+forgotten, checked every 10 minutes (Kafka's `producer.id.expiration.check.interval.ms`
+default; not a setting here). After a log truncation
 call `reload(partition)`; after deleting a topic call `forget(partition)` for each of its
 partitions.
 
@@ -362,6 +363,9 @@ class ProducerStateManager:
         self._clock = clock
         self._ids = ProducerIdGenerator(data_dir, node_id)
         self._tables: dict[PartitionView, ProducerTable] = {}
+        # The partition object holding each (topic, index)'s table: one created again after
+        # its topic was deleted replaces the old one's state.
+        self._holders: dict[tuple[str, int], PartitionView] = {}
         self._next_expiration_check_ms = clock() + expiration_check_interval_ms
 
     @classmethod
@@ -524,9 +528,10 @@ class ProducerStateManager:
 
     def _forget_namesake(self, partition: PartitionView) -> None:
         """A topic deleted and created again: the old partition's state must not survive it."""
-        for known in list(self._tables):
-            if (known.topic, known.index) == (partition.topic, partition.index):
-                del self._tables[known]
+        previous = self._holders.get((partition.topic, partition.index))
+        if previous is not None and previous is not partition:
+            self._tables.pop(previous, None)
+        self._holders[(partition.topic, partition.index)] = partition
 
     # -- expiration ----------------------------------------------------------------------------
 
@@ -579,6 +584,8 @@ class ProducerStateManager:
     def forget(self, partition: PartitionView) -> None:
         """Drop a deleted partition's state (its directory is gone; nothing is written)."""
         self._tables.pop(partition, None)
+        if self._holders.get((partition.topic, partition.index)) is partition:
+            del self._holders[(partition.topic, partition.index)]
 
     def close(self) -> None:
         """Write a snapshot at the log end offset of every partition (clean shutdown)."""
