@@ -271,13 +271,20 @@ def _docstring_markdown(text: str) -> str:
     kept as code, other text escaped."""
     out: list[str] = []
     previous = ""
+    in_list = False
     for line in text.splitlines():
         if line.startswith("    ") and (not previous.strip() or previous.startswith("    ")):
             out.append(line)
         else:
-            if line.startswith("- ") and previous.strip() and not previous.startswith(("- ", "  ")):
-                out.append("")
+            if line.startswith("- ") and previous.strip() and not in_list:
+                out.append("")  # a list needs a blank line before it
+            elif in_list and line.strip() and not line.startswith(("- ", " ")):
+                out.append("")  # text after a list starts a paragraph, not a list item's tail
             out.append(_escape(line))
+        if line.startswith("- "):
+            in_list = True
+        elif not line.strip() or not line.startswith(" "):
+            in_list = False
         previous = line
     return "\n".join(out)
 
