@@ -9,7 +9,8 @@ tagged fields. Such a fetch is served by the handler's own functions (`handlers/
 handler's to the byte; what this path leaves out is what cannot apply to it: the request
 decoding, the fetch session (a sessionless context answers every partition), authorization
 and quotas (`dispatch` calls `answer` only when neither is configured), down-conversion and
-zstd checks (below v10).
+zstd checks (below v10). The answer to a fetch of one partition is framed from a cached
+template of the same encoder's bytes, as the produce path's answers are.
 
 A fetch that must wait is a `PendingFetch` rather than a task: it listens to its partitions'
 appends as the handler's long poll does, and its deadline (the handler's: `max_wait_ms` from
@@ -26,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import struct
 import uuid
 import weakref
 from collections.abc import Callable
@@ -37,6 +39,8 @@ from minibroker.handlers.fetch import PartitionRead, collect, fetch_frame, poll_
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import EncodedFrame, RequestHeader
 from minibroker.protocol.errors import ErrorCode
+from minibroker.protocol.fetch_response import FetchedPartition, FetchedTopic, encode_fetch_response
+from minibroker.protocol.varint import encode_uvarint
 from minibroker.records.accel import pure_python_forced
 from minibroker.server.context import RequestContext, Session
 
@@ -49,6 +53,7 @@ log = logging.getLogger(__name__)
 
 _FIRST_TOPIC_ID_VERSION = 13
 _CONSUMER = -1  # the replica id of a consumer's fetch
+_ZERO_ID = uuid.UUID(int=0)
 
 PlainPartition: TypeAlias = tuple["str | bytes", int, int, int, int, int, int]
 """(topic name, or id bytes from v13; partition; current leader epoch; fetch offset;
@@ -112,8 +117,65 @@ def answer(
 
 
 def _frame(ctx: RequestContext, reads: list[PartitionRead]) -> Answer:
-    """The handler's answer to a sessionless fetch: every partition read."""
+    """The handler's answer to a sessionless fetch: every partition read. One partition read
+    without error, with its records in memory, is framed from a template."""
+    if len(reads) == 1:
+        read = reads[0]
+        if (
+            read.error == ErrorCode.NO_ERROR
+            and not read.aborted_transactions
+            and isinstance(read.records, bytes)
+        ):
+            return _single_partition_frame(ctx, read, read.records)
     return fetch_frame(ctx, ErrorCode.NO_ERROR, 0, reads)
+
+
+# A one-partition answer is its template's head (up to the preferred read replica), the
+# records' compact length, the records, and the partition's, topic's and response's empty
+# tagged fields. Patched into the head: the frame size and correlation id at 0, and the
+# high watermark, last stable offset and log start offset before the aborted transactions'
+# one-byte length (null or empty) and the preferred read replica.
+_SIZE_AND_CORRELATION = struct.Struct(">ii")
+_OFFSETS = struct.Struct(">qqq")
+_OFFSETS_FROM_END = _OFFSETS.size + 1 + 4
+_TAIL = b"\x00\x00\x00"
+_TemplateKey: TypeAlias = tuple[int, "uuid.UUID | str", int, bool]
+_templates: dict[_TemplateKey, bytes] = {}
+_MAX_TEMPLATES = 4096
+
+
+def _single_partition_frame(ctx: RequestContext, read: PartitionRead, records: bytes) -> bytearray:
+    version = ctx.api_version
+    topic_key, index = read.key
+    committed = read.aborted_transactions is not None
+    key = (version, topic_key, index, committed)
+    head = _templates.get(key)
+    if head is None:
+        head = _template(version, read.requested.topic or "", topic_key, index, committed)
+        if len(_templates) >= _MAX_TEMPLATES:
+            _templates.clear()
+        _templates[key] = head
+    frame = bytearray(head)
+    frame += encode_uvarint(len(records) + 1)
+    frame += records
+    frame += _TAIL
+    _SIZE_AND_CORRELATION.pack_into(frame, 0, len(frame) - 4, ctx.header.correlation_id)
+    offsets = (read.high_watermark, read.last_stable_offset, read.log_start_offset)
+    _OFFSETS.pack_into(frame, len(head) - _OFFSETS_FROM_END, *offsets)
+    return frame
+
+
+def _template(
+    version: int, name: str, topic_key: uuid.UUID | str, index: int, committed: bool
+) -> bytes:
+    """The head of the handler's encoding of an answer with no records."""
+    topic_id = topic_key if isinstance(topic_key, uuid.UUID) else _ZERO_ID
+    aborted: list[tuple[int, int]] | None = [] if committed else None
+    partition = FetchedPartition(index, ErrorCode.NO_ERROR, 0, 0, 0, aborted, b"")
+    topic = FetchedTopic(name, topic_id, [partition])
+    (encoded,) = encode_fetch_response(version, 0, ErrorCode.NO_ERROR, [topic])
+    assert isinstance(encoded, bytes) and encoded.endswith(b"\x01" + _TAIL)
+    return encoded[: -1 - len(_TAIL)]
 
 
 _topic_ids: dict[bytes, uuid.UUID] = {}
