@@ -125,37 +125,110 @@ def documented_settings() -> set[str]:
     return {*BROKER_CONFIGS, *TOPIC_CONFIGS, *GROUP_CONFIG_DEFS, *KAFKA_SETTINGS_READ}
 
 
+# The broker settings table is split by area, a setting going to the first area whose prefix
+# (or exact name) it matches; the last area takes the rest.
+SETTING_AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("minibroker's own", ("minibroker.",)),
+    (
+        "Node, listeners and connections",
+        (
+            "node.id",
+            "broker.id",
+            "cluster.id",
+            "listener",
+            "advertised.listeners",
+            "socket.",
+            "max.connection",
+            "connections.",
+            "queued.max",
+            "num.network.threads",
+            "num.io.threads",
+            "background.threads",
+            "metric.reporters",
+            "controller.listener.names",
+        ),
+    ),
+    ("Security", ("ssl.", "sasl.", "connection.failed.authentication", "authorizer.", "super.")),
+    ("Authorization and quotas", ("allow.everyone", "quota.", "controller.quota.")),
+    (
+        "Topics, logs and retention",
+        (
+            "log.",
+            "num.partitions",
+            "auto.create",
+            "delete.topic",
+            "compression.",
+            "message.max.bytes",
+            "num.recovery",
+        ),
+    ),
+    (
+        "Replication",
+        ("replica.", "num.replica", "default.replication", "min.insync", "unclean."),
+    ),
+    (
+        "Consumer groups and offsets",
+        (
+            "group.consumer.",
+            "group.min",
+            "group.max",
+            "group.initial",
+            "offsets.",
+            "offset.",
+            "group.streams.",
+        ),
+    ),
+    ("Share groups", ("group.share.", "share.")),
+    ("Transactions and producers", ("transaction", "producer.")),
+    ("Requests, fetch sessions and telemetry", ("",)),
+)
+
+
+def _area(name: str) -> str:
+    return next(title for title, prefixes in SETTING_AREAS if name.startswith(prefixes))
+
+
 def broker_settings() -> str:
-    from minibroker.config import BROKER_CONFIGS, DYNAMIC_BROKER_CONFIGS, KAFKA_SETTINGS_READ
+    from minibroker.config import BROKER_CONFIGS, KAFKA_SETTINGS_READ
+
+    sections = []
+    names = [*BROKER_CONFIGS, *KAFKA_SETTINGS_READ]
+    for title, _ in SETTING_AREAS:
+        rows = sorted(name for name in names if _area(name) == title)
+        if rows:
+            sections.append(f"### {title}\n\n{_settings_table(rows)}\n")
+    return "\n".join(sections)
+
+
+def _settings_table(names: list[str]) -> str:
+    from minibroker.config import BROKER_CONFIGS, DYNAMIC_BROKER_CONFIGS
 
     lines = [
-        "| setting | type | minibroker's default | Kafka's default | dynamic | notes |",
-        "|---|---|---|---|---|---|",
+        "| setting | minibroker's default | Kafka's default | notes |",
+        "|---|---|---|---|",
     ]
-    for name in sorted(BROKER_CONFIGS):
+    for name in names:
+        if name not in BROKER_CONFIGS:
+            lines.append(
+                f"| `{name}` | *(none)* | same | list. Read only to leave these listeners "
+                "(a KRaft controller's) unserved; [more](../guides/docker.md) |"
+            )
+            continue
         definition = BROKER_CONFIGS[name]
-        own = name.startswith("minibroker.")
-        if own:
-            kafka = "— (minibroker's own)"
+        if name.startswith("minibroker."):
+            kafka = "—"
         elif name in KAFKA_DEFAULTS:
             kafka = "**" + _value(KAFKA_DEFAULTS[name]) + "**"
         else:
             kafka = "same"
-        notes = [_cell(definition.doc)] if definition.doc else []
+        kind = definition.type.name.lower() + (", secret" if definition.sensitive else "")
+        notes = [kind + (", *dynamic*." if name in DYNAMIC_BROKER_CONFIGS else ".")]
+        if definition.doc:
+            notes.append(_cell(definition.doc))
         page = _page_for(name)
         if page:
             notes.append(f"[more]({page})")
-        secret = " (secret)" if definition.sensitive else ""
-        lines.append(
-            f"| `{name}` | {definition.type.name.lower()}{secret} | {_value(definition.default)} "
-            f"| {kafka} | {'yes' if name in DYNAMIC_BROKER_CONFIGS else ''} "
-            f"| {' '.join(notes)} |"
-        )
-    for name in sorted(KAFKA_SETTINGS_READ):
-        lines.append(
-            f"| `{name}` | list | *(none)* | same | | read only to leave these listeners "
-            "(a KRaft controller's) unserved; [more](../guides/docker.md) |"
-        )
+        lines.append(f"| `{name}` | {_value(definition.default)} | {kafka} | {' '.join(notes)} |")
     return "\n".join(lines)
 
 
