@@ -384,7 +384,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
         return self._throttle_timer is not None or (until > 0 and until > time.monotonic())
 
     def _mute_while_throttled(self) -> None:
-        delay = self._session.throttled_until - time.monotonic()
+        until = self._session.throttled_until
+        if until <= 0:  # never throttled: no clock to read
+            return
+        delay = until - time.monotonic()
         if delay <= 0 or self._throttle_timer is not None or self._closed:
             return
         self._throttle_timer = asyncio.get_running_loop().call_later(delay, self._unmute)

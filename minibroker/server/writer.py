@@ -62,7 +62,8 @@ class ResponseWriter:
         return len(self._frames)
 
     def write(self, frames: list[bytearray | EncodedFrame]) -> None:
-        """Queue the frames (answers that became ready together) and write what may be."""
+        """Queue the frames (answers that became ready together) and write what may be. The
+        caller goes on itself: `on_frame_written` is only for frames written on `resume`."""
         for frame in frames:
             if self._closed:
                 _release(frame.parts if isinstance(frame, EncodedFrame) else [])
@@ -75,7 +76,8 @@ class ResponseWriter:
 
     def resume(self) -> None:
         self._paused = False
-        self._pump()
+        if self._pump():
+            self._on_frame_written()
 
     def close(self) -> None:
         """Drop what is still queued (the connection is gone)."""
@@ -83,9 +85,10 @@ class ResponseWriter:
         while self._frames:
             _release(self._frames.popleft())
 
-    def _pump(self) -> None:
+    def _pump(self) -> bool:
         """Hand queued parts to the transport: consecutive bytes parts in one write (one
-        send for many small answers), up to the high-water mark between pause checks."""
+        send for many small answers), up to the high-water mark between pause checks.
+        Whether a whole frame was handed over."""
         written = False
         batch: list[bytes | bytearray] = []
         batch_bytes = 0
@@ -109,9 +112,8 @@ class ResponseWriter:
             self._flush(batch)
         except OSError as exc:  # the peer went away, or a segment file failed
             self._on_error(f"writing a response failed: {exc}")
-            return
-        if written:
-            self._on_frame_written()
+            return False
+        return written
 
     def _flush(self, batch: list[bytes | bytearray]) -> None:
         if len(batch) == 1:
