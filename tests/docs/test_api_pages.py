@@ -43,6 +43,7 @@ def test_summary_table_has_the_advertised_ranges() -> None:
             assert (int(low), int(high or low)) == advertised[name], (name, shown)
             seen.add(name)
     assert seen == set(advertised), set(advertised) ^ seen
+    assert f"{len(HANDLER_MODULES)} API keys are served" in text
 
 
 def test_every_page_renders() -> None:
