@@ -102,7 +102,7 @@ def start_broker(data_dir: Path, console: bool) -> ConsoleBroker:
     for line in process.stdout:
         if line.startswith(READY):
             bootstrap = line.strip().rsplit(" ", 1)[-1]
-            return ConsoleBroker(MINIBROKER, bootstrap, process, data_dir, console_url)
+            return ConsoleBroker(MINIBROKER, bootstrap, process, data_dir, console_url=console_url)
     process.wait()
     raise RuntimeError(f"broker exited with {process.returncode} before it was ready")
 

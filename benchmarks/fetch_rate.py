@@ -35,15 +35,26 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from benchmarks import procstat
-from benchmarks.brokers import MOCK, RunningBroker, start_minibroker, start_mock
+from benchmarks.brokers import (
+    MOCK,
+    RunningBroker,
+    connect,
+    receive,
+    start_minibroker,
+    start_mock,
+)
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import request_class, response_class
 from minibroker.records.records import build_batch
+
+if TYPE_CHECKING:
+    from benchmarks.tls import TlsClient
 
 CONSUMERS = 100
 PARTITIONS = 4  # per topic: the mock cluster's auto-created topics have 4
@@ -166,24 +177,24 @@ class _Consumer:
         self.offset = (self.offset + 1) % offsets if offsets else 0
 
 
-def _connect(bootstrap: str) -> socket.socket:
-    host, _, port = bootstrap.rpartition(":")
-    sock = socket.create_connection((host, int(port)))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
-
-
 def poll(
-    bootstrap: str, prefix: str, offsets: int, seconds: float, check: Callable[[int], None]
+    bootstrap: str,
+    prefix: str,
+    offsets: int,
+    seconds: float,
+    check: Callable[[int], None],
+    tls: TlsClient | None = None,
 ) -> int:
     """Each of `CONSUMERS` connections fetches its partition of the topics named `prefix`-n
     for `seconds`, one
     Fetch in flight, offsets 0..`offsets`-1 over and over (always 0 when `offsets` is 0);
     `check` sees each answer's size. Returns the Fetches answered."""
     limit = 1 if offsets else 1 << 20
-    ids = topic_ids(bootstrap, topic_names(prefix))
+    ids = topic_ids(bootstrap, topic_names(prefix), tls)
     consumers = [
-        _Consumer(_connect(bootstrap), fetch_frames(ids[topic], index, limit), pending=bytearray())
+        _Consumer(
+            connect(bootstrap, tls), fetch_frames(ids[topic], index, limit), pending=bytearray()
+        )
         for topic in topic_names(prefix)
         for index in range(PARTITIONS)
     ]
@@ -198,7 +209,7 @@ def poll(
                 for key, _ in selector.select(0.1):
                     consumer = key.data
                     assert consumer.pending is not None
-                    consumer.pending += consumer.sock.recv(1 << 16)
+                    consumer.pending += receive(consumer.sock, 1 << 16)
                     for size in _answers(consumer.pending):
                         check(size)
                         answered += 1
@@ -209,21 +220,23 @@ def poll(
     return answered
 
 
-def _request(bootstrap: str, frame: bytes, count: int) -> None:
+def _request(bootstrap: str, frame: bytes, count: int, tls: TlsClient | None) -> None:
     """Send `frame` `count` times on one connection and wait for every answer."""
-    with _connect(bootstrap) as sock:
+    with connect(bootstrap, tls) as sock:
         sock.sendall(frame * count)
         pending = bytearray()
         answered = 0
         while answered < count:
-            chunk = sock.recv(1 << 20)
+            chunk = receive(sock, 1 << 20)
             if not chunk:
                 raise RuntimeError("the broker closed the connection while preloading")
             pending += chunk
             answered += len(_answers(pending))
 
 
-def topic_ids(bootstrap: str, names: list[str]) -> dict[str, uuid.UUID]:
+def topic_ids(
+    bootstrap: str, names: list[str], tls: TlsClient | None = None
+) -> dict[str, uuid.UUID]:
     """The ids of topics `names`, from a Metadata v12 answer (what librdkafka asks)."""
     cls = request_class(ApiKey.Metadata)
     assert cls is not None
@@ -235,17 +248,19 @@ def topic_ids(bootstrap: str, names: list[str]) -> dict[str, uuid.UUID]:
         include_topic_authorized_operations=False,
     )
     body = bytes(message.encode(version=METADATA_VERSION))
-    with _connect(bootstrap) as sock:
+    with connect(bootstrap, tls) as sock:
         sock.sendall(_frame(ApiKey.Metadata, METADATA_VERSION, body, flexible=True))
         pending = bytearray()
         while not (sizes := _answers(pending, keep=True)):
-            pending += sock.recv(1 << 16)
+            pending += receive(sock, 1 << 16)
     # size, correlation id, the response header's tagged fields (none)
     answer = response_class(ApiKey.Metadata).decode(bytes(pending[9 : sizes[0]]), version=12)
     return {topic.name: topic.topic_id for topic in answer.topics}
 
 
-def create_topics(bootstrap: str, names: list[str], mock: bool) -> None:
+def create_topics(
+    bootstrap: str, names: list[str], mock: bool, tls: TlsClient | None = None
+) -> None:
     """`names` with `PARTITIONS` partitions each: the mock creates them when asked for their
     metadata, minibroker through the admin API."""
     if mock:
@@ -253,18 +268,19 @@ def create_topics(bootstrap: str, names: list[str], mock: bool) -> None:
         for name in names:
             Producer({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(name, timeout=10)
         return
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    settings = {} if tls is None else tls.client_settings()
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, **settings})
     futures = admin.create_topics([NewTopic(name, PARTITIONS, 1) for name in names])
     for future in futures.values():
         with contextlib.suppress(KafkaException):  # it exists already
             future.result(10)
 
 
-def prepare(bootstrap: str, mock: bool = False) -> None:
+def prepare(bootstrap: str, mock: bool = False, tls: TlsClient | None = None) -> None:
     """The empty topics of FE and the preloaded ones of FM."""
-    create_topics(bootstrap, topic_names(EMPTY_TOPICS), mock)
-    create_topics(bootstrap, topic_names(SMALL_TOPICS), mock)
-    _request(bootstrap, preload_frame(topic_names(SMALL_TOPICS)), PRELOAD)
+    create_topics(bootstrap, topic_names(EMPTY_TOPICS), mock, tls)
+    create_topics(bootstrap, topic_names(SMALL_TOPICS), mock, tls)
+    _request(bootstrap, preload_frame(topic_names(SMALL_TOPICS)), PRELOAD, tls)
 
 
 def _empty_answer_size() -> int:
@@ -291,17 +307,17 @@ SCENARIOS: dict[str, tuple[str, int, Callable[[int], None]]] = {
 }
 
 
-def drive(bootstrap: str, scenario: str, seconds: float) -> int:
+def drive(bootstrap: str, scenario: str, seconds: float, tls: TlsClient | None = None) -> int:
     prefix, offsets, check = SCENARIOS[scenario]
-    return poll(bootstrap, prefix, offsets, seconds, check)
+    return poll(bootstrap, prefix, offsets, seconds, check, tls)
 
 
 def measure(broker: RunningBroker, scenario: str, seconds: float) -> dict[str, float]:
     """Fetches/s and broker CPU-µs per Fetch of one run (`prepare` first)."""
-    drive(broker.bootstrap, scenario, 0.3)  # warm up
+    drive(broker.bootstrap, scenario, 0.3, broker.tls)  # warm up
     cpu = procstat.cpu_seconds(broker.pid)
     started = time.perf_counter()
-    answered = drive(broker.bootstrap, scenario, seconds)
+    answered = drive(broker.bootstrap, scenario, seconds, broker.tls)
     elapsed = time.perf_counter() - started
     cpu = procstat.cpu_seconds(broker.pid) - cpu
     return {

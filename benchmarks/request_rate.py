@@ -28,16 +28,20 @@ import tempfile
 import time
 from collections import deque
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from benchmarks import procstat
-from benchmarks.brokers import RunningBroker, start_minibroker
+from benchmarks.brokers import RunningBroker, connect, receive, start_minibroker
 from benchmarks.stats import percentile
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import request_class
 from minibroker.records.records import build_batch
+
+if TYPE_CHECKING:
+    from benchmarks.tls import TlsClient
 
 TOPIC = "r1"
 PRODUCE_VERSION = 9
@@ -67,17 +71,17 @@ def produce_frame(topic: str, value: bytes) -> bytes:
     return _SIZE.pack(len(body)) + body
 
 
-def drive(bootstrap: str, frame: bytes, window: int, seconds: float) -> int:
+def drive(
+    bootstrap: str, frame: bytes, window: int, seconds: float, tls: TlsClient | None = None
+) -> int:
     """Send `frame` with `window` requests in flight for `seconds`; answered requests."""
-    host, _, port = bootstrap.rpartition(":")
-    with socket.create_connection((host, int(port))) as sock:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    with connect(bootstrap, tls) as sock:
         sock.sendall(frame * window)
         pending = b""
         answered = 0
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            pending += sock.recv(1 << 20)
+            pending += receive(sock, 1 << 20)
             frames = 0
             while len(pending) >= 4:
                 size = _SIZE.unpack_from(pending)[0] + 4
@@ -162,13 +166,14 @@ def highest_sustained(rows: list[dict[str, float]]) -> float:
     return max((row["rate"] for row in rows if row["p99_ms"] <= P99_LIMIT_MS), default=0.0)
 
 
-def create_topic(bootstrap: str, mock: bool = False) -> None:
+def create_topic(bootstrap: str, mock: bool = False, tls: TlsClient | None = None) -> None:
     """The topic, through the admin API; the mock, which does not create topics that way,
     creates it when asked for its metadata."""
     if mock:
         Producer({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(TOPIC, timeout=10)
         return
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    settings = {} if tls is None else tls.client_settings()
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, **settings})
     with contextlib.suppress(KafkaException):  # it exists already
         admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(10)
 
@@ -176,12 +181,12 @@ def create_topic(bootstrap: str, mock: bool = False) -> None:
 def measure(
     broker: RunningBroker, window: int, seconds: float, mock: bool = False
 ) -> dict[str, float]:
-    create_topic(broker.bootstrap, mock)
+    create_topic(broker.bootstrap, mock, broker.tls)
     frame = produce_frame(TOPIC, b"v" * 100)
-    drive(broker.bootstrap, frame, window, 0.5)  # warm up
+    drive(broker.bootstrap, frame, window, 0.5, broker.tls)  # warm up
     cpu = procstat.cpu_seconds(broker.pid)
     started = time.perf_counter()
-    answered = drive(broker.bootstrap, frame, window, seconds)
+    answered = drive(broker.bootstrap, frame, window, seconds, broker.tls)
     elapsed = time.perf_counter() - started
     cpu = procstat.cpu_seconds(broker.pid) - cpu
     return {

@@ -1,6 +1,6 @@
 """`scripts/bench`: every scenario against minibroker and librdkafka's mock cluster in one run.
 
-python -m benchmarks.run [--runs 3] [--only P1,PR,F1,FE,FM,L1,R1,P2,S1,FC,M1,RF,SPARK,CO]
+python -m benchmarks.run [--runs 3] [--only P1,PR,F1,FE,FM,L1,R1,TLS,P2,S1,FC,M1,RF,SPARK,CO]
     [--json F]
     [--chart F]
 """
@@ -28,6 +28,7 @@ from benchmarks import (
     produce_cpu,
     request_rate,
     startup,
+    tls,
 )
 from benchmarks.brokers import RunningBroker, start_minibroker, start_mock
 from benchmarks.output import add_publish_flag, output_path
@@ -36,7 +37,23 @@ from benchmarks.report import markdown_table, spread_text, write_chart, write_js
 from benchmarks.stats import Spread, ratio
 from minibroker.records.accel import active_path
 
-SCENARIOS = ("P1", "PR", "F1", "FE", "FM", "L1", "R1", "P2", "S1", "FC", "M1", "RF", "SPARK", "CO")
+SCENARIOS = (
+    "P1",
+    "PR",
+    "F1",
+    "FE",
+    "FM",
+    "L1",
+    "R1",
+    "TLS",
+    "P2",
+    "S1",
+    "FC",
+    "M1",
+    "RF",
+    "SPARK",
+    "CO",
+)
 MB = 1e6
 T = TypeVar("T")
 
@@ -158,6 +175,40 @@ def r1(mini: RunningBroker, mock: RunningBroker, runs: int) -> dict[str, Any]:
     return {**result, "rows": rows, "highest_rate_p99_5ms": highest}
 
 
+def tls_figures(mini: RunningBroker, runs: int) -> dict[str, Any]:
+    """R1, FE and FM with TLS on, beside plaintext (`benchmarks/tls.py`): the mock has no TLS
+    listener, so the reference is minibroker's own plaintext figure."""
+    settle("TLS")
+    results = tls.compare(mini, runs)
+    print(
+        markdown_table(
+            [
+                "TLS",
+                "plaintext CPU-µs/request",
+                "TLS CPU-µs/request",
+                "CPU ratio",
+                "plaintext requests/s",
+                "TLS requests/s",
+                "rate ratio",
+            ],
+            [
+                [
+                    TLS_LABELS[figure],
+                    spread_text(row["plaintext"]["broker_cpu_us"], 1),
+                    spread_text(row["tls"]["broker_cpu_us"], 1),
+                    f"{row['broker_cpu_us_ratio']:.2f}",
+                    spread_text(row["plaintext"]["requests_per_s"]),
+                    spread_text(row["tls"]["requests_per_s"]),
+                    f"{row['requests_per_s_ratio']:.2f}",
+                ]
+                for figure, row in results.items()
+            ],
+        ),
+        flush=True,
+    )
+    return results
+
+
 def fc(runs: int) -> dict[str, Any]:
     settle("FC")
     result: dict[str, Any] = {}
@@ -231,6 +282,7 @@ FETCH_LABELS = {
     "FE": "FE empty long poll (10 ms)",
     "FM": "FM one 1-message batch per Fetch",
 }
+TLS_LABELS = {"R1": "R1 single-message Produce (window 64)", **FETCH_LABELS}
 
 
 def l1(mini: RunningBroker, mock: RunningBroker) -> list[dict[str, Any]]:
@@ -313,6 +365,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 results["L1"] = l1(mini, mock)
             if "R1" in chosen:
                 results["R1"] = r1(mini, mock, args.runs)
+            if "TLS" in chosen:
+                results["TLS"] = tls_figures(mini, args.runs)
             if "P2" in chosen:
                 results["P2"] = p2(mini)
         finally:
