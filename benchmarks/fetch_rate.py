@@ -91,7 +91,9 @@ def _frame(api_key: int, version: int, body: bytes, flexible: bool = False) -> b
     return _SIZE.pack(len(header) + len(body)) + header + body
 
 
-def fetch_frames(topic_id: uuid.UUID, partition: int, partition_max_bytes: int) -> FetchFrames:
+def fetch_frames(
+    topic_id: uuid.UUID, partition: int, partition_max_bytes: int, max_wait_ms: int = MAX_WAIT_MS
+) -> FetchFrames:
     cls = request_class(ApiKey.Fetch)
     assert cls is not None
     topic_class = cls.fields["topics"].data_class
@@ -106,7 +108,7 @@ def fetch_frames(topic_id: uuid.UUID, partition: int, partition_max_bytes: int) 
     message = cls(
         version=FETCH_VERSION,
         replica_id=-1,
-        max_wait_ms=MAX_WAIT_MS,
+        max_wait_ms=max_wait_ms,
         min_bytes=1,
         max_bytes=52_428_800,
         isolation_level=0,
@@ -149,7 +151,7 @@ def preload_frame(topics: list[str]) -> bytes:
     return _frame(ApiKey.Produce, PRODUCE_VERSION, body, flexible=True)
 
 
-def _answers(pending: bytearray, keep: bool = False) -> list[int]:
+def answer_sizes(pending: bytearray, keep: bool = False) -> list[int]:
     """The sizes of the whole answers at the start of `pending`, removed from it (unless
     `keep`)."""
     sizes = []
@@ -210,7 +212,7 @@ def poll(
                     consumer = key.data
                     assert consumer.pending is not None
                     consumer.pending += receive(consumer.sock, 1 << 16)
-                    for size in _answers(consumer.pending):
+                    for size in answer_sizes(consumer.pending):
                         check(size)
                         answered += 1
                         consumer.send_next(offsets)
@@ -231,7 +233,7 @@ def _request(bootstrap: str, frame: bytes, count: int, tls: TlsClient | None) ->
             if not chunk:
                 raise RuntimeError("the broker closed the connection while preloading")
             pending += chunk
-            answered += len(_answers(pending))
+            answered += len(answer_sizes(pending))
 
 
 def topic_ids(
@@ -251,7 +253,7 @@ def topic_ids(
     with connect(bootstrap, tls) as sock:
         sock.sendall(_frame(ApiKey.Metadata, METADATA_VERSION, body, flexible=True))
         pending = bytearray()
-        while not (sizes := _answers(pending, keep=True)):
+        while not (sizes := answer_sizes(pending, keep=True)):
             pending += receive(sock, 1 << 16)
     # size, correlation id, the response header's tagged fields (none)
     answer = response_class(ApiKey.Metadata).decode(bytes(pending[9 : sizes[0]]), version=12)

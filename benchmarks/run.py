@@ -1,6 +1,7 @@
 """`scripts/bench`: every scenario against minibroker and librdkafka's mock cluster in one run.
 
-python -m benchmarks.run [--runs 3] [--only P1,PR,F1,FE,FM,L1,R1,TLS,P2,S1,FC,M1,RF,SPARK,CO]
+python -m benchmarks.run [--runs 3]
+    [--only P1,PR,F1,FE,FM,L1,R1,TLS,CG,P2,S1,FC,M1,RF,SPARK,CO]
     [--json F]
     [--chart F]
 """
@@ -21,6 +22,7 @@ from benchmarks import (
     fetch,
     fetch_rate,
     fixture_cycle,
+    instructions,
     latency,
     memory,
     oldclient,
@@ -46,6 +48,7 @@ SCENARIOS = (
     "L1",
     "R1",
     "TLS",
+    "CG",
     "P2",
     "S1",
     "FC",
@@ -207,6 +210,19 @@ def tls_figures(mini: RunningBroker, runs: int) -> dict[str, Any]:
         flush=True,
     )
     return results
+
+
+def cg() -> dict[str, Any]:
+    """Instructions per request under callgrind (`benchmarks/instructions.py`), or why not."""
+    reason = instructions.missing_tool()
+    if reason is not None:
+        print(f"CG skipped: {reason}", flush=True)
+        return {"skipped": reason}
+    settle("CG")
+    counted = instructions.measure()
+    for kind, count in counted.items():
+        print(f"CG {kind}: {count:,.0f} broker instructions per request (callgrind)", flush=True)
+    return {"instructions_per_request": counted}
 
 
 def fc(runs: int) -> dict[str, Any]:
@@ -372,6 +388,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             mini.stop()
             mock.stop()
+    if "CG" in chosen:
+        results["CG"] = cg()
     if "S1" in chosen:
         results["S1"] = s1(max(5, args.runs))
     if "FC" in chosen:

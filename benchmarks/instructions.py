@@ -1,0 +1,128 @@
+"""CG: the instructions the broker executes per request, counted by callgrind: the regression
+figure of issue 40, which, unlike CPU time, does not move with the host's load.
+
+`minibroker serve` (on disk) runs under `valgrind --tool=callgrind --instr-atstart=no`; once
+its topics exist, instrumentation is switched on (`callgrind_control -i on`), a warm-up
+runs, the counters are zeroed, exactly `COUNT` requests are answered on one connection with
+`WINDOW` in flight, and the counters are dumped: the dump's instructions (Ir) over `COUNT`.
+They include what the broker's loop does meanwhile (timers, idle wake-ups), as CPU time does.
+
+- produce: R1's single-message Produce (v9, acks=1, 100-byte value).
+- fetch: an empty Fetch answered at once (v16 by topic id, max_wait_ms 0).
+- long poll: FE's empty long poll (the same Fetch, max_wait_ms 10).
+
+Skipped, with the reason printed, when valgrind is not installed (Debian: `apt-get install
+valgrind`).
+
+    python -m benchmarks.instructions [--count 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from benchmarks import fetch_rate, request_rate
+from benchmarks.brokers import RunningBroker, receive, start_minibroker
+
+COUNT = 2000
+WINDOW = 16
+FETCH_TOPIC = "cg-fetch"
+TOOLS = ("valgrind", "callgrind_control")
+
+
+def missing_tool() -> str | None:
+    """Why the figure cannot be measured here, or None."""
+    absent = [tool for tool in TOOLS if shutil.which(tool) is None]
+    if absent:
+        return f"{' and '.join(absent)} not installed (Debian: apt-get install valgrind)"
+    return None
+
+
+def _exchange(broker: RunningBroker, frame: bytes, count: int) -> None:
+    """`count` requests answered on one connection, `WINDOW` in flight."""
+    with broker.connect() as sock:
+        sent = min(WINDOW, count)
+        sock.sendall(frame * sent)
+        pending = bytearray()
+        answered = 0
+        while answered < count:
+            chunk = receive(sock, 1 << 20)
+            if not chunk:
+                raise RuntimeError("the broker closed the connection")
+            pending += chunk
+            done = len(fetch_rate.answer_sizes(pending))
+            answered += done
+            more = min(done, count - sent)
+            if more:
+                sock.sendall(frame * more)
+                sent += more
+
+
+def _callgrind(pid: int, command: str) -> None:
+    subprocess.run(["callgrind_control", command, str(pid)], check=True, stdout=subprocess.DEVNULL)
+
+
+def _instructions(dump: Path) -> int:
+    for line in dump.read_text().splitlines():
+        if line.startswith("summary:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no summary line in {dump}")
+
+
+def _frames(broker: RunningBroker) -> dict[str, bytes]:
+    request_rate.create_topic(broker.bootstrap)
+    fetch_rate.create_topics(broker.bootstrap, [FETCH_TOPIC], mock=False)
+    topic_id = fetch_rate.topic_ids(broker.bootstrap, [FETCH_TOPIC])[FETCH_TOPIC]
+    return {
+        "produce": request_rate.produce_frame(request_rate.TOPIC, b"v" * 100),
+        "fetch": fetch_rate.fetch_frames(topic_id, 0, 1 << 20, max_wait_ms=0).frame(0),
+        "long poll": fetch_rate.fetch_frames(topic_id, 0, 1 << 20).frame(0),
+    }
+
+
+def measure(count: int = COUNT) -> dict[str, float]:
+    """Instructions per request of each kind (see the module's docstring)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind"
+        out.mkdir()
+        wrapper = [
+            "valgrind",
+            "--quiet",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={out}/callgrind.out",
+        ]
+        broker = start_minibroker(Path(tmp) / "data", wrapper=wrapper)
+        try:
+            frames = _frames(broker)
+            _callgrind(broker.pid, "--instr=on")
+            results = {}
+            for number, (kind, frame) in enumerate(frames.items(), start=1):
+                _exchange(broker, frame, WINDOW * 4)  # warm up
+                _callgrind(broker.pid, "--zero")
+                _exchange(broker, frame, count)
+                _callgrind(broker.pid, "--dump")
+                results[kind] = _instructions(out / f"callgrind.out.{number}") / count
+        finally:
+            broker.stop()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--count", type=int, default=COUNT)
+    args = parser.parse_args()
+    reason = missing_tool()
+    if reason is not None:
+        print(f"CG skipped: {reason}")
+        return
+    for kind, instructions in measure(args.count).items():
+        print(f"CG {kind}: {instructions:,.0f} instructions per request")
+
+
+if __name__ == "__main__":
+    main()
