@@ -11,7 +11,8 @@ tables (no network, no broker started), so a build takes the same input on every
 - `api-table`, `api-details`, `release-matrix`: the handler registry
   (`minibroker.handlers.registry`), each handler module's header docstring (read from the
   source, not imported) and the release table (`minibroker.protocol.releases`);
-- `cli-help`: `--help` of every `minibroker` command, from the real parsers.
+- `cli-help`, `serve-usage`: `--help` of every `minibroker` command (or the usage of
+  `minibroker serve`), from the real parsers.
 
 tests/docs/ imports this file to check the pages against the code.
 """
@@ -465,6 +466,12 @@ def cli_commands() -> list[list[str]]:
     return [[], ["serve"], ["healthcheck"], ["dump-log"], *walk(build_parser(), [])]
 
 
+def serve_usage() -> str:
+    """The usage lines of `minibroker serve --help`, as a text block."""
+    usage = _help(["serve"]).split("\n\n", 1)[0]
+    return f"```text\n{usage}\n```"
+
+
 def cli_help() -> str:
     sections = []
     for argv in cli_commands():
@@ -482,6 +489,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "release-matrix": release_matrix,
     "unserved-apis": unserved_apis,
     "cli-help": cli_help,
+    "serve-usage": serve_usage,
 }
 
 
