@@ -178,7 +178,9 @@ def _locate(cluster: Cluster, item: Requested) -> Partition | ErrorCode:
     topic = cluster.topics.get(item.topic)
     if topic is None or not 0 <= index < len(topic.partitions):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if isinstance(topic_key, uuid.UUID) and topic_key != topic.topic_id:
+    # (`is` first: UUID equality is a Python method, and the fast path keys by the topic's id)
+    topic_id = topic.topic_id
+    if topic_key is not topic_id and isinstance(topic_key, uuid.UUID) and topic_key != topic_id:
         return ErrorCode.INCONSISTENT_TOPIC_ID
     return topic.partitions[index]
 

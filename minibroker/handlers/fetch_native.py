@@ -190,7 +190,8 @@ def _requested(cluster: Cluster, version: int, partitions: list[PlainPartition])
             assert isinstance(topic, bytes)
             topic_id = _topic_id(topic)
             known = cluster.topics_by_id.get(topic_id)
-            topic_key: uuid.UUID | str = topic_id
+            # the topic's own (equal) id object when known: the handler compares it cheaply
+            topic_key: uuid.UUID | str = topic_id if known is None else known.topic_id
             name = None if known is None else known.name
         else:
             assert isinstance(topic, str)
@@ -372,11 +373,17 @@ class Deadlines:
         self._loop = loop
         self._ticks: dict[int, dict[PendingFetch, None]] = {}
 
+    _last: Deadlines | None = None  # the last loop's, as a weak dictionary's get is slow
+
     @classmethod
     def of(cls, loop: asyncio.AbstractEventLoop) -> Deadlines:
+        last = cls._last
+        if last is not None and last._loop is loop:
+            return last
         deadlines = cls._of_loop.get(loop)
         if deadlines is None:
             deadlines = cls._of_loop[loop] = cls(loop)
+        cls._last = deadlines
         return deadlines
 
     def add(self, pending: PendingFetch, deadline: float) -> int:
