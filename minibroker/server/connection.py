@@ -332,8 +332,12 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def _request_done(self) -> None:
         self._write_scheduled = False
-        if self._write_ready_responses():
+        if not self._write_ready_responses():
+            return
+        if self._decoder.buffered:  # frames held back while answers were unwritten
             self._start_buffered_frames()
+        else:
+            self._update_reading()
 
     def _write_ready_responses(self) -> bool:
         """Write the answers ready at the head of the queue, together (one send for all);
