@@ -11,6 +11,7 @@ overrides are kept in `<data dir>/minibroker-topic-configs.json` so they survive
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import uuid
@@ -151,11 +152,20 @@ class Cluster:
         self._validation_configs: dict[
             str, tuple[BrokerConfig, dict[str, str], ValidationConfig]
         ] = {}
+        self._grouping = self._state_due = False
 
-    def load(self) -> None:
+    def load(self, on_open: Callable[[Partition], None] | None = None) -> None:
+        """The topics found in the log directories; `on_open` is told when the log of one of
+        their partitions, deferred or lazy (log/lazy.py), is opened or created."""
         stored_configs = self._read_topic_configs()
         by_topic: dict[str, list[PartitionLog]] = {}
-        for partition_log in self.logs.load():
+
+        def log_opened(partition_log: PartitionLog) -> None:
+            partition = self.partition(partition_log.topic, partition_log.partition)
+            if on_open is not None and partition is not None and partition.log is partition_log:
+                on_open(partition)
+
+        for partition_log in self.logs.load(log_opened):
             by_topic.setdefault(partition_log.topic, []).append(partition_log)
         for name, logs in by_topic.items():
             logs.sort(key=lambda plog: plog.partition)
@@ -484,7 +494,31 @@ class Cluster:
         replica_set.isr = [node for node in replica_set.isr if node != node_id]
         self.replica_stores.delete(node_id, partition.topic, partition.index)
 
+    @contextlib.contextmanager
+    def grouped_writes(self) -> Iterator[None]:
+        """Topics created and deleted inside are durable when it ends: their partitions
+        synced together (log/syncs.py), then the topic configs and replication state written
+        once, not once per topic."""
+        if self._grouping:
+            yield
+            return
+        self._grouping, self._state_due = True, False
+        try:
+            with self.logs.grouped_syncs():
+                yield
+        finally:
+            self._grouping = False
+            if self._state_due:
+                self._write_topic_configs()
+                self.write_replication_state()
+
+    def _deferred_while_grouping(self) -> bool:
+        self._state_due = self._state_due or self._grouping
+        return self._grouping
+
     def write_replication_state(self) -> None:
+        if self._deferred_while_grouping():
+            return
         state = {
             topic.name: [
                 state_entry(p.replication, p.leader_epoch)
@@ -530,7 +564,7 @@ class Cluster:
 
     def _write_topic_configs(self) -> None:
         path = self._configs_path()
-        if path is None:
+        if path is None or self._deferred_while_grouping():
             return
         content = {name: topic.configs for name, topic in self.topics.items() if topic.configs}
         write_atomically(path, json.dumps(content, indent=1, sort_keys=True))

@@ -15,7 +15,8 @@ partition's leader there. `validate_only` runs every check
 and creates nothing. Like Kafka's controller, a request that would write more than 10000
 metadata records (a topic, its configs and partitions each count one) fails whole with
 POLICY_VIOLATION, which also bounds the work one request can cause. The timeout is not
-used: creation is immediate.
+used: creation is immediate, and the partitions of one request are made durable together
+before the answer (their fsyncs grouped, log/syncs.py; the topic configs written once).
 
 Authorization, as Kafka's ControllerApis: a topic needs CREATE on the cluster or on the topic,
 else TOPIC_AUTHORIZATION_FAILED ("Authorization failed."), listed after the other answers
@@ -305,12 +306,13 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
             for topic in request.topics
         ]
     else:
-        results = [
-            _create(ctx, plan, request.validate_only, describable, quota)
-            if isinstance(plan, _Plan)
-            else plan
-            for plan in planned
-        ]
+        with ctx.broker.cluster.grouped_writes():
+            results = [
+                _create(ctx, plan, request.validate_only, describable, quota)
+                if isinstance(plan, _Plan)
+                else plan
+                for plan in planned
+            ]
         # Kafka answers a name given more than once with a single error entry.
         for name in dict.fromkeys(name for name, count in counts.items() if count > 1):
             results.append(_failed(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))

@@ -5,10 +5,12 @@ a name or id given twice is INVALID_REQUEST ("Duplicate topic name." / "Duplicat
 id."), an entry with both a name and an id or with neither INVALID_REQUEST, an unknown
 name UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID. With
 `delete.topic.enable=false` every topic gets TOPIC_DELETION_DISABLED (INVALID_REQUEST
-before v3). Deletion is immediate (logs, directories and producer state go at once), so the
-timeout is not used. Groups' committed offsets of a deleted topic go too, tombstoned in
-`__consumer_offsets`, and Empty groups left without offsets are dropped (Kafka's
-GroupMetadataManager cleanup), so OffsetFetch shows no offset for it.
+before v3). Deletion is immediate (logs, directories and producer state go at once; the
+directories of one request renamed away, synced together and removed, the checkpoints
+written once: log/syncs.py), so the timeout is not used. Groups' committed offsets of a
+deleted topic go too, tombstoned in `__consumer_offsets`, and Empty groups left without
+offsets are dropped (Kafka's GroupMetadataManager cleanup), so OffsetFetch shows no offset
+for it.
 
 Authorization, as Kafka's ControllerApis (after the checks above; DELETE on the cluster
 allows every topic): a topic named needs DESCRIBE, else TOPIC_AUTHORIZATION_FAILED whether it
@@ -177,7 +179,8 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
     requested = _requested(ctx, request)
     quota = mutation_quota(ctx, STRICT_QUOTA_VERSION)
     if ctx.broker.config.get_bool("delete.topic.enable"):
-        results = _delete_all(ctx, requested, quota)
+        with ctx.broker.cluster.grouped_writes():
+            results = _delete_all(ctx, requested, quota)
     else:
         results = _disabled(ctx, requested)
     throttle = mutation_throttle(ctx, quota)

@@ -51,6 +51,7 @@ def write_atomically(path: Path, content: str | bytes) -> None:
 
 
 def fsync_directory(directory: Path) -> None:
+    """fsync a directory (or a file: both are opened read-only)."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -92,9 +93,12 @@ def read_offset_checkpoint(path: Path) -> dict[tuple[str, int], int]:
     return offsets
 
 
+def partition_metadata(topic_id: uuid.UUID) -> bytes:
+    return f"version: 0\ntopic_id: {kafka_uuid_string(topic_id)}\n".encode()
+
+
 def write_partition_metadata(directory: Path, topic_id: uuid.UUID) -> None:
-    text = f"version: 0\ntopic_id: {kafka_uuid_string(topic_id)}\n"
-    write_atomically(directory / PARTITION_METADATA, text)
+    write_atomically(directory / PARTITION_METADATA, partition_metadata(topic_id))
 
 
 def read_partition_metadata(directory: Path) -> uuid.UUID | None:

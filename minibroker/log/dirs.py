@@ -11,15 +11,17 @@ and the removal) is taken from the target, the one that is whole, and the other 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from .base import PartitionLog
 from .checkpoints import fsync_directory
 from .config import LogConfig
+from .lazy import Opened, opened
 from .manager import LogDirError, LogManager
 from .partition import FilePartitionLog, remove_partition_directory
 
@@ -69,11 +71,14 @@ class LogDirs:
 
     # -- partitions ----------------------------------------------------------------------------
 
-    def load(self) -> list[PartitionLog]:
+    def load(self, on_open: Opened | None = None) -> list[PartitionLog]:
+        """Every partition log; after a clean shutdown opened when first used (lazy.py), and
+        `on_open` told then."""
         found: dict[tuple[str, int], PartitionLog] = {}
         for manager in self.managers:
             _remove_unfinished_moves(manager)
-            for log in manager.load():
+            manager.on_open = on_open
+            for log in manager.load(defer=True):
                 key = (log.topic, log.partition)
                 if key in found:
                     found[key] = self._keep_one_copy(key)
@@ -128,10 +133,11 @@ class LogDirs:
         source = self.manager_of(topic, partition)
         if source is None:
             raise KeyError((topic, partition))
-        log = source.get(topic, partition)
-        assert log is not None
+        found = source.get(topic, partition)
+        assert found is not None
+        log = opened(found)
         if source is target:
-            return log
+            return found
         assert target.data_dir is not None and isinstance(log, FilePartitionLog)
         recovery_point, log_start = log.log_end_offset, log.log_start_offset
         directory = log.directory
@@ -144,6 +150,14 @@ class LogDirs:
         fsync_directory(target.data_dir)
         remove_partition_directory(directory, topic, partition)
         return target.adopt(destination, topic, partition, recovery_point, log_start)
+
+    @contextlib.contextmanager
+    def grouped_syncs(self) -> Iterator[None]:
+        """LogManager.grouped_syncs over every log directory."""
+        with contextlib.ExitStack() as stack:
+            for manager in self.managers:
+                stack.enter_context(manager.grouped_syncs())
+            yield
 
     # -- periodic work -------------------------------------------------------------------------
 

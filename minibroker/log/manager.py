@@ -12,6 +12,7 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from .base import LogOfflineError, PartitionLog
@@ -32,7 +33,7 @@ from .checkpoints import (
 )
 from .cleaner import clean_log
 from .config import LogConfig
-from .lazy import LazyPartitionLog
+from .lazy import DeferredPartitionLog, LazyPartitionLog, Opened, is_open, opened
 from .memory import MemoryPartitionLog
 from .offline import OfflinePartitionLog
 from .partition import (
@@ -42,11 +43,15 @@ from .partition import (
     partition_directory_name,
 )
 from .segmented import SegmentedLog
+from .syncs import GroupedSyncs
 
 logger = logging.getLogger(__name__)
 
 _UNKNOWN_TOPIC_ID = uuid.UUID(int=0)
 _WRITE_CHECK_FILE = ".minibroker-write-check"
+
+
+ManagedLog = SegmentedLog | OfflinePartitionLog | DeferredPartitionLog
 
 
 class LogDirError(Exception):
@@ -74,7 +79,11 @@ class LogManager:
         self.cluster_id = cluster_id
         self.default_config = default_config
         self.pool = FilePool(max_open_files)
-        self._logs: dict[tuple[str, int], SegmentedLog | OfflinePartitionLog] = {}
+        self._logs: dict[tuple[str, int], ManagedLog] = {}
+        # Told when a lazy or deferred log is created or opened (the broker loads its
+        # producer state then).
+        self.on_open: Opened | None = None
+        self._syncs: GroupedSyncs | None = None
         self._clean_shutdown = False
         if data_dir is not None:
             try:
@@ -125,43 +134,111 @@ class LogManager:
 
     # -- partitions ----------------------------------------------------------------------------
 
-    def load(self) -> list[PartitionLog]:
-        """Open every partition directory, recovering those not cleanly shut down; one that
-        cannot be opened or recovered comes up offline."""
+    def load(self, *, defer: bool = False) -> list[PartitionLog]:
+        """Every partition directory: opened now, recovering those not cleanly shut down (one
+        that cannot be opened or recovered comes up offline); with `defer`, after a clean
+        shutdown, opened when first used instead (lazy.py)."""
         if self.data_dir is None:
             return list(self._logs.values())
         recovery_points = self._read_checkpoint(RECOVERY_POINT_CHECKPOINT)
         log_starts = self._read_checkpoint(LOG_START_CHECKPOINT)
-        try:
-            directories = sorted(self.data_dir.iterdir())
-        except OSError as exc:
-            raise LogDirError(f"log directory {self.data_dir} cannot be read: {exc}") from exc
-        for directory in directories:
-            if directory.name.endswith(DELETE_DIRECTORY_SUFFIX) and _is_directory(directory):
+        deferring = defer and self._clean_shutdown
+        topic_ids: dict[str, uuid.UUID] = {}
+        for name in _subdirectory_names(self.data_dir):
+            directory = self.data_dir / name
+            if name.endswith(DELETE_DIRECTORY_SUFFIX):
                 _remove_deleted(directory)
                 continue
-            parsed = parse_partition_directory_name(directory.name)
-            if parsed is None or parsed in self._logs or not _is_directory(directory):
+            parsed = parse_partition_directory_name(name)
+            if parsed is None or parsed in self._logs:
                 continue
             recovery_point = recovery_points.get(parsed, 0)
-            log_start = log_starts.get(parsed, 0)
-            try:
-                log: SegmentedLog | OfflinePartitionLog = self._watch(
-                    self._open(directory, *parsed, recovery_point, log_start)
+            topic_id = _topic_id_of(topic_ids, directory, parsed[0]) if deferring else None
+            if topic_id is None:
+                log: ManagedLog = self._open_or_offline(
+                    directory, *parsed, recovery_point, log_starts
                 )
-            except (OSError, CorruptCheckpointError) as exc:
-                logger.error("%s is offline: it could not be opened: %s", directory, exc)
-                self.pool.close_all()  # the failed log's descriptors; the pool reopens others
-                log = OfflinePartitionLog(
-                    *parsed,
-                    _readable_topic_id(directory),
-                    self.default_config,
-                    exc if isinstance(exc, OSError) else LogOfflineError(str(exc)),
-                    recovery_point=recovery_point,
-                    log_start_offset=log_start,
-                )
+            else:
+                log = self._deferred(directory, *parsed, topic_id, recovery_point, log_starts)
             self._logs[parsed] = log
         return list(self._logs.values())
+
+    def _open_or_offline(
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        recovery_point: int,
+        log_starts: dict[tuple[str, int], int],
+        config: LogConfig | None = None,
+        *,
+        closed_cleanly: bool | None = None,
+    ) -> SegmentedLog | OfflinePartitionLog:
+        log_start = log_starts.get((topic, partition), 0)
+        try:
+            opened_log = self._open(
+                directory,
+                topic,
+                partition,
+                recovery_point,
+                log_start,
+                closed_cleanly=closed_cleanly,
+            )
+        except (OSError, CorruptCheckpointError) as exc:
+            logger.error("%s is offline: it could not be opened: %s", directory, exc)
+            self.pool.close_all()  # the failed log's descriptors; the pool reopens others
+            return OfflinePartitionLog(
+                topic,
+                partition,
+                _readable_topic_id(directory),
+                config or self.default_config,
+                exc if isinstance(exc, OSError) else LogOfflineError(str(exc)),
+                recovery_point=recovery_point,
+                log_start_offset=log_start,
+            )
+        if config is not None:
+            opened_log.update_config(config)
+        return self._watch(opened_log)
+
+    def _deferred(
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        topic_id: uuid.UUID,
+        recovery_point: int,
+        log_starts: dict[tuple[str, int], int],
+    ) -> DeferredPartitionLog:
+        """A partition of a topic whose id is known (read from its first partition): the
+        topic id is checked against its own `partition.metadata` when it is opened."""
+
+        def open_now(
+            topic: str, partition: int, topic_id: uuid.UUID, config: LogConfig
+        ) -> PartitionLog:
+            log = self._open_or_offline(
+                directory, topic, partition, recovery_point, log_starts, config, closed_cleanly=True
+            )
+            if log.topic_id != topic_id and isinstance(log, SegmentedLog):
+                error = LogOfflineError(f"{directory}: topic id {log.topic_id}, not {topic_id}")
+                logger.error("%s is offline: %s", directory, error)
+                log.storage_error = error
+            return log
+
+        return DeferredPartitionLog(
+            directory,
+            topic,
+            partition,
+            topic_id,
+            self.default_config,
+            open_now,
+            self._told_opened,
+            recovery_point=recovery_point,
+            log_start_offset=log_starts.get((topic, partition)),
+        )
+
+    def _told_opened(self, log: PartitionLog) -> None:
+        if self.on_open is not None:
+            self.on_open(log)
 
     def _open(
         self,
@@ -194,6 +271,22 @@ class LogManager:
             logger.warning("ignoring %s: %s", name, error)
             return {}
 
+    @contextlib.contextmanager
+    def grouped_syncs(self) -> Iterator[None]:
+        """Partitions created and deleted inside are made durable together when it ends
+        (syncs.py), the checkpoints written once."""
+        if self._syncs is not None or self.data_dir is None:
+            yield
+            return
+        self._syncs = syncs = GroupedSyncs()
+        try:
+            yield
+        finally:
+            self._syncs = None
+            syncs.complete()
+            if syncs.checkpoint_due:
+                self.checkpoint()
+
     def create(
         self, topic: str, partition: int, topic_id: uuid.UUID, config: LogConfig
     ) -> PartitionLog:
@@ -206,7 +299,9 @@ class LogManager:
             log = MemoryPartitionLog(topic, partition, topic_id, config)
         else:
             directory = self.data_dir / partition_directory_name(topic, partition)
-            log = FilePartitionLog.create(directory, topic, partition, topic_id, config, self.pool)
+            log = FilePartitionLog.create(
+                directory, topic, partition, topic_id, config, self.pool, syncs=self._syncs
+            )
         self._logs[(topic, partition)] = self._watch(log)
         return log
 
@@ -217,7 +312,7 @@ class LogManager:
         in memory, or if it exists already, what `create` returns."""
         if self.data_dir is None or (topic, partition) in self._logs:
             return self.create(topic, partition, topic_id, config)
-        return LazyPartitionLog(topic, partition, topic_id, config, self.create)
+        return LazyPartitionLog(topic, partition, topic_id, config, self.create, self._told_opened)
 
     def _watch(self, log: SegmentedLog) -> SegmentedLog:
         """DeleteRecords and truncation must survive a restart: checkpoint them at once."""
@@ -230,7 +325,7 @@ class LogManager:
     def count(self) -> int:
         return len(self._logs)
 
-    def detach(self, topic: str, partition: int) -> SegmentedLog | OfflinePartitionLog:
+    def detach(self, topic: str, partition: int) -> ManagedLog:
         """Flush and close the partition's log and forget it, its directory left in place (a
         move to another log directory)."""
         log = self._logs.pop((topic, partition))
@@ -242,10 +337,9 @@ class LogManager:
         self, directory: Path, topic: str, partition: int, recovery_point: int, log_start: int
     ) -> PartitionLog:
         """Open a partition directory just moved into this log directory."""
-        opened = self._open(
-            directory, topic, partition, recovery_point, log_start, closed_cleanly=True
+        log = self._watch(
+            self._open(directory, topic, partition, recovery_point, log_start, closed_cleanly=True)
         )
-        log = self._watch(opened)
         self._logs[(topic, partition)] = log
         self.checkpoint()
         return log
@@ -255,9 +349,13 @@ class LogManager:
 
     def delete(self, topic: str, partition: int) -> None:
         log = self._logs.pop((topic, partition), None)
-        if log is not None:
-            log.delete()
+        if log is None:
+            return
+        log.delete(self._syncs)
+        if self._syncs is None:
             self.checkpoint()
+        else:
+            self._syncs.checkpoint_due = True
 
     # -- periodic work -------------------------------------------------------------------------
 
@@ -274,20 +372,29 @@ class LogManager:
         if self.data_dir is None:
             return
         log_starts = {
-            key: log.log_start_offset
+            key: offset
             for key, log in self._logs.items()
-            if log.log_start_offset > _first_base_offset(log)
+            if (offset := _checkpointed_log_start(log)) is not None
         }
         write_offset_checkpoint(self.data_dir / LOG_START_CHECKPOINT, log_starts)
 
+    def _maintained(self) -> list[PartitionLog]:
+        """The logs retention and the cleaner may change: all but deferred ones that have a
+        single segment (lazy.py), which are opened now if they have more."""
+        return [
+            opened(log)
+            for log in list(self._logs.values())
+            if not isinstance(log, DeferredPartitionLog) or log.may_need_retention_or_cleaning()
+        ]
+
     def run_retention(self, now_ms: int) -> None:
-        deleted = sum(log.apply_retention(now_ms) for log in self._logs.values())
+        deleted = sum(log.apply_retention(now_ms) for log in self._maintained())
         if deleted:
             self.checkpoint_log_start_offsets()
 
     def run_cleaner(self, now_ms: int) -> None:
         """One log cleaner pass over every compacted log (cleaner.py)."""
-        for log in list(self._logs.values()):
+        for log in self._maintained():
             if isinstance(log, SegmentedLog):
                 with contextlib.suppress(LogOfflineError):  # logged when it went offline
                     clean_log(log, now_ms)
@@ -296,6 +403,8 @@ class LogManager:
         """Flush what flush.ms / flush.messages ask for; checkpoint recovery points that moved."""
         moved = False
         for log in self._logs.values():
+            if not is_open(log):
+                continue
             before = log.recovery_point
             with contextlib.suppress(LogOfflineError):  # logged when it went offline
                 log.flush_if_due(now_ms)
@@ -319,6 +428,8 @@ class LogManager:
 
 
 def _closed_cleanly(log: PartitionLog) -> bool:
+    if not is_open(log):
+        return True  # untouched since the clean shutdown that made it deferred
     try:
         log.close()
     except OSError as exc:
@@ -347,9 +458,19 @@ def _check_writable(data_dir: Path) -> None:
     probe.unlink()
 
 
-def _is_directory(path: Path) -> bool:
+def _subdirectory_names(data_dir: Path) -> list[str]:
+    """The data directory's subdirectories, sorted (one listing: no stat per entry where
+    the file system gives each entry's type)."""
     try:
-        return path.is_dir()
+        with os.scandir(data_dir) as entries:
+            return sorted(entry.name for entry in entries if _is_directory(entry))
+    except OSError as exc:
+        raise LogDirError(f"log directory {data_dir} cannot be read: {exc}") from exc
+
+
+def _is_directory(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
     except OSError:  # is_dir() is False for a missing path but raises on EIO and the like
         return True
 
@@ -361,6 +482,25 @@ def _readable_topic_id(directory: Path) -> uuid.UUID:
         return _UNKNOWN_TOPIC_ID
 
 
-def _first_base_offset(log: PartitionLog) -> int:
+def _topic_id_of(known: dict[str, uuid.UUID], directory: Path, topic: str) -> uuid.UUID | None:
+    """The topic's id, read from the first of its partitions' `partition.metadata` (None if
+    that cannot be read: the partition is opened now, to come up offline or be recovered)."""
+    topic_id = known.get(topic)
+    if topic_id is None:
+        try:
+            topic_id = read_partition_metadata(directory)
+        except (OSError, CorruptCheckpointError):
+            return None
+        if topic_id is not None:
+            known[topic] = topic_id
+    return topic_id
+
+
+def _checkpointed_log_start(log: ManagedLog) -> int | None:
+    """The log start to checkpoint: Kafka lists it only when it is above the first segment's
+    base offset (a deferred log's as it was read)."""
+    if isinstance(log, DeferredPartitionLog) and not log.is_open:
+        return log.checkpointed_log_start
     segments = log.segments()
-    return segments[0][0] if segments else 0
+    first_base_offset = segments[0][0] if segments else 0
+    return log.log_start_offset if log.log_start_offset > first_base_offset else None

@@ -12,6 +12,7 @@ from .blob import MemoryBlob
 from .config import LogConfig
 from .segment import LogSegment
 from .segmented import SegmentedLog, wall_clock_ms
+from .syncs import GroupedSyncs
 
 
 class MemoryPartitionLog(SegmentedLog):
@@ -51,7 +52,7 @@ class MemoryPartitionLog(SegmentedLog):
     def _flush_directory(self) -> None:
         pass
 
-    def delete(self) -> None:
+    def delete(self, syncs: GroupedSyncs | None = None) -> None:
         for segment in self._segments:
             segment.delete()
         self._segments.clear()

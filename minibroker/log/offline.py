@@ -16,6 +16,7 @@ from minibroker.records.batch import WritableBuffer
 
 from .base import LogOfflineError, StoredBatches
 from .config import LogConfig
+from .syncs import GroupedSyncs
 from .txnindex import AbortedTxn
 
 
@@ -112,5 +113,5 @@ class OfflinePartitionLog:
     def close(self) -> None:
         pass
 
-    def delete(self) -> None:
+    def delete(self, syncs: GroupedSyncs | None = None) -> None:
         self._refuse()

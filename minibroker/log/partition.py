@@ -16,11 +16,17 @@ from minibroker.records.batch import HEADER_SIZE
 
 from .batch import header_is_plausible, offset_after, parse_header
 from .blob import FileBlob, FilePool
-from .checkpoints import fsync_directory, write_partition_metadata
+from .checkpoints import (
+    PARTITION_METADATA,
+    fsync_directory,
+    partition_metadata,
+    write_partition_metadata,
+)
 from .config import LogConfig
 from .index import CorruptIndexError
 from .segment import CorruptSegmentError, LogSegment, segment_file_name
 from .segmented import SegmentedLog, wall_clock_ms
+from .syncs import GroupedSyncs
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -54,12 +60,19 @@ def delete_directory_name(topic: str, partition: int) -> str:
     return topic[: _MAX_FILE_NAME - len(suffix)] + suffix
 
 
-def remove_partition_directory(directory: Path, topic: str, partition: int) -> None:
+def remove_partition_directory(
+    directory: Path, topic: str, partition: int, syncs: GroupedSyncs | None = None
+) -> None:
     """As Kafka, first rename the directory to its `-delete` name, durably: after a crash or
     power cut during the removal, the next start (LogManager.load) removes what is left
-    instead of finding a partition with files missing."""
+    instead of finding a partition with files missing. With `syncs`, the sync and the
+    removal wait for the request's other deletions."""
     doomed = directory.with_name(delete_directory_name(topic, partition))
     directory.rename(doomed)
+    if syncs is not None:
+        syncs.sync_directory(directory.parent)
+        syncs.remove_after_sync(doomed)
+        return
     fsync_directory(directory.parent)
     shutil.rmtree(doomed)
 
@@ -97,15 +110,25 @@ class FilePartitionLog(SegmentedLog):
         config: LogConfig,
         pool: FilePool,
         now_ms: int | None = None,
+        syncs: GroupedSyncs | None = None,
     ) -> FilePartitionLog:
-        """A new, empty partition directory with its first segment and partition.metadata."""
+        """A new, empty partition directory with its first segment and partition.metadata;
+        with `syncs`, durable once they complete."""
         now = wall_clock_ms() if now_ms is None else now_ms
         directory.mkdir(parents=True)
-        write_partition_metadata(directory, topic_id)
+        if syncs is None:
+            write_partition_metadata(directory, topic_id)
+        else:
+            syncs.write_atomically(directory / PARTITION_METADATA, partition_metadata(topic_id))
         log = cls(directory, topic, partition, topic_id, config, pool, now)
         log._add_segment(log._new_segment(0, now))
-        log._flush_directory()
-        fsync_directory(directory.parent)  # else power loss may drop the directory itself
+        if syncs is None:
+            log._flush_directory()
+            fsync_directory(directory.parent)  # else power loss may drop the directory itself
+        else:
+            log._directory_dirty = False
+            syncs.sync_directory(directory)
+            syncs.sync_directory(directory.parent)
         return log
 
     @classmethod
@@ -338,12 +361,12 @@ class FilePartitionLog(SegmentedLog):
         super().close()
         self._release_descriptors()
 
-    def delete(self) -> None:
+    def delete(self, syncs: GroupedSyncs | None = None) -> None:
         """Remove the partition directory and everything in it."""
         self._release_descriptors()
         self._segments.clear()
         self._base_offsets.clear()
-        remove_partition_directory(self.directory, self.topic, self.partition)
+        remove_partition_directory(self.directory, self.topic, self.partition, syncs)
 
 
 def _blobs(segment: LogSegment) -> list[FileBlob]:

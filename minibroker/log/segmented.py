@@ -21,6 +21,7 @@ from .base import LogOfflineError, OffsetOutOfRange, RecordBatchTooLarge, Stored
 from .batch import parse_header, stamp
 from .config import LogConfig
 from .segment import LogSegment
+from .syncs import GroupedSyncs
 from .txnindex import AbortedTxn, AbortedTxnTracker
 
 log = logging.getLogger(__name__)
@@ -88,8 +89,8 @@ class SegmentedLog(ABC):
         """Make `cleaned` durable in place of `old` (the file log renames, as Kafka)."""
 
     @abstractmethod
-    def delete(self) -> None:
-        """Remove the log and all its data."""
+    def delete(self, syncs: GroupedSyncs | None = None) -> None:
+        """Remove the log and all its data (with `syncs`, durably once they complete)."""
 
     @abstractmethod
     def _segments_changed(self) -> None:

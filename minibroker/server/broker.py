@@ -40,7 +40,7 @@ from minibroker.groups.share.sessions import ShareSessionCache
 from minibroker.handlers.registry import api_gates
 from minibroker.log.checkpoints import META_PROPERTIES, read_properties
 from minibroker.log.dirs import LogDirs
-from minibroker.log.lazy import is_created
+from minibroker.log.lazy import is_open
 from minibroker.security.credentials import ScramCredentials
 from minibroker.server.connection import BrokerConnection
 from minibroker.server.faults import Faults
@@ -260,9 +260,9 @@ class Broker:
 
     async def start(self) -> None:
         if self.owns_state:
-            self.cluster.load()
-            # Partitions never used (lazy.py) are empty: no producer state to rebuild.
-            self.producers.rebuild(p for p in self.cluster.partitions() if is_created(p.log))
+            self.cluster.load(on_open=self.producers.reload)
+            # Logs not open yet (lazy.py) load their producer state when they are opened.
+            self.producers.rebuild(p for p in self.cluster.partitions() if is_open(p.log))
             self._load_coordinators()
             loop = asyncio.get_running_loop()
             self._timers = [

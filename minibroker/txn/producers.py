@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from minibroker.log.base import SCAN_CHUNK_BYTES
+from minibroker.log.lazy import LazyPartitionLog
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.batch import BatchHeader, Buffer, split_batches
 from minibroker.records.control import read_end_txn_marker
@@ -363,6 +364,9 @@ class ProducerStateManager:
         self._clock = clock
         self._ids = ProducerIdGenerator(data_dir, node_id)
         self._tables: dict[PartitionView, ProducerTable] = {}
+        # The partition object holding each (topic, index)'s table: one created again after
+        # its topic was deleted replaces the old one's state.
+        self._holders: dict[tuple[str, int], PartitionView] = {}
         self._next_expiration_check_ms = clock() + expiration_check_interval_ms
 
     @classmethod
@@ -518,6 +522,9 @@ class ProducerStateManager:
 
     def _table(self, partition: PartitionView) -> ProducerTable:
         table = self._tables.get(partition)
+        if table is None and isinstance(partition.log, LazyPartitionLog):
+            partition.log.target()  # opening it loads its state (Cluster.load's on_open)
+            table = self._tables.get(partition)
         if table is None:
             self._forget_namesake(partition)
             table = self._tables[partition] = {}
@@ -525,9 +532,10 @@ class ProducerStateManager:
 
     def _forget_namesake(self, partition: PartitionView) -> None:
         """A topic deleted and created again: the old partition's state must not survive it."""
-        for known in list(self._tables):
-            if (known.topic, known.index) == (partition.topic, partition.index):
-                del self._tables[known]
+        previous = self._holders.get((partition.topic, partition.index))
+        if previous is not None and previous is not partition:
+            self._tables.pop(previous, None)
+        self._holders[(partition.topic, partition.index)] = partition
 
     # -- expiration ----------------------------------------------------------------------------
 
@@ -580,6 +588,8 @@ class ProducerStateManager:
     def forget(self, partition: PartitionView) -> None:
         """Drop a deleted partition's state (its directory is gone; nothing is written)."""
         self._tables.pop(partition, None)
+        if self._holders.get((partition.topic, partition.index)) is partition:
+            del self._holders[(partition.topic, partition.index)]
 
     def close(self) -> None:
         """Write a snapshot at the log end offset of every partition (clean shutdown)."""
