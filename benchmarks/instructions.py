@@ -63,7 +63,13 @@ def _exchange(broker: RunningBroker, frame: bytes, count: int) -> None:
 
 
 def _callgrind(pid: int, command: str) -> None:
-    subprocess.run(["callgrind_control", command, str(pid)], check=True, stdout=subprocess.DEVNULL)
+    # vgdb, which it runs, reports each command on stderr
+    subprocess.run(
+        ["callgrind_control", command, str(pid)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _instructions(dump: Path) -> int:
@@ -92,6 +98,7 @@ def measure(count: int = COUNT) -> dict[str, float]:
         wrapper = [
             "valgrind",
             "--quiet",
+            f"--log-file={out}/valgrind.log",  # its own messages, not the benchmark's output
             "--tool=callgrind",
             "--instr-atstart=no",
             f"--callgrind-out-file={out}/callgrind.out",
