@@ -293,7 +293,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def _dispatch(self, frame: memoryview) -> tuple[Waiting, None] | tuple[None, Outcome]:
         broker, listener, session = self._broker, self._listener, self._session
-        answered = answer_natively(broker, frame, listener, session, self._loop)
+        try:
+            answered = answer_natively(broker, frame, listener, session, self._loop)
+        except Exception as exc:  # as `_run` keeps a request's exception: the connection closes
+            return None, exc
         if answered is UNHANDLED:
             return self._run(dispatch_decoded(broker, frame, listener, session))
         if answered is None or isinstance(answered, (bytearray, EncodedFrame)):
