@@ -120,11 +120,19 @@ class FilePool:
 class FileBlob:
     """A file whose size is tracked here, so appends never need a `stat`."""
 
-    def __init__(self, path: Path, pool: FilePool) -> None:
-        self.path = path
+    def __init__(self, path: Path | str, pool: FilePool) -> None:
         self._key = str(path)
         self._pool = pool
-        self._size = path.stat().st_size if path.exists() else -1
+        try:
+            status = os.stat(self._key)
+        except FileNotFoundError:
+            self._size, self.modified_ms = -1, 0
+        else:
+            self._size, self.modified_ms = status.st_size, status.st_mtime_ns // 1_000_000
+
+    @property
+    def path(self) -> Path:
+        return Path(self._key)
 
     @property
     def size(self) -> int:
@@ -173,7 +181,6 @@ class FileBlob:
     def rename_to(self, path: Path) -> None:
         self._pool.close(self._key)
         self.path.rename(path)
-        self.path = path
         self._key = str(path)
 
 

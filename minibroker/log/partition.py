@@ -8,6 +8,7 @@ files through the manager's descriptor pool.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import uuid
 from pathlib import Path
@@ -165,8 +166,11 @@ class FilePartitionLog(SegmentedLog):
     # -- loading -------------------------------------------------------------------------------
 
     def _load_segments(self, now_ms: int, recovery_point: int, clean_shutdown: bool) -> None:
-        self._complete_swaps()
-        base_offsets = self._scan_directory()
+        names = set(os.listdir(self.directory))
+        if any(name.endswith(LOG_SUFFIX + SWAP_SUFFIX) for name in names):
+            self._complete_swaps()
+            names = set(os.listdir(self.directory))
+        base_offsets = self._scan_directory(names)
         for base_offset in base_offsets:
             self._segments.append(self._open_segment(base_offset, now_ms))
             self._base_offsets.append(base_offset)
@@ -219,9 +223,9 @@ class FilePartitionLog(SegmentedLog):
             logger.warning("%s: completed the interrupted swap of %d", self.directory, base_offset)
             self._directory_dirty = True
 
-    def _scan_directory(self) -> list[int]:
-        """Base offsets of the segments present; removes leftovers and orphan index files."""
-        names = {path.name for path in self.directory.iterdir()}
+    def _scan_directory(self, names: set[str]) -> list[int]:
+        """Base offsets of the segments among `names` (the directory's); removes leftovers
+        and orphan index files."""
         base_offsets = sorted(
             int(name[: -len(LOG_SUFFIX)])
             for name in names
@@ -240,18 +244,19 @@ class FilePartitionLog(SegmentedLog):
         return base_offsets
 
     def _open_segment(self, base_offset: int, now_ms: int) -> LogSegment:
-        log_path = self.directory / segment_file_name(base_offset, LOG_SUFFIX)
+        prefix = os.path.join(self.directory, segment_file_name(base_offset, ""))
+        log, offset_index, time_index, txn_index = (
+            FileBlob(prefix + suffix, self._pool) for suffix in SEGMENT_SUFFIXES
+        )
         return LogSegment(
             base_offset,
-            FileBlob(log_path, self._pool),
-            FileBlob(self.directory / segment_file_name(base_offset, INDEX_SUFFIX), self._pool),
-            FileBlob(
-                self.directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX), self._pool
-            ),
-            FileBlob(self.directory / segment_file_name(base_offset, TXN_INDEX_SUFFIX), self._pool),
+            log,
+            offset_index,
+            time_index,
+            txn_index,
             self.config,
             now_ms=now_ms,
-            last_modified_ms=log_path.stat().st_mtime_ns // 1_000_000,
+            last_modified_ms=log.modified_ms,
         )
 
     def _indexes_are_sound(self, segment: LogSegment) -> bool:

@@ -16,6 +16,7 @@ detected against that batch until the producer appends again.
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -105,10 +106,10 @@ def decode_snapshot(data: bytes) -> list[SnapshotEntry]:
 def list_snapshots(directory: Path) -> list[tuple[int, Path]]:
     """(offset, path) of every snapshot file in `directory`, oldest first."""
     found = []
-    for path in directory.glob(f"*{SNAPSHOT_SUFFIX}"):
-        stem = path.name[: -len(SNAPSHOT_SUFFIX)]
-        if len(stem) == 20 and stem.isdigit():
-            found.append((int(stem), path))
+    for name in os.listdir(directory):
+        stem = name[: -len(SNAPSHOT_SUFFIX)]
+        if name.endswith(SNAPSHOT_SUFFIX) and len(stem) == 20 and stem.isdigit():
+            found.append((int(stem), directory / name))
     return sorted(found)
 
 
