@@ -35,15 +35,26 @@ INT32_MIN, Kafka's "not requested" value. v13 adds a top-level error code
 from __future__ import annotations
 
 import uuid
-from typing import Any
+import weakref
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
 
 from minibroker.auth.acls import CLUSTER_NAME, AclOperation, ResourceType
-from minibroker.cluster.state import INTERNAL_TOPICS, Topic, TopicError, check_topic_name
+from minibroker.cluster.state import (
+    INTERNAL_TOPICS,
+    Partition,
+    Topic,
+    TopicError,
+    check_topic_name,
+)
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.context import RequestContext
+
+if TYPE_CHECKING:
+    from minibroker.server.nodes import Nodes
 
 _Broker = struct_type(ApiKey.Metadata, "response", "MetadataResponseBroker")
 _Topic = struct_type(ApiKey.Metadata, "response", "MetadataResponseTopic")
@@ -51,6 +62,8 @@ _Partition = struct_type(
     ApiKey.Metadata, "response", "MetadataResponseTopic", "MetadataResponsePartition"
 )
 _NULL_TOPIC_ID = uuid.UUID(int=0)
+# Each topic's last entry and what it was made from (never changed once answered).
+_entries: weakref.WeakKeyDictionary[Topic, tuple[Hashable, Any]] = weakref.WeakKeyDictionary()
 FIRST_AUTHORIZED_OPERATIONS_VERSION = 8
 LAST_CLUSTER_OPERATIONS_VERSION = 10
 
@@ -94,10 +107,34 @@ def _cluster_operations(ctx: RequestContext, request: Any) -> set[int] | None:
     return ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
 
 
+def _partition_state(nodes: Nodes, partition: Partition) -> Hashable:
+    """What a partition's entry says, cheaply (no replica view for a single replica)."""
+    if partition.replication is None:
+        return nodes.leader_of(partition), partition.leader_epoch
+    view = nodes.replica_view(partition)
+    return view.leader, partition.leader_epoch, (*view.replicas,), (*view.isr,), (*view.offline,)
+
+
 def _topic_entry(ctx: RequestContext, request: Any, topic: Topic) -> Any:
-    views = [
-        (partition, ctx.broker.nodes.replica_view(partition)) for partition in topic.partitions
-    ]
+    """The topic's entry; the same object as last time while nothing in it changed, so that
+    its bytes are not encoded again (protocol/metadata_response.py)."""
+    nodes = ctx.broker.nodes
+    operations = _topic_operations(ctx, request, topic.name)
+    key = (
+        topic.topic_id,
+        None if operations is None else frozenset(operations),
+        tuple(_partition_state(nodes, partition) for partition in topic.partitions),
+    )
+    cached = _entries.get(topic)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    entry = _new_topic_entry(nodes, topic, operations)
+    _entries[topic] = (key, entry)
+    return entry
+
+
+def _new_topic_entry(nodes: Nodes, topic: Topic, operations: set[int] | None) -> Any:
+    views = [(partition, nodes.replica_view(partition)) for partition in topic.partitions]
     return _Topic(
         error_code=ErrorCode.NO_ERROR,
         name=topic.name,
@@ -117,7 +154,7 @@ def _topic_entry(ctx: RequestContext, request: Any, topic: Topic) -> Any:
             )
             for partition, view in views
         ],
-        authorized_operations=_topic_operations(ctx, request, topic.name),
+        authorized_operations=operations,
     )
 
 

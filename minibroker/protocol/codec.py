@@ -29,6 +29,7 @@ from kafka.protocol.api_message import ApiMessage
 
 from minibroker.protocol import decoder_limits, definitions
 from minibroker.protocol.api_keys import ApiKey
+from minibroker.protocol.metadata_response import encode_metadata_response
 from minibroker.protocol.produce_request import decode_produce_request
 from minibroker.protocol.produce_response import encode_produce_response
 
@@ -230,10 +231,13 @@ def response_frame(
 
 
 def _encoded_body(api_key: int, api_version: int, body: ApiMessage) -> bytes | bytearray:
+    fast: bytes | bytearray | None = None
     if api_key == ApiKey.Produce:
         fast = encode_produce_response(body, api_version)
-        if fast is not None:
-            return fast
+    elif api_key == ApiKey.Metadata:
+        fast = encode_metadata_response(body, api_version)
+    if fast is not None:
+        return fast
     encoded: bytes | bytearray = body.encode(version=api_version)
     return encoded
 
