@@ -64,6 +64,11 @@ class ResponseWriter:
     def write(self, frames: list[bytearray | EncodedFrame]) -> None:
         """Queue the frames (answers that became ready together) and write what may be. The
         caller goes on itself: `on_frame_written` is only for frames written on `resume`."""
+        if len(frames) == 1 and not self._frames and not self._paused and not self._closed:
+            only = frames[0]
+            if isinstance(only, bytearray):  # one answer in one piece, nothing ahead of it
+                self._transport.write(only)
+                return
         for frame in frames:
             if self._closed:
                 _release(frame.parts if isinstance(frame, EncodedFrame) else [])
