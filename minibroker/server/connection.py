@@ -119,6 +119,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._authenticator = (
             SaslAuthenticator(broker, listener, security) if security.sasl else None
         )
+        # Requests in flight or answers unwritten before reading pauses: one at a time until a
+        # SASL client has authenticated.
+        self._max_unwritten = 1 if security.sasl else MAX_IN_FLIGHT_REQUESTS
         self._decoder = FrameDecoder(
             broker.config.get_int(
                 "sasl.server.max.receive.size" if security.sasl else "socket.request.max.bytes"
@@ -273,10 +276,6 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._reading_paused = pause
 
     @property
-    def _max_unwritten(self) -> int:
-        return MAX_IN_FLIGHT_REQUESTS if self._authenticator is None else 1
-
-    @property
     def _unwritten(self) -> int:
         """Requests in flight, and answers not yet handed to the transport."""
         queued = self._writer.queued_frames if self._writer is not None else 0
@@ -375,6 +374,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         """Past SASL authentication: requests run in parallel again, each frame up to
         `socket.request.max.bytes`."""
         self._authenticator = None
+        self._max_unwritten = MAX_IN_FLIGHT_REQUESTS
         self._decoder.max_frame_bytes = self._broker.config.get_int("socket.request.max.bytes")
 
     def _write(self, responses: list[bytearray | EncodedFrame]) -> None:
