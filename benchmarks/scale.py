@@ -3,7 +3,8 @@ partition, restart after a clean shutdown and after SIGKILL with data in every p
 and open descriptors. No mock reference: librdkafka's mock cluster names no controller, so
 its CreateTopics cannot be driven by an admin client, and it keeps nothing across restarts.
 
-python -m benchmarks.scale [--partitions 10000] [--per-topic 50]
+python -m benchmarks.scale [--partitions 10000] [--per-topic 50] [--groups 1000]
+    [--connections 10000]
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from confluent_kafka import Producer
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from benchmarks.brokers import RunningBroker, start_minibroker
@@ -115,7 +116,7 @@ def write_everywhere(broker: RunningBroker, names: list[str], per_topic: int) ->
         for partition in range(per_topic):
             producer.produce(name, b"x" * 100, partition=partition)
         producer.poll(0)
-    if producer.flush(120):
+    if producer.flush(600):
         raise RuntimeError("records were not all acknowledged")
 
 
@@ -164,6 +165,96 @@ def run(partitions: int, per_topic: int) -> ScaleRun:
     return ScaleRun(partitions, create_rate, metadata, rss_mb, clean, crash, delete_rate)
 
 
+_API_VERSIONS = struct.pack(">hhih", 18, 0, 1, 5) + b"bench"
+_API_VERSIONS_REQUEST = struct.pack(">i", len(_API_VERSIONS)) + _API_VERSIONS
+
+
+def _round_trip_ms(sock: socket.socket) -> float:
+    started = time.perf_counter()
+    sock.sendall(_API_VERSIONS_REQUEST)
+    _receive_exactly(sock, struct.unpack(">i", _receive_exactly(sock, 4))[0])
+    return (time.perf_counter() - started) * 1000
+
+
+def _active_latency_ms(broker: RunningBroker, requests: int = 2000) -> tuple[float, float]:
+    """p50 and p99 of ApiVersions round trips on one active connection."""
+    host, port = broker.bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port))) as sock:
+        times = sorted(_round_trip_ms(sock) for _ in range(requests))
+    return times[len(times) // 2], times[int(len(times) * 0.99)]
+
+
+def idle_connections(count: int) -> dict[str, float]:
+    """RSS and an active connection's answer times without and with `count` idle connections
+    (each answered one ApiVersions, as a client that connected and then waits)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = start_minibroker(Path(tmp))
+        host, port = broker.bootstrap.rsplit(":", 1)
+        idle: list[socket.socket] = []
+        try:
+            rss_before = broker.rss_bytes() / 1e6
+            p50_before, p99_before = _active_latency_ms(broker)
+            for _ in range(count):
+                sock = socket.create_connection((host, int(port)))
+                _round_trip_ms(sock)
+                idle.append(sock)
+            time.sleep(1.0)
+            p50_after, p99_after = _active_latency_ms(broker)
+            rss_after = broker.rss_bytes() / 1e6
+        finally:
+            for sock in idle:
+                sock.close()
+            broker.stop()
+    return {
+        "connections": count,
+        "rss_mb_before": rss_before,
+        "rss_mb_after": rss_after,
+        "p50_ms_before": p50_before,
+        "p99_ms_before": p99_before,
+        "p50_ms_after": p50_after,
+        "p99_ms_after": p99_after,
+    }
+
+
+def groups_restart(groups: int) -> dict[str, float]:
+    """`groups` consumer groups with a committed offset each (AlterConsumerGroupOffsets),
+    then a clean restart: ready time, and one group's offset read back."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data_dir = Path(tmp)
+        broker = start_minibroker(data_dir)
+        try:
+            admin = _admin(broker)
+            admin.create_topics([NewTopic("offsets-source", 1, 1)])["offsets-source"].result()
+            started = time.perf_counter()
+            for index in range(groups):
+                partitions = [TopicPartition("offsets-source", 0, index)]
+                request = [ConsumerGroupTopicPartitions(f"group-{index:05d}", partitions)]
+                for future in admin.alter_consumer_group_offsets(request).values():
+                    future.result()
+            commit_s = time.perf_counter() - started
+        finally:
+            broker.stop()
+        started = time.perf_counter()
+        broker = start_minibroker(data_dir)
+        ready_ms = (time.perf_counter() - started) * 1000
+        try:
+            last = f"group-{groups - 1:05d}"
+            request = [ConsumerGroupTopicPartitions(last, [TopicPartition("offsets-source", 0)])]
+            [future] = _admin(broker).list_consumer_group_offsets(request).values()
+            offset = future.result().topic_partitions[0].offset
+            if offset != groups - 1:
+                raise RuntimeError(f"{last} has offset {offset} after the restart")
+            rss_mb = broker.rss_bytes() / 1e6
+        finally:
+            broker.stop()
+    return {
+        "groups": groups,
+        "commits_per_s": groups / commit_s,
+        "ready_ms": ready_ms,
+        "rss_mb": rss_mb,
+    }
+
+
 def report(run_result: ScaleRun) -> str:
     r = run_result
     lines = [
@@ -184,10 +275,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--per-topic", type=int, default=50)
+    parser.add_argument("--groups", type=int, default=0, help="also: groups' restart")
+    parser.add_argument("--connections", type=int, default=0, help="also: idle connections")
     args = parser.parse_args()
-    result = run(args.partitions, args.per_topic)
-    print(report(result))
-    print(asdict(result))
+    if args.partitions:
+        result = run(args.partitions, args.per_topic)
+        print(report(result))
+        print(asdict(result))
+    if args.groups:
+        print("SC groups:", groups_restart(args.groups))
+    if args.connections:
+        print("SC idle connections:", idle_connections(args.connections))
 
 
 if __name__ == "__main__":

@@ -129,6 +129,9 @@ class FileBlob:
             self._size, self.modified_ms = -1, 0
         else:
             self._size, self.modified_ms = status.st_size, status.st_mtime_ns // 1_000_000
+        # Whether this process may have changed the file since its last fsync here (as found
+        # on disk it is not known to be durable, unless its log says so: mark_synced).
+        self._unsynced = True
 
     @property
     def path(self) -> Path:
@@ -154,6 +157,7 @@ class FileBlob:
                 written += os.pwrite(fd, view[written:], position + written)
         if position + written > self._size:
             self._size = position + written
+        self._unsynced = True
 
     def read_at(self, length: int, position: int) -> bytes:
         if length <= 0:
@@ -168,10 +172,18 @@ class FileBlob:
     def truncate(self, size: int) -> None:
         os.ftruncate(self._pool.fd(self._key), size)
         self._size = size
+        self._unsynced = True
 
     def flush(self) -> None:
-        if self._size >= 0:
+        """fsync, unless nothing changed since the last one (or since `mark_synced`)."""
+        if self._size >= 0 and self._unsynced:
             os.fsync(self._pool.fd(self._key))
+            self._unsynced = False
+
+    def mark_synced(self) -> None:
+        """The file as it is is durable (a log opened after a clean shutdown, or an empty file
+        whose directory is synced): the next flush need not fsync it."""
+        self._unsynced = False
 
     def delete(self) -> None:
         self._pool.close(self._key)

@@ -130,6 +130,7 @@ class FilePartitionLog(SegmentedLog):
             log._directory_dirty = False
             syncs.sync_directory(directory)
             syncs.sync_directory(directory.parent)
+        log._mark_synced()  # empty files: their directory's sync makes them durable
         return log
 
     @classmethod
@@ -176,6 +177,8 @@ class FilePartitionLog(SegmentedLog):
             self._base_offsets.append(base_offset)
         if not self._segments:
             return
+        if clean_shutdown:  # flushed before the marker was written: no fsync at close
+            self._mark_synced()
         first_unflushed = len(self._segments) if clean_shutdown else 0
         if not clean_shutdown:
             first_unflushed = self._segment_index_for(recovery_point)
@@ -356,6 +359,11 @@ class FilePartitionLog(SegmentedLog):
         if self._directory_dirty:
             fsync_directory(self.directory)
             self._directory_dirty = False
+
+    def _mark_synced(self) -> None:
+        for segment in self._segments:
+            for blob in _blobs(segment):
+                blob.mark_synced()
 
     def _release_descriptors(self) -> None:
         for base_offset in self._base_offsets:

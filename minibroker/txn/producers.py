@@ -600,6 +600,9 @@ class ProducerStateManager:
             if getattr(partition.log, "storage_error", None) is not None:
                 continue  # offline: its log end is not to be trusted; recovery rebuilds it
             offset = partition.log.log_end_offset
+            existing = list_snapshots(directory)
+            if (existing and existing[-1][0] == offset) or (not existing and not offset):
+                continue  # as Kafka's takeSnapshot: nothing since the last snapshot
             try:
                 written = write_snapshot(
                     directory, offset, (e.to_snapshot() for e in table.values())
@@ -607,7 +610,7 @@ class ProducerStateManager:
             except OSError as exc:
                 log.error("no producer snapshot for %s: %s", directory.name, exc)
                 continue
-            for _, stale in list_snapshots(directory):
+            for _, stale in existing:
                 if stale != written:
                     stale.unlink(missing_ok=True)
 
