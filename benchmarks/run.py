@@ -1,7 +1,7 @@
 """`scripts/bench`: every scenario against minibroker and librdkafka's mock cluster in one run.
 
 python -m benchmarks.run [--runs 3]
-    [--only P1,PR,F1,FE,FM,L1,R1,TLS,CG,P2,S1,FC,M1,RF,SPARK,CO]
+    [--only P1,PR,F1,FE,FM,L1,R1,TLS,CG,P2,S1,FC,M1,RF,SPARK,CO,SC]
     [--json F]
     [--chart F]
 """
@@ -9,6 +9,7 @@ python -m benchmarks.run [--runs 3]
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import os
 import platform
@@ -29,6 +30,7 @@ from benchmarks import (
     produce,
     produce_cpu,
     request_rate,
+    scale,
     startup,
     tls,
 )
@@ -56,6 +58,7 @@ SCENARIOS = (
     "RF",
     "SPARK",
     "CO",
+    "SC",
 )
 MB = 1e6
 T = TypeVar("T")
@@ -400,7 +403,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results["SPARK"] = spark_rows()
     if "CO" in chosen:
         results["CO"] = co(args.runs)
+    if "SC" in chosen:
+        results["SC"] = sc()
     return results
+
+
+def sc() -> dict[str, Any]:
+    """Many partitions (10,000; 100,000 with `python -m benchmarks.scale --partitions
+    100000`), 1,000 groups, 10,000 idle connections (benchmarks/scale.py)."""
+    result: dict[str, Any] = {"idle": settle("SC")}
+    partitions = scale.run(10_000, 50)
+    print(scale.report(partitions), flush=True)
+    result["partitions"] = dataclasses.asdict(partitions)
+    result["groups"] = scale.groups_restart(1000)
+    print(f"SC 1,000 groups: {result['groups']}", flush=True)
+    result["idle_connections"] = scale.idle_connections(10_000)
+    print(f"SC 10,000 idle connections: {result['idle_connections']}", flush=True)
+    return result
 
 
 def co(runs: int) -> dict[str, Any]:

@@ -240,8 +240,9 @@ def groups_restart(groups: int) -> dict[str, float]:
         try:
             last = f"group-{groups - 1:05d}"
             request = [ConsumerGroupTopicPartitions(last, [TopicPartition("offsets-source", 0)])]
-            [future] = _admin(broker).list_consumer_group_offsets(request).values()
-            offset = future.result().topic_partitions[0].offset
+            admin = _admin(broker)  # kept: its futures end with it
+            [future] = admin.list_consumer_group_offsets(request).values()
+            offset = future.result(timeout=60).topic_partitions[0].offset
             if offset != groups - 1:
                 raise RuntimeError(f"{last} has offset {offset} after the restart")
             rss_mb = broker.rss_bytes() / 1e6
