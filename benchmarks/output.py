@@ -1,5 +1,5 @@
 """Where benchmark and soak results go: `results/` (ignored by git), or with `--publish` the
-files under `docs/` that the README shows."""
+files under `docs/` that the documentation's Benchmarks page shows."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def add_publish_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--publish",
         action="store_true",
-        help=f"write to {PUBLISHED}/ (the README's figures) instead of {RESULTS}/",
+        help=f"write to {PUBLISHED}/ (the Benchmarks page's figures) instead of {RESULTS}/",
     )
 
 

@@ -44,9 +44,11 @@ is zstd UNSUPPORTED_COMPRESSION_TYPE (no offsets either). v3 adds MaxBytes.
 v13+ name topics by id in request, forgotten topics and response: an unknown
 id gets UNKNOWN_TOPIC_ID for each of its partitions, and a session partition whose topic was
 deleted and re-created under its name INCONSISTENT_TOPIC_ID (its old id no longer matches).
-Preferred read replica (v11+) is always -1. v12+ LastFetchedEpoch is not checked (no
-diverging epochs on a single replica). v15 moves the replica id into ReplicaState; a fetch
-from a replica id >= 0 makes a privileged session (as Kafka's followers), and is otherwise
+Preferred read replica (v11+) is always -1. v12+ LastFetchedEpoch is not checked and no
+DivergingEpoch is answered: the in-process followers (server/replica_fetcher.py) truncate to
+the leader's log themselves when the leader epoch changes, before they fetch again. v15
+moves the replica id into ReplicaState; a fetch from a replica id >= 0 makes a privileged
+session (as Kafka's followers), and is otherwise
 served as a consumer's. v16+ (KIP-951): a partition answered NOT_LEADER_OR_FOLLOWER or
 FENCED_LEADER_EPOCH carries CurrentLeader (the leader's id and epoch), and the response the
 leaders' NodeEndpoints (their advertised address on the request's listener). v17's
