@@ -5,14 +5,12 @@ no project conftest). The other included files have tests of their own (OTHER_RU
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.docs.pages import REPO, all_blocks
+from tests.testing.test_examples import run_example
 
 pytestmark = pytest.mark.clients
 
@@ -54,24 +52,6 @@ def test_every_example_test_file_is_on_the_site() -> None:
 
 @pytest.mark.parametrize("name", TEST_FILES)
 def test_example_passes(tmp_path: Path, name: str) -> None:
-    shutil.copy(EXAMPLES / name, tmp_path / name)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "--asyncio-mode=auto",
-            "-W",
-            "ignore::DeprecationWarning",
-            name,
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    result = run_example(EXAMPLES / name, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert " passed" in result.stdout and "skipped" not in result.stdout

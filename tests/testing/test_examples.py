@@ -15,13 +15,10 @@ pytestmark = pytest.mark.clients
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
-@pytest.mark.parametrize(
-    ("name", "tests"), [("test_with_minibroker.py", 4), ("test_schema_registry.py", 2)]
-)
-def test_example_file_passes(tmp_path: Path, name: str, tests: int) -> None:
-    example = EXAMPLES / name
+def run_example(example: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """pytest on a copy of `example` in `tmp_path`, as a user runs it."""
     shutil.copy(example, tmp_path / example.name)
-    result = subprocess.run(
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -39,5 +36,12 @@ def test_example_file_passes(tmp_path: Path, name: str, tests: int) -> None:
         text=True,
         timeout=240,
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "tests"), [("test_with_minibroker.py", 4), ("test_schema_registry.py", 2)]
+)
+def test_example_file_passes(tmp_path: Path, name: str, tests: int) -> None:
+    result = run_example(EXAMPLES / name, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"{tests} passed" in result.stdout
