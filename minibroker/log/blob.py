@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import resource
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Protocol
 
+_CREATE_EMPTY = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
 # Below this, reading the bytes costs less than a descriptor of their own and a sendfile.
 SMALL_REGION_BYTES = 64 * 1024
 
@@ -120,15 +122,21 @@ class FilePool:
 class FileBlob:
     """A file whose size is tracked here, so appends never need a `stat`."""
 
-    def __init__(self, path: Path | str, pool: FilePool) -> None:
+    def __init__(self, path: Path | str, pool: FilePool, *, new: bool = False) -> None:
+        """The file at `path` as it is on disk; with `new`, created empty now (its descriptor
+        is opened in the pool on first use)."""
         self._key = str(path)
         self._pool = pool
-        try:
-            status = os.stat(self._key)
-        except FileNotFoundError:
-            self._size, self.modified_ms = -1, 0
+        if new:
+            os.close(os.open(self._key, _CREATE_EMPTY, 0o644))
+            self._size, self.modified_ms = 0, time.time_ns() // 1_000_000
         else:
-            self._size, self.modified_ms = status.st_size, status.st_mtime_ns // 1_000_000
+            try:
+                status = os.stat(self._key)
+            except FileNotFoundError:
+                self._size, self.modified_ms = -1, 0
+            else:
+                self._size, self.modified_ms = status.st_size, status.st_mtime_ns // 1_000_000
         # Whether this process may have changed the file since its last fsync here (as found
         # on disk it is not known to be durable, unless its log says so: mark_synced).
         self._unsynced = True

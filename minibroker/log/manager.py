@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import shutil
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -84,6 +85,7 @@ class LogManager:
         # producer state then).
         self.on_open: Opened | None = None
         self._syncs: GroupedSyncs | None = None
+        self._removers: list[threading.Thread] = []  # removing deleted partitions' directories
         self._clean_shutdown = False
         if data_dir is not None:
             try:
@@ -278,12 +280,14 @@ class LogManager:
         if self._syncs is not None or self.data_dir is None:
             yield
             return
-        self._syncs = syncs = GroupedSyncs()
+        self._syncs = syncs = GroupedSyncs(self.data_dir)
         try:
             yield
         finally:
             self._syncs = None
-            syncs.complete()
+            remover = syncs.complete()
+            if remover is not None:
+                self._removers = [t for t in self._removers if t.is_alive()] + [remover]
             if syncs.checkpoint_due:
                 self.checkpoint()
 
@@ -414,6 +418,8 @@ class LogManager:
 
     def close(self) -> None:
         """Flush every log, write the checkpoints, then the clean-shutdown marker."""
+        for remover in self._removers:
+            remover.join()
         offline = [key for key, log in self._logs.items() if not _closed_cleanly(log)]
         if self.data_dir is not None:
             self.checkpoint()

@@ -306,13 +306,10 @@ class FilePartitionLog(SegmentedLog):
     # -- segment files -------------------------------------------------------------------------
 
     def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
-        blobs = [
-            FileBlob(self.directory / segment_file_name(base_offset, suffix), self._pool)
-            for suffix in SEGMENT_SUFFIXES
-        ]
-        for blob in blobs:
-            blob.truncate(0)
-        log, offset_index, time_index, txn_index = blobs
+        prefix = os.path.join(self.directory, segment_file_name(base_offset, ""))
+        log, offset_index, time_index, txn_index = (
+            FileBlob(prefix + suffix, self._pool, new=True) for suffix in SEGMENT_SUFFIXES
+        )
         return LogSegment(
             base_offset, log, offset_index, time_index, txn_index, self.config, now_ms=now_ms
         )

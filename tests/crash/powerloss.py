@@ -5,7 +5,8 @@ The model is the POSIX minimum, as ext4 without `auto_da_alloc` gives it:
 
 - a file's bytes survive as they were at its last `fsync`/`fdatasync` (none if never synced);
 - a directory's entries (creations, renames, unlinks) survive as they were at the directory's
-  last `fsync`; a directory never synced since it was made keeps no entries.
+  last `fsync`; a directory never synced since it was made keeps no entries;
+- `syncfs` (minibroker.log.syncs) makes every file and directory of the data directory durable.
 
 Files are tracked by inode, so a renamed file keeps its synced bytes. Every unlinked or replaced
 file is first hard-linked into a graveyard outside the data directory, so that its inode cannot
@@ -40,6 +41,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from minibroker.log import syncs
 
 Entry = tuple[int, bool]  # inode, is a directory
 SYNCED = "synced"
@@ -85,6 +88,7 @@ class PowerLossModel:
         self._names = itertools.count()
         self._original: dict[str, Callable[..., Any]] = {}
         self._touched: set[str] = set()
+        self._original_syncfs: Callable[[Path], bool] = syncs.syncfs
 
     # -- what the broker touches -----------------------------------------------------------
 
@@ -131,7 +135,8 @@ class PowerLossModel:
             self._durable_version += 1
 
     def _adopt_existing(self) -> None:
-        """What is in the directory already is on disk (a crash image being recovered)."""
+        """What is in the directory already is on disk (a crash image being recovered, or
+        everything after a syncfs)."""
         for directory, _subdirectories, files in os.walk(self.root):
             self._dir_entries[os.stat(directory).st_ino] = self._list(directory)
             for name in files:
@@ -231,6 +236,17 @@ class PowerLossModel:
     def _wrap_fsync(self, name: str) -> Callable[[int], None]:
         return lambda fd: self._fsync(fd, name)
 
+    def _syncfs(self, anywhere_on_it: Path) -> bool:
+        with self._lock:
+            if not self._mine(anywhere_on_it):
+                return bool(self._original_syncfs(anywhere_on_it))
+            self._crash_point()
+            self.op_count += 1
+            self.fsyncs += 1
+            self._adopt_existing()
+            self._durable_version += 1
+            return True
+
     def _wrap_metadata(self, name: str, buries: bool) -> Callable[..., Any]:
         """rename/replace (the target is buried) and unlink/remove (the file is)."""
 
@@ -281,20 +297,25 @@ class PowerLossModel:
         self._original = {name: getattr(os, name) for name in [*wrappers, "link"]}
         for name, wrapper in wrappers.items():
             setattr(os, name, wrapper)
+        self._original_syncfs = syncs.syncfs
+        syncs.syncfs = self._syncfs
         try:
             yield self
         finally:
             for name in wrappers:
                 setattr(os, name, self._original[name])
+            syncs.syncfs = self._original_syncfs
 
 
 @contextmanager
 def syncs_skipped() -> Iterator[None]:
-    """`fsync`/`fdatasync` as no-ops while crash images are recovered: the images are scratch
-    copies, and where power is lost again an interposer, not the disk, decides what survives."""
-    saved = os.fsync, os.fdatasync
+    """`fsync`/`fdatasync`/`syncfs` as no-ops while crash images are recovered: the images are
+    scratch copies, and where power is lost again an interposer, not the disk, decides what
+    survives."""
+    saved = os.fsync, os.fdatasync, syncs.syncfs
     os.fsync = os.fdatasync = lambda fd: None
+    syncs.syncfs = lambda anywhere_on_it: True
     try:
         yield
     finally:
-        os.fsync, os.fdatasync = saved
+        os.fsync, os.fdatasync, syncs.syncfs = saved
