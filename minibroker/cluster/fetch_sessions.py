@@ -72,12 +72,13 @@ class Wanted:
 
 @dataclass(slots=True)
 class Requested:
-    """A partition to read: its key, its topic's name (None: unknown topic id) and what the
-    fetch wants of it."""
+    """A partition to read: its key, its topic's name (None: unknown topic id), what the
+    fetch wants of it, and where an incremental fetch has it from its session."""
 
     key: PartitionKey
     topic: str | None
     wanted: Wanted
+    cached: CachedPartition | None = None
 
 
 class Answer(NamedTuple):
@@ -96,6 +97,10 @@ class CachedPartition:
     wanted: Wanted
     high_watermark: int = -1
     log_start_offset: int = -1
+    # Set by the fetch handler when the partition was last answered with nothing to say: what
+    # that answer was made of. While the partition's state is the same, the next incremental
+    # fetch skips it without reading (it would again have nothing to say).
+    quiet: object = None
 
     def must_respond(self, answer: Answer, update: bool) -> bool:
         """Whether an incremental response must list this partition (Kafka's
@@ -130,6 +135,9 @@ class FetchSession:
     cached_size: int = -1  # the size when last touched; -1: not in the cache
     evictable_by_all: bool = False
     evictable_by_privileged: bool = False
+    # What an incremental fetch reads, in order, kept until the partitions, their order or
+    # what is wanted of them change (an idle session's fetch builds nothing).
+    reads: list[Requested] | None = None
 
     @property
     def size(self) -> int:
@@ -147,8 +155,11 @@ class FetchSession:
                 self.partitions[item.key] = CachedPartition(item.topic, item.wanted)
             else:
                 cached.wanted = item.wanted
+                cached.quiet = None
+            self.reads = None
         for key in forgotten:
             self.partitions.pop(key, None)
+            self.reads = None
 
 
 class SessionAnswer(NamedTuple):
@@ -233,19 +244,27 @@ class FullContext(SessionlessContext):
 
 
 class IncrementalContext(FetchContext):
-    """Every partition of the session is read; only those with changes are answered."""
+    """Every partition of the session is read (but those the handler finds quiet); only those
+    with changes are answered."""
 
     def __init__(self, session: FetchSession, request_epoch: int) -> None:
         self.session = session
         self.expected_epoch = next_epoch(request_epoch)
 
     def partitions(self, topic_names: TopicNames) -> list[Requested]:
+        session = self.session
+        if session.reads is not None:
+            return session.reads
         found = []
-        for key, cached in self.session.partitions.items():
+        resolved = True
+        for key, cached in session.partitions.items():
             topic_key = key[0]
             if cached.topic is None and isinstance(topic_key, uuid.UUID):
                 cached.topic = topic_names(topic_key)
-            found.append(Requested(key, cached.topic, cached.wanted))
+                resolved = resolved and cached.topic is not None
+            found.append(Requested(key, cached.topic, cached.wanted, cached))
+        if resolved:  # else the next fetch tries to name the unknown topic ids again
+            session.reads = found
         return found
 
     def respond(self, answers: Sequence[tuple[PartitionKey, Answer]], now_ms: int) -> SessionAnswer:
@@ -262,6 +281,7 @@ class IncrementalContext(FetchContext):
             included.append(key)
             if answer.has_records:  # rotate: partitions that returned data go last
                 session.partitions[key] = session.partitions.pop(key)
+                session.reads = None
         return SessionAnswer(ErrorCode.NO_ERROR, session.id, included)
 
 

@@ -116,6 +116,7 @@ class PartitionRead:
         "log_start_offset",
         "next_offset",
         "partition",
+        "quiet",
         "records",
         "requested",
     )
@@ -131,6 +132,7 @@ class PartitionRead:
         self.records: bytes | FileRegion = _NO_RECORDS
         self.next_offset = -1  # the offset after the last batch in `records`
         self.aborted_transactions: list[tuple[int, int]] | None = None
+        self.quiet: tuple[object, ...] | None = None  # the state read, for a session
 
     def drop_records(self) -> None:
         if isinstance(self.records, FileRegion):
@@ -259,17 +261,51 @@ def _read_partition(
     return result
 
 
+def _state_read(
+    ctx: RequestContext, item: Requested, read_committed: bool
+) -> tuple[object, ...] | None:
+    """Everything a consumer's read of the partition with nothing to return is made of (None
+    where it would be an error): while it stays the same, so does the answer."""
+    located = _locate(ctx.broker.cluster, item)
+    if isinstance(located, ErrorCode) or located.log.storage_error is not None:
+        return None
+    log = located.log
+    return (
+        located,
+        log,
+        located.leader_epoch,
+        ctx.leader_error(located),
+        located.high_watermark,
+        log.log_start_offset,
+        located.last_stable_offset if read_committed else -1,
+    )
+
+
+def _quiet_skipping(ctx: RequestContext, replica_id: int) -> bool:
+    """Whether session partitions found quiet may be skipped: not for followers (their fetch
+    moves the ISR and high watermark) nor under a test's pushed errors."""
+    return replica_id < 0 and not ctx.entry_errors
+
+
 def collect(
     ctx: RequestContext, request: Any, items: list[Requested], replica_id: int
 ) -> tuple[list[PartitionRead], int, bool]:
-    """The partitions read, the bytes read, and whether any partition has an error."""
+    """The partitions read, the bytes read, and whether any partition has an error. A session
+    partition whose state is what it was when it was last answered with nothing is not read."""
     read_committed = request.isolation_level == READ_COMMITTED
     remaining = _max_bytes(ctx, request)
     total = 0
     reads = []
     has_error = False
+    skipping = _quiet_skipping(ctx, replica_id)
     for item in items:
+        state = None
+        if skipping and item.cached is not None:
+            state = _state_read(ctx, item, read_committed)
+            if state is not None and state == item.cached.quiet:
+                continue
         read = _read_partition(ctx, item, remaining, read_committed, replica_id)
+        read.quiet = state
         if read.records:
             if total > 0 and len(read.records) > remaining:
                 # Only a first batch larger than the budget (KIP-74) goes past it, and only the
@@ -568,7 +604,18 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     if ctx.broker.client_quotas.enabled and (throttled := _throttled(ctx, request, context, reads)):
         return throttled
     answer = context.respond([(read.key, read.answer()) for read in reads], ctx.now_ms())
+    if answer.error == ErrorCode.NO_ERROR and isinstance(context, IncrementalContext):
+        _remember_quiet(reads)
     return fetch_frame(ctx, answer.error, answer.session_id, _included(reads, answer.included))
+
+
+def _remember_quiet(reads: list[PartitionRead]) -> None:
+    """Which session partitions had nothing to say, and the state they said it from."""
+    for read in reads:
+        cached = read.requested.cached
+        if cached is not None:
+            quiet = not read.records and read.error == ErrorCode.NO_ERROR
+            cached.quiet = read.quiet if quiet else None
 
 
 def _included(reads: list[PartitionRead], included: list[PartitionKey]) -> list[PartitionRead]:

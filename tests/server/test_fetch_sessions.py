@@ -14,6 +14,7 @@ from confluent_kafka import Consumer, TopicPartition
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 
+from minibroker.handlers import fetch as fetch_handler
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.testing import KafkaBroker
@@ -84,6 +85,61 @@ def test_a_moved_log_start_offset_is_answered(kafka: KafkaBroker) -> None:
     (partition,) = answered(response).values()
     assert (partition.log_start_offset, partition.high_watermark) == (1, 2)
     assert not partition.records
+
+
+def test_quiet_partitions_are_not_read_again_until_their_state_changes(
+    kafka: KafkaBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An incremental fetch reads only the session partitions whose state (log end, high
+    watermark, log start, leader, the topic itself) changed since they had nothing to say,
+    and those that the request changed."""
+    reads: list[int] = []
+    read_partition = fetch_handler._read_partition
+
+    def counted(ctx: Any, item: Any, *args: Any) -> Any:
+        reads.append(item.key[1])
+        return read_partition(ctx, item, *args)
+
+    monkeypatch.setattr(fetch_handler, "_read_partition", counted)
+    tid = topic_id(kafka)
+    with WireClient(kafka.bootstrap_servers) as client:
+        session = open_session(client, fetch_fields({tid: {0: 0, 1: 0, 2: 0}})).session_id
+        epoch = 0
+
+        def fetch(offsets: dict[int, int] | None = None) -> tuple[list[int], dict[int, Any]]:
+            nonlocal epoch
+            epoch += 1
+            reads.clear()
+            response = client.call(
+                ApiKey.Fetch,
+                18,
+                **fetch_fields({tid: offsets} if offsets else {}, session_id=session, epoch=epoch),
+            )
+            assert response.error_code == ErrorCode.NO_ERROR
+            return sorted(reads), {p: part for (_, p), part in answered(response).items()}
+
+        assert fetch() == ([0, 1, 2], {})  # the first incremental fetch reads all
+        assert fetch() == ([], {})
+        kafka.produce(TOPIC, b"new", partition=2)
+        read, parts = fetch()
+        assert (read, list(parts), parts[2].high_watermark) == ([2], [2], 1)
+        assert fetch({2: 1}) == ([2], {})  # the request moved its fetch offset
+        assert fetch() == ([], {})
+        deleted = client.call(
+            ApiKey.DeleteRecords,
+            2,
+            topics=[{"name": TOPIC, "partitions": [{"partition_index": 2, "offset": 1}]}],
+            timeout_ms=5000,
+        )
+        assert deleted.topics[0].partitions[0].error_code == ErrorCode.NO_ERROR
+        read, parts = fetch()
+        assert (read, list(parts), parts[2].log_start_offset) == ([2], [2], 1)
+        removed = client.call(ApiKey.DeleteTopics, 4, topic_names=[TOPIC], timeout_ms=5000)
+        assert removed.responses[0].error_code == ErrorCode.NO_ERROR
+        read, parts = fetch()
+        assert read == [0, 1, 2]
+        assert sorted(parts) == [0, 1, 2]
+        assert all(part.error_code != ErrorCode.NO_ERROR for part in parts.values())
 
 
 def test_forgotten_partitions_leave_the_session(kafka: KafkaBroker) -> None:
