@@ -17,7 +17,15 @@ import pytest
 from minibroker.testing.threaded import ThreadedBroker
 from tests.clients.runner import run_client, run_ok
 from tests.security.client_config import Security, client_config
-from tests.security.test_delegation_tokens import acl_settings, address, grant, kafka_hmac
+from tests.security.conftest import ssl_listener_settings
+from tests.security.pki import Pki
+from tests.security.test_delegation_tokens import (
+    acl_settings,
+    address,
+    grant,
+    kafka_hmac,
+    token_settings,
+)
 
 pytestmark = pytest.mark.clients
 
@@ -187,3 +195,21 @@ def test_confluent_kafka_cannot_log_in_with_a_token(
     # the same credentials with Java's tokenauth=true extension log in
     java = java_config(created["token_id"], created["hmac"], tokenauth=True)
     assert run_ok("java-4.3", produce_job(sasl, "tokens-topic", java))["results"][0]["offset"] == 0
+
+
+def test_ssl_needs_a_client_certificate(pki: Pki) -> None:
+    """Kafka refuses token requests from SSL connections without a client certificate
+    (User:ANONYMOUS); a certificate's principal may create its own tokens."""
+    settings = token_settings()
+    settings.update(ssl_listener_settings(pki, client_auth="requested"))
+    with ThreadedBroker(settings=settings) as running:
+        ssl = address(running, "SSL")
+        anonymous = client_config("java-4.3", Security("SSL", pki=pki))
+        refused = run_client("java-4.3", token_job(ssl, "create_delegation_token", anonymous))
+        assert (refused["ok"], refused["error_name"]) == (
+            False,
+            "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED",
+        )
+        certified = client_config("java-4.3", Security("SSL", pki=pki, client_certificate=True))
+        created = run_ok("java-4.3", token_job(ssl, "create_delegation_token", certified))
+        assert created["token"]["owner"].startswith("User:CN=")
