@@ -11,14 +11,15 @@ INVALID_PRINCIPAL_TYPE. Without `delegation.token.secret.key`, DELEGATION_TOKEN_
 delegation_tokens.py): its id, HMAC, issue, expiry and max timestamps, owner and requester.
 
 Version notes: v0 is gone in Kafka 4 (KIP-896); v2 is the first flexible version; v3 adds the
-owner to the request and the requester to the response.
+owner to the request and the requester to the response. A v3 owner name with a null type
+fails the request as in Kafka: UNKNOWN_SERVER_ERROR with both principals `User:ANONYMOUS`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from minibroker.auth.acls import AclOperation, ResourceType
+from minibroker.auth.acls import ANONYMOUS, AclOperation, ResourceType
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response
@@ -32,10 +33,14 @@ from minibroker.security.delegation_tokens import (
 from minibroker.server.context import RequestContext
 
 
-def _owner(ctx: RequestContext, request: Any) -> str:
-    name = getattr(request, "owner_principal_name", None) if ctx.api_version >= 3 else None
+def _owner(ctx: RequestContext, request: Any) -> str | None:
+    """The owner principal; None for an owner name without a type, which Kafka's
+    KafkaPrincipal refuses (the request fails as a whole)."""
+    name = request.owner_principal_name if ctx.api_version >= 3 else None
     if not name:
         return ctx.principal
+    if request.owner_principal_type is None:
+        return None
     return f"{request.owner_principal_type}:{name}"
 
 
@@ -46,9 +51,10 @@ def _response(
     token: TokenInformation | None = None,
     token_hmac: bytes = b"",
     no_token_timestamp: int = -1,
+    requester: str | None = None,
 ) -> Any:
     owner_type, owner_name = split_principal(owner)
-    requester_type, requester_name = split_principal(ctx.principal)
+    requester_type, requester_name = split_principal(requester or ctx.principal)
     return new_response(
         ApiKey.CreateDelegationToken,
         ctx.api_version,
@@ -82,6 +88,9 @@ def _refusal(ctx: RequestContext, request: Any, owner: str) -> ErrorCode | None:
 @handles(ApiKey.CreateDelegationToken, 1, 3)
 async def handle_create_delegation_token(ctx: RequestContext, request: Any) -> Any:
     owner = _owner(ctx, request)
+    if owner is None:
+        # Kafka's getErrorResponse for a request that failed: both principals anonymous
+        return _response(ctx, ErrorCode.UNKNOWN_SERVER_ERROR, ANONYMOUS, requester=ANONYMOUS)
     refusal = _refusal(ctx, request, owner)
     if refusal is not None:
         return _response(ctx, refusal, owner)

@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 
 from minibroker.auth.authorizer import STANDARD_AUTHORIZER
+from minibroker.config import BrokerConfig, ConfigError
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.security.delegation_tokens import TOKENS_FILE
+from minibroker.server.broker import Broker
 from minibroker.testing.threaded import ThreadedBroker
 from tests.security.scram_client import ScramClient
 from tests.wire import WireClient
@@ -183,6 +185,23 @@ def test_create_v1_and_v2_make_a_token_for_the_requester(sessions: dict[str, Ses
         assert created.error_code == ErrorCode.NO_ERROR
         assert (created.principal_type, created.principal_name) == ("User", "bob")
         assert created.hmac == kafka_hmac(created.token_id)
+
+
+def test_an_owner_without_a_type_fails_the_request(sessions: dict[str, Session]) -> None:
+    answer = sessions["alice"].client.call(
+        ApiKey.CreateDelegationToken,
+        3,
+        owner_principal_type=None,
+        owner_principal_name="bob",
+        renewers=[],
+        max_lifetime_ms=-1,
+    )
+    assert answer.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+    assert (answer.principal_name, answer.token_requester_principal_name) == (
+        "ANONYMOUS",
+        "ANONYMOUS",
+    )
+    assert sessions["alice"].describe() == (ErrorCode.NO_ERROR, {})
 
 
 def test_max_lifetime_is_clamped_to_the_brokers() -> None:
@@ -524,3 +543,45 @@ def test_releases_without_tokens_do_not_advertise_them(release: str, served: boo
     token_keys = {38, 39, 40, 41}
     assert (token_keys <= advertised) is served
     assert (token_keys & advertised == set()) is not served
+
+
+# -- settings ------------------------------------------------------------------------------
+
+
+def test_settings_are_described_as_kafkas(broker: ThreadedBroker) -> None:
+    names = [
+        "delegation.token.secret.key",
+        "delegation.token.max.lifetime.ms",
+        "delegation.token.expiry.time.ms",
+        "delegation.token.expiry.check.interval.ms",
+    ]
+    with WireClient(address(broker, "PLAINTEXT")) as client:
+        response = client.call(
+            ApiKey.DescribeConfigs,
+            4,
+            resources=[{"resource_type": 4, "resource_name": "1", "configuration_keys": names}],
+            include_synonyms=False,
+            include_documentation=False,
+        )
+    (result,) = response.results
+    described = {c.name: (c.value, c.is_sensitive) for c in result.configs}
+    assert described == {
+        "delegation.token.secret.key": (None, True),
+        "delegation.token.max.lifetime.ms": ("604800000", False),
+        "delegation.token.expiry.time.ms": ("86400000", False),
+        "delegation.token.expiry.check.interval.ms": ("3600000", False),
+    }
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "delegation.token.max.lifetime.ms",
+        "delegation.token.expiry.time.ms",
+        "delegation.token.expiry.check.interval.ms",
+    ],
+)
+def test_lifetimes_below_one_ms_are_refused(name: str) -> None:
+    config = BrokerConfig({**token_settings(), name: "0"})
+    with pytest.raises(ConfigError, match=f"Invalid value 0 for configuration {name}"):
+        Broker(config, in_memory=True)
