@@ -20,6 +20,7 @@ from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.security.delegation_tokens import TOKENS_FILE
 from minibroker.server.broker import Broker
+from minibroker.testing import KafkaCluster
 from minibroker.testing.threaded import ThreadedBroker
 from tests.security.scram_client import ScramClient
 from tests.wire import WireClient
@@ -81,9 +82,15 @@ class Session:
     """A SASL connection logged in as `user` (or with a token), making token requests."""
 
     def __init__(
-        self, running: ThreadedBroker, user: str, password: str = "", token: bool = False
+        self,
+        target: ThreadedBroker | str,
+        user: str,
+        password: str = "",
+        token: bool = False,
     ) -> None:
-        self.client = WireClient(address(running, "SASL_PLAINTEXT"))
+        """`target`: a broker (its SASL_PLAINTEXT listener) or a SASL listener's address."""
+        where = target if isinstance(target, str) else address(target, "SASL_PLAINTEXT")
+        self.client = WireClient(where)
         assert authenticate(self.client, user, password or f"{user}-secret", token=token) == 0
 
     def close(self) -> None:
@@ -179,12 +186,26 @@ def test_create_answers_kafkas_token(sessions: dict[str, Session]) -> None:
     )
 
 
-def test_create_v1_and_v2_make_a_token_for_the_requester(sessions: dict[str, Session]) -> None:
+def test_versions_1_and_2(sessions: dict[str, Session]) -> None:
+    """v1 and v2 create a token for the requester (no owner field) and describe, renew and
+    expire as v3 does, without the requester fields."""
+    client = sessions["bob"].client
     for version in (1, 2):
         created = sessions["bob"].create(version=version)
         assert created.error_code == ErrorCode.NO_ERROR
         assert (created.principal_type, created.principal_name) == ("User", "bob")
         assert created.hmac == kafka_hmac(created.token_id)
+        described = client.call(ApiKey.DescribeDelegationToken, version, owners=None)
+        assert created.token_id in {token.token_id for token in described.tokens}
+        renewed = client.call(
+            ApiKey.RenewDelegationToken, version, hmac=created.hmac, renew_period_ms=1000
+        )
+        assert renewed.error_code == ErrorCode.NO_ERROR
+        expired = client.call(
+            ApiKey.ExpireDelegationToken, version, hmac=created.hmac, expiry_time_period_ms=-1
+        )
+        assert expired.error_code == ErrorCode.NO_ERROR
+    assert sessions["bob"].describe() == (ErrorCode.NO_ERROR, {})
 
 
 def test_an_owner_without_a_type_fails_the_request(sessions: dict[str, Session]) -> None:
@@ -423,6 +444,21 @@ def test_a_new_secret_key_changes_every_hmac(tmp_path: Path) -> None:
         assert described.hmac == kafka_hmac(created.token_id, "another-key")
         assert alice.renew(created.hmac) == (ErrorCode.DELEGATION_TOKEN_NOT_FOUND, 0)
         alice.close()
+
+
+def test_nodes_of_a_cluster_share_the_tokens() -> None:
+    settings = {**token_settings(), "listeners": "SASL_PLAINTEXT://127.0.0.1:0"}
+    with KafkaCluster(nodes=2, config=settings, storage="memory") as cluster:
+        on_first = Session(cluster.address(1), "alice")
+        on_second = Session(cluster.address(2), "bob")
+        created = on_first.create(renewers=("User:bob",))
+        assert on_second.renew(created.hmac, 1000)[0] == ErrorCode.NO_ERROR
+        assert created.token_id in on_second.describe()[1]
+        with WireClient(cluster.address(2)) as client:
+            password = base64.b64encode(created.hmac).decode()
+            assert authenticate(client, created.token_id, password, token=True) == 0
+        on_first.close()
+        on_second.close()
 
 
 # -- ACLs ----------------------------------------------------------------------------------
