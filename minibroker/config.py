@@ -311,6 +311,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "minibroker.scram.credentials",
             "SCRAM users created at start: SCRAM-SHA-256=[name=alice,password=alice-secret],...",
         ),
+        _secret(
+            "delegation.token.secret.key",
+            "Secret key of delegation tokens' HMACs; unset or empty: delegation tokens disabled.",
+        ),
+        _broker("delegation.token.max.lifetime.ms", L, "604800000"),
+        _broker("delegation.token.expiry.time.ms", L, "86400000"),
+        _broker("delegation.token.expiry.check.interval.ms", L, "3600000"),
         _broker(
             "minibroker.fsync.on.ack",
             B,

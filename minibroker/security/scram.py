@@ -7,6 +7,11 @@ The exchange: client-first (`n,[a=authzid],n=user,r=nonce`) -> server-first
 server-final (`v=server signature`). An unknown user, a bad proof or a bad nonce is a
 SaslCredentialsRejected (the client gets Kafka's generic "invalid credentials" text).
 
+Extensions in the client-first message (`,name=value` after the nonce) are read as Kafka's
+ScramExtensions: `tokenauth=true` (any case) logs in with a delegation token (the user name is
+the token id, the password the token's HMAC in base64) and authenticates the token's owner
+(`token_authenticated`); other extensions are ignored, as Kafka ignores them.
+
 The client-final nonce must be the combined nonce, or the client nonce followed by it: older
 librdkafka (Debian's 2.0.2, kcat) sends the latter, which Kafka accepted until it compared
 nonces exactly (it checked `endsWith`); the proof still covers the nonce as sent.
@@ -101,6 +106,9 @@ class ScramCredential:
 
 
 CredentialLookup = Callable[[str, str], ScramCredential | None]
+# (token id, mechanism) -> (the token owner's name, the token's credential), None if unknown.
+TokenLookup = Callable[[str, str], tuple[str, ScramCredential] | None]
+TOKEN_AUTH = "tokenauth"
 
 _CLIENT_FIRST = re.compile(
     r"(?P<gs2>[ny],(?:a=(?P<authzid>[^,]*))?,)n=(?P<saslname>[^,]*),r=(?P<nonce>[^,]+)"
@@ -118,11 +126,23 @@ def sasl_name_to_user(sasl_name: str) -> str:
     return sasl_name.replace("=2C", ",").replace("=3D", "=")
 
 
+def _extensions(text: str) -> dict[str, str]:
+    """`,a=1,b=2` -> {"a": "1", "b": "2"} (Kafka's Utils.parseMap)."""
+    return dict(item.split("=", 1) for item in text.split(",") if item)
+
+
 class ScramServer:
-    def __init__(self, mechanism: ScramMechanism, lookup: CredentialLookup) -> None:
+    def __init__(
+        self,
+        mechanism: ScramMechanism,
+        lookup: CredentialLookup,
+        token_lookup: TokenLookup | None = None,
+    ) -> None:
         self.mechanism = mechanism.name
         self._scram = mechanism
         self._lookup = lookup
+        self._token_lookup = token_lookup
+        self._token_authenticated = False
         self._user: str | None = None
         self._credential: ScramCredential | None = None
         self._gs2_header = ""
@@ -147,11 +167,13 @@ class ScramServer:
         match = _CLIENT_FIRST.fullmatch(client_first)
         if match is None:
             raise SaslCredentialsRejected(f"Invalid SCRAM client first message: {client_first!r}")
-        if match.group("extensions"):
-            # Kafka's only extension is tokenauth (delegation tokens), which minibroker lacks.
-            raise SaslCredentialsRejected(f"Unsupported SCRAM extensions {match['extensions']}")
         user = sasl_name_to_user(match.group("saslname"))
-        credential = self._lookup(user, self.mechanism)
+        extensions = _extensions(match.group("extensions"))
+        credential: ScramCredential | None
+        if extensions.get(TOKEN_AUTH, "").lower() == "true":
+            owner, credential = self._token_credential(user)
+        else:
+            owner, credential = user, self._lookup(user, self.mechanism)
         if credential is None:
             raise SaslCredentialsRejected("Authentication failed: Invalid user credentials")
         authorization_id = match.group("authzid") or ""
@@ -165,7 +187,7 @@ class ScramServer:
                 f"Iterations {credential.iterations} is less than the minimum "
                 f"{self._scram.min_iterations} for {self.mechanism}"
             )
-        self._user, self._credential = user, credential
+        self._user, self._credential = owner, credential
         self._gs2_header = match.group("gs2")
         self._client_first_bare = client_first[len(self._gs2_header) :]
         self._client_nonce = match.group("nonce")
@@ -173,6 +195,15 @@ class ScramServer:
         salt = base64.b64encode(credential.salt).decode()
         self._server_first = f"r={self._nonce},s={salt},i={credential.iterations}"
         return self._server_first.encode()
+
+    def _token_credential(self, token_id: str) -> tuple[str, ScramCredential]:
+        found = None if self._token_lookup is None else self._token_lookup(token_id, self.mechanism)
+        if found is None:
+            raise SaslCredentialsRejected(
+                f"Token Authentication failed: Invalid tokenId : {token_id}"
+            )
+        self._token_authenticated = True
+        return found
 
     def _server_final_message(self, client_final: str) -> bytes:
         assert self._credential is not None
@@ -204,4 +235,10 @@ class ScramServer:
 
     @property
     def authorization_id(self) -> str:
+        """The user, or for a delegation token the token owner's name."""
         return self._user or ""
+
+    @property
+    def token_authenticated(self) -> bool:
+        """Whether the login used a delegation token (`tokenauth=true`)."""
+        return self._complete and self._token_authenticated

@@ -21,6 +21,10 @@ AUTHENTICATE -> COMPLETE, or FAILED.
 Once the authentication has failed (`failed`), the connection sends the answer and closes
 only after `connection.failed.authentication.delay.ms`.
 
+A SCRAM login with a delegation token (`tokenauth=true`) authenticates the token's owner and
+marks the session `token_authenticated` (Kafka's KafkaPrincipal.tokenAuthenticated), which
+the delegation-token APIs refuse.
+
 Not done: re-authentication (`connections.max.reauth.ms`; session lifetime is always 0),
 GSSAPI and OAUTHBEARER.
 """
@@ -53,7 +57,7 @@ from minibroker.security.sasl import (
     SaslServer,
     rejected_credentials_message,
 )
-from minibroker.security.scram import SCRAM_MECHANISMS, ScramServer
+from minibroker.security.scram import SCRAM_MECHANISMS, ScramCredential, ScramServer
 from minibroker.server.dispatch import dispatch
 
 if TYPE_CHECKING:
@@ -84,6 +88,7 @@ class SaslAuthenticator:
         self._raw_tokens = False
         self._server: SaslServer | None = None
         self.principal: str | None = None
+        self.token_authenticated = False
 
     @property
     def complete(self) -> bool:
@@ -102,6 +107,7 @@ class SaslAuthenticator:
             answer = self._raw_token(frame) if self._raw_tokens else self._authenticate(frame)
             if self.principal is not None:
                 session.principal = self.principal
+                session.token_authenticated = self.token_authenticated
             return answer
         return await self._handshake_phase(frame, session)
 
@@ -152,7 +158,12 @@ class SaslAuthenticator:
     def _new_server(self, mechanism: str) -> SaslServer:
         if mechanism == PLAIN:
             return PlainServer(self._security.plain_users)
-        return ScramServer(SCRAM_MECHANISMS[mechanism], self._broker.scram_credentials.get)
+        return ScramServer(
+            SCRAM_MECHANISMS[mechanism], self._broker.scram_credentials.get, self._token_login
+        )
+
+    def _token_login(self, token_id: str, mechanism: str) -> tuple[str, ScramCredential] | None:
+        return self._broker.delegation_tokens.scram_login(token_id, mechanism)
 
     def _evaluate(self, token: bytes) -> bytes:
         """The mechanism's answer; raises SaslAuthenticationFailed with the client's message."""
@@ -166,6 +177,9 @@ class SaslAuthenticator:
             ) from exc
         if self._server.complete:
             self.principal = f"User:{self._server.authorization_id}"
+            self.token_authenticated = (
+                isinstance(self._server, ScramServer) and self._server.token_authenticated
+            )
             self.state = SaslState.COMPLETE
         return answer
 

@@ -42,6 +42,7 @@ from minibroker.log.checkpoints import META_PROPERTIES, read_properties
 from minibroker.log.dirs import LogDirs
 from minibroker.log.lazy import is_open
 from minibroker.security.credentials import ScramCredentials
+from minibroker.security.delegation_tokens import DelegationTokens
 from minibroker.server.connection import BrokerConnection
 from minibroker.server.faults import Faults
 from minibroker.server.nodes import Nodes
@@ -136,6 +137,7 @@ class Broker:
         self.nodes = Nodes(self)
         self.faults = Faults()
         self.scram_credentials = ScramCredentials.open(config, self.data_dir)
+        self.delegation_tokens = DelegationTokens.open(config, self.data_dir)
         self.authorizer = Authorizer.from_config(config, self.data_dir)
         self.client_quotas = ClientQuotas.open(config, self.data_dir)
         self.dynamic_configs = DynamicConfigs.open(self.data_dir)
@@ -246,6 +248,7 @@ class Broker:
         self.nodes = owner.nodes
         self.faults = owner.faults
         self.scram_credentials = owner.scram_credentials
+        self.delegation_tokens = owner.delegation_tokens
         self.authorizer = owner.authorizer
         self.client_quotas = owner.client_quotas
         self.dynamic_configs = owner.dynamic_configs
@@ -279,6 +282,11 @@ class Broker:
                 loop.create_task(self._every(self._isr_check_interval(), self._shrink_isrs)),
                 *self._transaction_timers(loop),
             ]
+            if self.delegation_tokens.enabled:
+                sweep_interval = self.delegation_tokens.settings.expiry_check_interval_ms / 1000
+                self._timers.append(
+                    loop.create_task(self._every(sweep_interval, self._sweep_expired_tokens))
+                )
             if self.config.get_bool("log.cleaner.enable"):
                 cleaner_interval = self._interval("log.cleaner.backoff.ms")
                 self._timers.append(loop.create_task(self._every(cleaner_interval, self._clean)))
@@ -379,6 +387,12 @@ class Broker:
         self.nodes.shrink_lagging_isrs(
             time.time_ns() // 1_000_000, self.config.get_int("replica.lag.time.max.ms")
         )
+
+    def _sweep_expired_tokens(self) -> None:
+        for token in self.delegation_tokens.sweep(time.time_ns() // 1_000_000):
+            log.info(
+                "Delegation token expired for token: %s for owner: %s", token.token_id, token.owner
+            )
 
     def _run_retention(self) -> None:
         for logs in self.cluster.log_managers():

@@ -41,6 +41,8 @@ class Session:
     """The peer's address as Kafka shows it in DescribeGroups ("/127.0.0.1")."""
     throttled_until: float = 0.0
     """`time.monotonic()` until which the connection is muted after a throttled answer."""
+    token_authenticated: bool = False
+    """Authenticated with a delegation token (SCRAM `tokenauth=true`)."""
     inter_broker: bool = False
     """Another node of an in-process cluster (a follower's fetches): allowed everything, as
     Kafka's inter-broker principal is when it is a super user."""

@@ -306,7 +306,7 @@ def install_java_libs(kafka_version: str) -> Path:
 def install_java(kafka_version: str) -> ClientCommand:
     lib = install_java_libs(kafka_version)
     java = HERE / "java"
-    programs = [java / "Client.java", java / "JobServer.java"]
+    programs = [java / "Client.java", java / "JobServer.java", java / "TokenClient.java"]
     if not kafka_version.startswith("3."):
         programs.append(java / "ShareClient.java")  # KafkaShareConsumer: kafka-clients 4.x
     logging = java / "log4j2.properties"

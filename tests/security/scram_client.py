@@ -11,11 +11,13 @@ HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 
 
 class ScramClient:
-    def __init__(self, mechanism: str, user: str, password: str) -> None:
+    def __init__(self, mechanism: str, user: str, password: str, extensions: str = "") -> None:
+        """`extensions`: appended to the client-first message, e.g. ",tokenauth=true"."""
         self.hash_name = HASHES[mechanism]
         self.user, self.password = user, password
         self.nonce = secrets.token_urlsafe(18)
-        self.client_first_bare = f"n={user.replace('=', '=3D').replace(',', '=2C')},r={self.nonce}"
+        name = user.replace("=", "=3D").replace(",", "=2C")
+        self.client_first_bare = f"n={name},r={self.nonce}{extensions}"
         self.server_signature = b""
 
     def first(self) -> bytes:

@@ -190,6 +190,11 @@ public final class Client {
       case "alter_share_group_offsets":
       case "delete_share_group_offsets":
         return shareAdmin(job);
+      case "create_delegation_token":
+      case "renew_delegation_token":
+      case "expire_delegation_token":
+      case "describe_delegation_token":
+        return tokenAdmin(job);
       case "list_config_resources":
         return listConfigResources(job);
       case "create_acls":
@@ -585,6 +590,18 @@ public final class Client {
       return (ObjectNode)
           Class.forName("ShareClient")
               .getMethod("shareAdmin", JsonNode.class, Admin.class, ObjectMapper.class)
+              .invoke(null, job, admin, JSON);
+    } catch (java.lang.reflect.InvocationTargetException e) {
+      throw e.getCause() instanceof Exception cause ? cause : e;
+    }
+  }
+
+  /** The delegation-token admin jobs, in TokenClient.java: by name. */
+  private static ObjectNode tokenAdmin(JsonNode job) throws Exception {
+    try (Admin admin = admin(job)) {
+      return (ObjectNode)
+          Class.forName("TokenClient")
+              .getMethod("tokenAdmin", JsonNode.class, Admin.class, ObjectMapper.class)
               .invoke(null, job, admin, JSON);
     } catch (java.lang.reflect.InvocationTargetException e) {
       throw e.getCause() instanceof Exception cause ? cause : e;
