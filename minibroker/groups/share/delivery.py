@@ -33,16 +33,19 @@ from typing import Any
 
 from minibroker.cluster.state import Partition
 from minibroker.groups.group_configs import EffectiveGroupConfig, by_duration_ms
+from minibroker.groups.share.coordinator import ShareCoordinator, ShareGroupOffset
 from minibroker.groups.share.partition import (
     AcknowledgeError,
     AcknowledgementBatch,
     AcknowledgeType,
     AcquiredRange,
+    DurableRun,
+    RecordState,
     ShareLimits,
     SharePartition,
 )
-from minibroker.groups.share.persist import ShareStateTopic
 from minibroker.groups.share.sessions import SharePartitionKey, ShareSession
+from minibroker.groups.share.state_records import ShareStateKey, StateBatch
 from minibroker.log.batch import offset_and_size, parse_header
 from minibroker.log.txnindex import AbortedTxn
 from minibroker.protocol.errors import ErrorCode
@@ -52,6 +55,10 @@ log = logging.getLogger(__name__)
 
 SharePartitionId = tuple[str, uuid.UUID, int]  # group id, topic id, partition
 READ_COMMITTED = "read_committed"
+# The most offsets past its start offset a share partition rebuilt from the share
+# coordinator's state tracks in flight (state written by WriteShareGroupState may name any
+# range); batches beyond are not restored.
+MAX_RESTORED_OFFSETS = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,36 +102,45 @@ class ShareDeliveries:
     def __init__(
         self,
         settings: Callable[[str], EffectiveGroupConfig],
-        store: ShareStateTopic | None = None,
+        coordinator: ShareCoordinator,
     ) -> None:
         self._settings = settings
-        self._store = store
+        self.coordinator = coordinator
+        coordinator.changed = self._state_changed
         self._partitions: dict[SharePartitionId, SharePartition] = {}
         self._saved: dict[SharePartitionId, int] = {}  # the change count last stored
 
     def load(self) -> None:
         """The share partitions as `__share_group_state` left them."""
-        if self._store is None:
-            return
-        for key, (start, runs) in self._store.load().items():
-            limits = _limits(self._settings(key.group_id))
-            restored = SharePartition.restored(start, runs, limits)
-            self._partitions[(key.group_id, key.topic_id, key.partition)] = restored
-            self._saved[(key.group_id, key.topic_id, key.partition)] = restored.changes
+        self.coordinator.load()
+        for key, state in self.coordinator.states().items():
+            self._state_changed(key, state)
+
+    def _state_changed(self, key: ShareStateKey, state: ShareGroupOffset | None) -> None:
+        """The share coordinator's state of a share partition changed (or was loaded): the
+        share partition is rebuilt from it, nothing acquired; without a start offset it is
+        uninitialized (the next fetch starts it from `share.auto.offset.reset`)."""
+        ident = (key.group_id, key.topic_id, key.partition)
+        share = None if state is None else _leader_view(state, self._settings(key.group_id))
+        if share is None:
+            self._partitions.pop(ident, None)
+            self._saved.pop(ident, None)
+        else:
+            self._partitions[ident] = share
+            self._saved[ident] = share.changes
 
     def _save(self, key: SharePartitionId, share: SharePartition | None) -> None:
-        """Store a share partition's state after a change (None: it was forgotten)."""
-        if self._store is None:
-            return
-        if share is not None and self._saved.get(key) == share.changes:
-            return
+        """Store a share partition's state after a change (None: it was forgotten), as its
+        leader writes it to the share coordinator."""
+        state_key = ShareStateKey(*key)
         if share is None:
             self._saved.pop(key, None)
-        else:
-            self._saved[key] = share.changes
-        error = self._store.write(*key, share, now_ms())
-        if error != ErrorCode.NO_ERROR:
-            log.warning("share state of %s not stored: %s", key, error.name)
+            self.coordinator.leader_delete(state_key)
+            return
+        if self._saved.get(key) == share.changes:
+            return
+        self._saved[key] = share.changes
+        self.coordinator.leader_write(state_key, share.start_offset, _state_batches(share))
 
     # ---- ShareFetch ------------------------------------------------------------------------
 
@@ -227,8 +243,8 @@ class ShareDeliveries:
         flight), created if the group never fetched it."""
         share = SharePartition(offset, _limits(self._settings(group_id)))
         self._partitions[(group_id, topic_id, index)] = share
-        self._saved.pop((group_id, topic_id, index), None)
-        self._save((group_id, topic_id, index), share)
+        self._saved[(group_id, topic_id, index)] = share.changes
+        self.coordinator.leader_reset(ShareStateKey(group_id, topic_id, index), offset)
 
     def forget_partition(self, group_id: str, topic_id: uuid.UUID, index: int) -> None:
         """AlterShareGroupOffsets to -1: the share partition is uninitialized again; a later
@@ -309,6 +325,39 @@ def _acquire(
 
 def _renews(batches: list[AcknowledgementBatch]) -> bool:
     return any(kind == AcknowledgeType.RENEW for batch in batches for kind in batch.types)
+
+
+def _state_batches(share: SharePartition) -> tuple[StateBatch, ...]:
+    return tuple(
+        StateBatch(first, last, int(state), count)
+        for first, last, state, count in share.durable_runs()
+    )
+
+
+def _leader_view(state: ShareGroupOffset, settings: EffectiveGroupConfig) -> SharePartition | None:
+    """The share partition a leader builds from the coordinator's state: None without a start
+    offset; a state other than acknowledged or archived is available."""
+    start = state.start_offset
+    if start < 0:
+        return None
+    end = start + max(MAX_RESTORED_OFFSETS, settings.share_partition_max_record_locks)
+    runs: list[DurableRun] = [
+        (
+            max(b.first_offset, start),
+            min(b.last_offset, end - 1),
+            _durable(b.delivery_state),
+            b.delivery_count,
+        )
+        for b in state.batches
+        if b.last_offset >= start and b.first_offset < end and b.first_offset <= b.last_offset
+    ]
+    return SharePartition.restored(start, runs, _limits(settings))
+
+
+def _durable(delivery_state: int) -> RecordState:
+    if delivery_state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
+        return RecordState(delivery_state)
+    return RecordState.AVAILABLE
 
 
 def _limits(settings: EffectiveGroupConfig) -> ShareLimits:
