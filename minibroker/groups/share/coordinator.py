@@ -77,6 +77,10 @@ class ShareStateError(Exception):
         self.message = message
 
 
+class ShareStateStoreError(ShareStateError):
+    """The state could not be written to `__share_group_state` (Kafka's failed operation)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ShareGroupOffset:
     """One share partition's state, as Kafka's `ShareGroupOffset`."""
@@ -296,7 +300,7 @@ class ShareCoordinator:
             error = self._store.write(key, None if state is None else state.snapshot(), _now_ms())
             if error != ErrorCode.NO_ERROR:
                 if not quiet:
-                    raise ShareStateError(error, _default_message(error))
+                    raise ShareStateStoreError(error, _default_message(error))
                 log.warning("share state of %s not stored: %s", key, error.name)
         if state is None:
             self._states.pop(key, None)
