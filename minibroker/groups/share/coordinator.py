@@ -166,6 +166,12 @@ class ShareCoordinator:
                 ),
             )
 
+    def ensure_topic(self) -> None:
+        """`__share_group_state` created if it does not exist yet (TopicError if it cannot
+        be), as a SHARE FindCoordinator lookup creates it."""
+        if self._store is not None:
+            self._store.topic.ensure()
+
     def state(self, key: ShareStateKey) -> ShareGroupOffset | None:
         return self._states.get(key)
 
