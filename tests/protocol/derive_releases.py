@@ -29,10 +29,8 @@ MESSAGE_DIR = "clients/src/main/resources/common/message"
 
 KRAFT_RELEASES = ("3.3", "3.4", "3.5", "3.6", "3.7", "3.8", "3.9")
 
-# Broker-to-broker, controller and share-coordinator APIs: never answered to a client.
-INTER_BROKER_KEYS = frozenset(
-    {4, 5, 6, 7, 27, 52, 53, 54, 56, 58, 59, 62, 63, 67, 70, 73, 82}
-)
+# Broker-to-broker and controller APIs: never answered to a client.
+INTER_BROKER_KEYS = frozenset({4, 5, 6, 7, 27, 52, 53, 54, 56, 58, 59, 62, 63, 67, 70, 73, 82})
 
 Ranges = dict[int, tuple[int, int]]
 
