@@ -16,10 +16,12 @@ archived as they enter, never delivered; under `share.isolation.level=read_commi
 stop at the last stable offset and the batches of aborted transactions are archived the same
 way.
 
-Each share partition's state is written to `__share_group_state` after every change and read
-back at start (`persist.py`): after a restart what was acknowledged or archived stays so, and
-what was acquired is available again (acquisition locks are not kept). The share groups'
-membership is in memory only (`manager.py`).
+Each share partition's state is written to the share coordinator (`coordinator.py`, kept in
+`__share_group_state`) after every change, as a partition leader writes it, and read back at
+start: after a restart what was acknowledged or archived stays so, and what was acquired is
+available again (acquisition locks are not kept). A change made through the share-coordinator
+RPCs (Initialize/Write/DeleteShareGroupState) rebuilds the share partition from the new state
+the same way. The share groups' membership is in memory only (`manager.py`).
 """
 
 from __future__ import annotations
