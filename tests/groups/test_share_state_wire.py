@@ -567,3 +567,32 @@ def test_older_releases_do_not_advertise_the_share_coordinator_rpcs() -> None:
     assert advertised["4.0"] == {}
     assert advertised["4.1"] == {83: (0, 0), 84: (0, 0), 85: (0, 0), 86: (0, 0), 87: (0, 0)}
     assert advertised["4.3"] == {83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1)}
+
+
+def test_share_group_offsets_admin_acts_on_the_same_state(
+    broker: KafkaBroker, client: WireClient
+) -> None:
+    group = new_group()
+    name, topic_id = new_topic(broker, client)
+
+    def alter(start: int) -> int:
+        answer = client.call(
+            ApiKey.AlterShareGroupOffsets,
+            0,
+            group_id=group,
+            topics=[
+                {"topic_name": name, "partitions": [{"partition_index": 0, "start_offset": start}]}
+            ],
+        )
+        return int(answer.responses[0].partitions[0].error_code)
+
+    assert error(initialize(client, group, topic_id, -1, state_epoch=4)) == OK
+    assert alter(7) == E.NO_ERROR
+    assert state(read(client, group, topic_id))[1:] == (7, [])
+    assert summarized(summary(client, group, topic_id))[2:] == (7, 0)
+    # Altered to -1: the state is deleted, initialized or not.
+    assert alter(-1) == E.NO_ERROR
+    assert error(read(client, group, topic_id))[0] == E.INVALID_REQUEST
+    initialize(client, group, topic_id, -1, state_epoch=4)
+    assert alter(-1) == E.NO_ERROR
+    assert error(read(client, group, topic_id))[0] == E.INVALID_REQUEST

@@ -226,8 +226,8 @@ class ShareDeliveries:
 
     def forget_group(self, group_id: str) -> None:
         """The group was deleted: its share partitions go."""
-        for key in [key for key in self._partitions if key[0] == group_id]:
-            del self._partitions[key]
+        for key in self._keys(lambda key: key[0] == group_id):
+            self._partitions.pop(key, None)
             self._save(key, None)
 
     # ---- the admin APIs (Describe/Alter/DeleteShareGroupOffsets) ----------------------------
@@ -251,15 +251,21 @@ class ShareDeliveries:
     def forget_partition(self, group_id: str, topic_id: uuid.UUID, index: int) -> None:
         """AlterShareGroupOffsets to -1: the share partition is uninitialized again; a later
         fetch starts it from `share.auto.offset.reset`."""
-        if self._partitions.pop((group_id, topic_id, index), None) is not None:
-            self._save((group_id, topic_id, index), None)
+        self._partitions.pop((group_id, topic_id, index), None)
+        self._save((group_id, topic_id, index), None)
 
     def delete_topic_state(self, group_id: str, topic_id: uuid.UUID) -> None:
         """DeleteShareGroupOffsets: the group's share partitions of the topic are forgotten;
         a later fetch initializes them again from `share.auto.offset.reset`."""
-        for key in [k for k in self._partitions if k[0] == group_id and k[1] == topic_id]:
-            del self._partitions[key]
+        for key in self._keys(lambda key: key[:2] == (group_id, topic_id)):
+            self._partitions.pop(key, None)
             self._save(key, None)
+
+    def _keys(self, wanted: Callable[[SharePartitionId], bool]) -> list[SharePartitionId]:
+        """The share partitions with state (fetched, or only initialized in the share
+        coordinator) that `wanted` picks."""
+        stored = [(k.group_id, k.topic_id, k.partition) for k in self.coordinator.states()]
+        return [key for key in dict.fromkeys([*self._partitions, *stored]) if wanted(key)]
 
     # ---- inspection (the testing API) ------------------------------------------------------
 
