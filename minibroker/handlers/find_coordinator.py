@@ -5,16 +5,18 @@ in-process cluster, the node `Nodes.coordinator_for` names (the cluster's coordi
 or the one set for that key). A group lookup
 creates `__consumer_offsets` and a transaction lookup `__transaction_state` if it does not
 exist yet, as Kafka does; while it cannot be created (fewer live nodes than its replication
-factor) the key gets COORDINATOR_NOT_AVAILABLE, which clients retry. Key types other than
-GROUP (0) and TRANSACTION (1) get INVALID_REQUEST.
+factor) the key gets COORDINATOR_NOT_AVAILABLE, which clients retry. A SHARE key (2, v6+) is
+a share partition's share-coordinator key, `groupId:topicId:partition` (the topic id as Kafka
+writes it), and its lookup creates `__share_group_state`; a key not of that form
+(`SharePartitionKey.validate`) is INVALID_REQUEST. Other key types, and SHARE below v6, get
+INVALID_REQUEST.
 
 Authorization, per key, as Kafka's `KafkaApis.getCoordinator`: DESCRIBE on the group
 (GROUP_AUTHORIZATION_FAILED) or on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
 the key gets node -1, host "" and port -1, with the error's default message below v4 and
 none in v4+'s per-key entries, as Kafka answers. A SHARE key (2, v6) needs CLUSTER_ACTION on
 the cluster: without it the whole request fails with CLUSTER_AUTHORIZATION_FAILED ("Cluster
-authorization failed." for every key); with it the key is INVALID_REQUEST (minibroker has no
-share coordinator to name: brokers, not clients, look one up).
+authorization failed." for every key).
 
 Version notes: v0 has no key type (always a group); v4+ (KIP-699) batches the keys in
 `coordinator_keys` and answers one `coordinators` entry per key instead of the top-level
@@ -23,6 +25,8 @@ node fields.
 
 from __future__ import annotations
 
+import base64
+import re
 from typing import Any
 
 from minibroker.auth.acls import AclOperation, ResourceType
@@ -60,18 +64,48 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, in
     resource = _KEY_RESOURCES.get(key_type)
     if resource is not None and not ctx.authorize(AclOperation.DESCRIBE, resource[0], key):
         return resource[1], -1, "", -1
-    if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
+    if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, SHARE_KEY_TYPE):
+        return ErrorCode.INVALID_REQUEST, -1, "", -1
+    if key_type == SHARE_KEY_TYPE and (
+        ctx.api_version < SHARE_FROM_VERSION or not valid_share_key(key)
+    ):
         return ErrorCode.INVALID_REQUEST, -1, "", -1
     try:
         if key_type == GROUP_KEY_TYPE:
             ctx.broker.groups.ensure_offsets_topic()
-        else:
+        elif key_type == TRANSACTION_KEY_TYPE:
             ctx.broker.transactions.ensure_log()
+        else:
+            ctx.broker.share_coordinator.ensure_topic()
     except TopicError:  # e.g. fewer live nodes than its replication factor
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     coordinator = ctx.broker.nodes.broker(ctx.broker.nodes.coordinator_for(key_type, key))
     host, port = coordinator.advertised_endpoint(ctx.listener)
     return ErrorCode.NO_ERROR, coordinator.node_id, host, port
+
+
+def valid_share_key(key: str) -> bool:
+    """Kafka's `SharePartitionKey.validate`: `groupId:topicId:partition`, a group id not blank,
+    a topic id Kafka's `Uuid.fromString` reads and an int32 partition."""
+    tokens = key.split(":")
+    while tokens and not tokens[-1]:  # Java's split drops trailing empty strings
+        tokens.pop()
+    if len(tokens) != 3 or not tokens[0].strip():
+        return False
+    return _kafka_uuid(tokens[1]) and _int32(tokens[2])
+
+
+def _kafka_uuid(text: str) -> bool:
+    if len(text) > 24 or not re.fullmatch(r"[A-Za-z0-9_-]*={0,2}", text):
+        return False
+    try:
+        return len(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))) == 16
+    except ValueError:
+        return False
+
+
+def _int32(text: str) -> bool:
+    return re.fullmatch(r"[+-]?[0-9]+", text) is not None and -(2**31) <= int(text) < 2**31
 
 
 def _message(error: ErrorCode) -> str | None:

@@ -22,6 +22,7 @@ import asyncio
 import logging
 import os
 import time
+import uuid
 from collections.abc import Iterable
 from functools import cached_property, partial
 from pathlib import Path
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from minibroker.cluster.alter_configs import ConfigTargets
     from minibroker.groups.coordinator import GroupCoordinator
     from minibroker.groups.group_configs import GroupConfigs
+    from minibroker.groups.share.coordinator import ShareCoordinator
     from minibroker.groups.share.delivery import ShareDeliveries
     from minibroker.telemetry.manager import ClientTelemetry
     from minibroker.txn.coordinator import TransactionCoordinator
@@ -173,16 +175,28 @@ class Broker:
     def share_deliveries(self) -> ShareDeliveries:
         if not self.owns_state:
             return self._state_owner.share_deliveries
+        from minibroker.groups.share.coordinator import ShareCoordinator
         from minibroker.groups.share.delivery import ShareDeliveries
         from minibroker.groups.share.persist import ShareStateTopic
 
+        coordinator = ShareCoordinator(
+            ShareStateTopic(self.cluster, self._static_config), self._partition_count
+        )
         deliveries = ShareDeliveries(
-            lambda group_id: self.group_configs.effective(group_id, self.config),
-            ShareStateTopic(self.cluster, self._static_config),
+            lambda group_id: self.group_configs.effective(group_id, self.config), coordinator
         )
         if self._state_loaded:
             deliveries.load()
         return deliveries
+
+    @property
+    def share_coordinator(self) -> ShareCoordinator:
+        """The share coordinator: the state behind `share_deliveries`."""
+        return self.share_deliveries.coordinator
+
+    def _partition_count(self, topic_id: uuid.UUID) -> int | None:
+        topic = self.cluster.topics_by_id.get(topic_id)
+        return None if topic is None else len(topic.partitions)
 
     @cached_property
     def transactions(self) -> TransactionCoordinator:

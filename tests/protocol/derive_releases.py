@@ -29,10 +29,8 @@ MESSAGE_DIR = "clients/src/main/resources/common/message"
 
 KRAFT_RELEASES = ("3.3", "3.4", "3.5", "3.6", "3.7", "3.8", "3.9")
 
-# Broker-to-broker, controller and share-coordinator APIs: never answered to a client.
-INTER_BROKER_KEYS = frozenset(
-    {4, 5, 6, 7, 27, 52, 53, 54, 56, 58, 59, 62, 63, 67, 70, 73, 82, 83, 84, 85, 86, 87}
-)
+# Broker-to-broker and controller APIs: never answered to a client.
+INTER_BROKER_KEYS = frozenset({4, 5, 6, 7, 27, 52, 53, 54, 56, 58, 59, 62, 63, 67, 70, 73, 82})
 
 Ranges = dict[int, tuple[int, int]]
 
@@ -79,6 +77,11 @@ CHANGES_4X: list[tuple[str, int, tuple[int, int] | None]] = [
     ("4.1", 90, (0, 0)),
     ("4.1", 91, (0, 0)),
     ("4.1", 92, (0, 0)),
+    ("4.1", 83, (0, 0)),  # KIP-932 share-coordinator RPCs (a broker listener serves them)
+    ("4.1", 84, (0, 0)),
+    ("4.1", 85, (0, 0)),
+    ("4.1", 86, (0, 0)),
+    ("4.1", 87, (0, 0)),
     ("4.2", 2, (1, 11)),  # v11: KIP-1023
     ("4.2", 8, (2, 10)),  # v10: KIP-848 (topic ids)
     ("4.2", 9, (1, 10)),
@@ -88,6 +91,8 @@ CHANGES_4X: list[tuple[str, int, tuple[int, int] | None]] = [
     ("4.2", 88, (0, 0)),  # KIP-1071 streams groups
     ("4.2", 89, (0, 0)),
     ("4.2", 90, (0, 1)),  # v1: KIP-1226
+    ("4.2", 85, (0, 1)),  # v1: KIP-1226
+    ("4.2", 87, (0, 1)),  # v1: KIP-1226
 ]
 
 

@@ -167,6 +167,11 @@ SERVED: frozenset[ApiKey] = frozenset(
         ApiKey.DescribeShareGroupOffsets,
         ApiKey.AlterShareGroupOffsets,
         ApiKey.DeleteShareGroupOffsets,
+        ApiKey.InitializeShareGroupState,
+        ApiKey.ReadShareGroupState,
+        ApiKey.WriteShareGroupState,
+        ApiKey.DeleteShareGroupState,
+        ApiKey.ReadShareGroupStateSummary,
     }
 )
 

@@ -16,10 +16,12 @@ archived as they enter, never delivered; under `share.isolation.level=read_commi
 stop at the last stable offset and the batches of aborted transactions are archived the same
 way.
 
-Each share partition's state is written to `__share_group_state` after every change and read
-back at start (`persist.py`): after a restart what was acknowledged or archived stays so, and
-what was acquired is available again (acquisition locks are not kept). The share groups'
-membership is in memory only (`manager.py`).
+Each share partition's state is written to the share coordinator (`coordinator.py`, kept in
+`__share_group_state`) after every change, as a partition leader writes it, and read back at
+start: after a restart what was acknowledged or archived stays so, and what was acquired is
+available again (acquisition locks are not kept). A change made through the share-coordinator
+RPCs (Initialize/Write/DeleteShareGroupState) rebuilds the share partition from the new state
+the same way. The share groups' membership is in memory only (`manager.py`).
 """
 
 from __future__ import annotations
@@ -33,16 +35,19 @@ from typing import Any
 
 from minibroker.cluster.state import Partition
 from minibroker.groups.group_configs import EffectiveGroupConfig, by_duration_ms
+from minibroker.groups.share.coordinator import ShareCoordinator, ShareGroupOffset
 from minibroker.groups.share.partition import (
     AcknowledgeError,
     AcknowledgementBatch,
     AcknowledgeType,
     AcquiredRange,
+    DurableRun,
+    RecordState,
     ShareLimits,
     SharePartition,
 )
-from minibroker.groups.share.persist import ShareStateTopic
 from minibroker.groups.share.sessions import SharePartitionKey, ShareSession
+from minibroker.groups.share.state_records import ShareStateKey, StateBatch
 from minibroker.log.batch import offset_and_size, parse_header
 from minibroker.log.txnindex import AbortedTxn
 from minibroker.protocol.errors import ErrorCode
@@ -52,6 +57,10 @@ log = logging.getLogger(__name__)
 
 SharePartitionId = tuple[str, uuid.UUID, int]  # group id, topic id, partition
 READ_COMMITTED = "read_committed"
+# The most offsets past its start offset a share partition rebuilt from the share
+# coordinator's state tracks in flight (state written by WriteShareGroupState may name any
+# range); batches beyond are not restored.
+MAX_RESTORED_OFFSETS = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,36 +104,45 @@ class ShareDeliveries:
     def __init__(
         self,
         settings: Callable[[str], EffectiveGroupConfig],
-        store: ShareStateTopic | None = None,
+        coordinator: ShareCoordinator,
     ) -> None:
         self._settings = settings
-        self._store = store
+        self.coordinator = coordinator
+        coordinator.changed = self._state_changed
         self._partitions: dict[SharePartitionId, SharePartition] = {}
         self._saved: dict[SharePartitionId, int] = {}  # the change count last stored
 
     def load(self) -> None:
         """The share partitions as `__share_group_state` left them."""
-        if self._store is None:
-            return
-        for key, (start, runs) in self._store.load().items():
-            limits = _limits(self._settings(key.group_id))
-            restored = SharePartition.restored(start, runs, limits)
-            self._partitions[(key.group_id, key.topic_id, key.partition)] = restored
-            self._saved[(key.group_id, key.topic_id, key.partition)] = restored.changes
+        self.coordinator.load()
+        for key, state in self.coordinator.states().items():
+            self._state_changed(key, state)
+
+    def _state_changed(self, key: ShareStateKey, state: ShareGroupOffset | None) -> None:
+        """The share coordinator's state of a share partition changed (or was loaded): the
+        share partition is rebuilt from it, nothing acquired; without a start offset it is
+        uninitialized (the next fetch starts it from `share.auto.offset.reset`)."""
+        ident = (key.group_id, key.topic_id, key.partition)
+        share = None if state is None else _leader_view(state, self._settings(key.group_id))
+        if share is None:
+            self._partitions.pop(ident, None)
+            self._saved.pop(ident, None)
+        else:
+            self._partitions[ident] = share
+            self._saved[ident] = share.changes
 
     def _save(self, key: SharePartitionId, share: SharePartition | None) -> None:
-        """Store a share partition's state after a change (None: it was forgotten)."""
-        if self._store is None:
-            return
-        if share is not None and self._saved.get(key) == share.changes:
-            return
+        """Store a share partition's state after a change (None: it was forgotten), as its
+        leader writes it to the share coordinator."""
+        state_key = ShareStateKey(*key)
         if share is None:
             self._saved.pop(key, None)
-        else:
-            self._saved[key] = share.changes
-        error = self._store.write(*key, share, now_ms())
-        if error != ErrorCode.NO_ERROR:
-            log.warning("share state of %s not stored: %s", key, error.name)
+            self.coordinator.leader_delete(state_key)
+            return
+        if self._saved.get(key) == share.changes:
+            return
+        self._saved[key] = share.changes
+        self.coordinator.leader_write(state_key, share.start_offset, _state_batches(share))
 
     # ---- ShareFetch ------------------------------------------------------------------------
 
@@ -208,8 +226,8 @@ class ShareDeliveries:
 
     def forget_group(self, group_id: str) -> None:
         """The group was deleted: its share partitions go."""
-        for key in [key for key in self._partitions if key[0] == group_id]:
-            del self._partitions[key]
+        for key in self._keys(lambda key: key[0] == group_id):
+            self._partitions.pop(key, None)
             self._save(key, None)
 
     # ---- the admin APIs (Describe/Alter/DeleteShareGroupOffsets) ----------------------------
@@ -227,21 +245,27 @@ class ShareDeliveries:
         flight), created if the group never fetched it."""
         share = SharePartition(offset, _limits(self._settings(group_id)))
         self._partitions[(group_id, topic_id, index)] = share
-        self._saved.pop((group_id, topic_id, index), None)
-        self._save((group_id, topic_id, index), share)
+        self._saved[(group_id, topic_id, index)] = share.changes
+        self.coordinator.leader_reset(ShareStateKey(group_id, topic_id, index), offset)
 
     def forget_partition(self, group_id: str, topic_id: uuid.UUID, index: int) -> None:
         """AlterShareGroupOffsets to -1: the share partition is uninitialized again; a later
         fetch starts it from `share.auto.offset.reset`."""
-        if self._partitions.pop((group_id, topic_id, index), None) is not None:
-            self._save((group_id, topic_id, index), None)
+        self._partitions.pop((group_id, topic_id, index), None)
+        self._save((group_id, topic_id, index), None)
 
     def delete_topic_state(self, group_id: str, topic_id: uuid.UUID) -> None:
         """DeleteShareGroupOffsets: the group's share partitions of the topic are forgotten;
         a later fetch initializes them again from `share.auto.offset.reset`."""
-        for key in [k for k in self._partitions if k[0] == group_id and k[1] == topic_id]:
-            del self._partitions[key]
+        for key in self._keys(lambda key: key[:2] == (group_id, topic_id)):
+            self._partitions.pop(key, None)
             self._save(key, None)
+
+    def _keys(self, wanted: Callable[[SharePartitionId], bool]) -> list[SharePartitionId]:
+        """The share partitions with state (fetched, or only initialized in the share
+        coordinator) that `wanted` picks."""
+        stored = [(k.group_id, k.topic_id, k.partition) for k in self.coordinator.states()]
+        return [key for key in dict.fromkeys([*self._partitions, *stored]) if wanted(key)]
 
     # ---- inspection (the testing API) ------------------------------------------------------
 
@@ -309,6 +333,39 @@ def _acquire(
 
 def _renews(batches: list[AcknowledgementBatch]) -> bool:
     return any(kind == AcknowledgeType.RENEW for batch in batches for kind in batch.types)
+
+
+def _state_batches(share: SharePartition) -> tuple[StateBatch, ...]:
+    return tuple(
+        StateBatch(first, last, int(state), count)
+        for first, last, state, count in share.durable_runs()
+    )
+
+
+def _leader_view(state: ShareGroupOffset, settings: EffectiveGroupConfig) -> SharePartition | None:
+    """The share partition a leader builds from the coordinator's state: None without a start
+    offset; a state other than acknowledged or archived is available."""
+    start = state.start_offset
+    if start < 0:
+        return None
+    end = start + max(MAX_RESTORED_OFFSETS, settings.share_partition_max_record_locks)
+    runs: list[DurableRun] = [
+        (
+            max(b.first_offset, start),
+            min(b.last_offset, end - 1),
+            _durable(b.delivery_state),
+            b.delivery_count,
+        )
+        for b in state.batches
+        if b.last_offset >= start and b.first_offset < end and b.first_offset <= b.last_offset
+    ]
+    return SharePartition.restored(start, runs, _limits(settings))
+
+
+def _durable(delivery_state: int) -> RecordState:
+    if delivery_state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
+        return RecordState(delivery_state)
+    return RecordState.AVAILABLE
 
 
 def _limits(settings: EffectiveGroupConfig) -> ShareLimits:

@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass
 
 from minibroker.groups.record_codec import RecordFormatError, StructReader, StructWriter
+from minibroker.log.checkpoints import kafka_uuid_string
 
 SHARE_SNAPSHOT_TYPE = 0
 VALUE_VERSION = 0
@@ -49,8 +50,9 @@ class ShareSnapshot:
 
 
 def coordinator_key(key: ShareStateKey) -> str:
-    """Kafka's `SharePartitionKey.asCoordinatorKey`: what picks the state partition."""
-    return f"{key.group_id}:{key.topic_id}:{key.partition}"
+    """Kafka's `SharePartitionKey.asCoordinatorKey` (the topic id as Kafka's `Uuid.toString`):
+    what picks the state partition, and the key FindCoordinator's SHARE key type names."""
+    return f"{key.group_id}:{kafka_uuid_string(key.topic_id)}:{key.partition}"
 
 
 def encode_key(key: ShareStateKey) -> bytes:
