@@ -41,6 +41,7 @@ AUTHORIZATION_ERRORS = {
     ErrorCode.GROUP_AUTHORIZATION_FAILED,
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED,
 }
 # Answered without an authorization check in Kafka too, with what they may answer to bob.
 UNCHECKED = {
@@ -52,6 +53,10 @@ UNCHECKED = {
     ApiKey.DescribeCluster: {ErrorCode.NO_ERROR},  # the brokers, as Metadata tells anyone
     ApiKey.GetTelemetrySubscriptions: {ErrorCode.NO_ERROR},
     ApiKey.PushTelemetry: {ErrorCode.INVALID_REQUEST},  # no subscription id: refused as such
+    # No delegation.token.secret.key here: tokens disabled, answered before any ACL check.
+    ApiKey.RenewDelegationToken: {ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED},
+    ApiKey.ExpireDelegationToken: {ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED},
+    ApiKey.DescribeDelegationToken: {ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED},
 }
 FAILURE_DELAY_S = 0.09  # connection.failed.authentication.delay.ms is 100
 
