@@ -4,7 +4,9 @@ and open descriptors. No mock reference: librdkafka's mock cluster names no cont
 its CreateTopics cannot be driven by an admin client, and it keeps nothing across restarts.
 
 python -m benchmarks.scale [--partitions 10000] [--per-topic 50] [--groups 1000]
-    [--connections 10000]
+    [--connections 10000] [--memory]
+
+`--memory` also runs the partitions on an in-process `KafkaBroker` in memory storage.
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Protocol
 
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from benchmarks import procstat
 from benchmarks.brokers import RunningBroker, start_minibroker
+from minibroker.testing import KafkaBroker
 
 TOPICS_PER_REQUEST = 20
 
@@ -45,7 +50,12 @@ class ScaleRun:
     delete_partitions_per_s: float
 
 
-def _admin(broker: RunningBroker) -> AdminClient:
+class Reachable(Protocol):
+    @property
+    def bootstrap(self) -> str: ...
+
+
+def _admin(broker: Reachable) -> AdminClient:
     return AdminClient({"bootstrap.servers": broker.bootstrap, "log_level": 3})
 
 
@@ -53,7 +63,7 @@ def topic_names(partitions: int, per_topic: int) -> list[str]:
     return [f"scale-{index:05d}" for index in range(partitions // per_topic)]
 
 
-def create_topics(broker: RunningBroker, names: list[str], per_topic: int) -> float:
+def create_topics(broker: Reachable, names: list[str], per_topic: int) -> float:
     """Partitions created per second, TOPICS_PER_REQUEST topics per CreateTopics request."""
     admin = _admin(broker)
     started = time.perf_counter()
@@ -64,7 +74,7 @@ def create_topics(broker: RunningBroker, names: list[str], per_topic: int) -> fl
     return len(names) * per_topic / (time.perf_counter() - started)
 
 
-def delete_topics(broker: RunningBroker, names: list[str], per_topic: int) -> float:
+def delete_topics(broker: Reachable, names: list[str], per_topic: int) -> float:
     admin = _admin(broker)
     started = time.perf_counter()
     for first in range(0, len(names), TOPICS_PER_REQUEST):
@@ -80,7 +90,7 @@ _METADATA_ALL = struct.pack(">hhih", 3, 12, 1, 5) + b"bench" + b"\x00" + b"\x00\
 _METADATA_REQUEST = struct.pack(">i", len(_METADATA_ALL)) + _METADATA_ALL
 
 
-def metadata_ms(broker: RunningBroker, partitions: int) -> float:
+def metadata_ms(broker: Reachable, partitions: int) -> float:
     """Best of five Metadata requests for every topic, from sending the request to the last
     byte of the answer (raw; a client's own parsing of 10,000 partitions is not counted);
     then confluent-kafka's view of it must list every partition."""
@@ -163,6 +173,47 @@ def run(partitions: int, per_topic: int) -> ScaleRun:
         finally:
             broker.stop()
     return ScaleRun(partitions, create_rate, metadata, rss_mb, clean, crash, delete_rate)
+
+
+@dataclass
+class InProcessRun:
+    partitions: int
+    start_ms: float
+    create_partitions_per_s: float
+    metadata_ms: float
+    rss_growth_mb: float
+    delete_partitions_per_s: float
+
+
+@dataclass
+class _InProcess:
+    bootstrap: str
+
+
+def in_memory(partitions: int, per_topic: int) -> InProcessRun:
+    """The same topics on an in-process `KafkaBroker` in memory storage (the fixture's
+    broker): its start, CreateTopics and DeleteTopics rates, Metadata, and how much this
+    process grew for the partitions."""
+    names = topic_names(partitions, per_topic)
+    rss_before = procstat.rss_bytes(os.getpid())
+    started = time.perf_counter()
+    with KafkaBroker(storage="memory") as broker:
+        start_ms = (time.perf_counter() - started) * 1000
+        reachable = _InProcess(broker.bootstrap_servers)
+        create_rate = create_topics(reachable, names, per_topic)
+        metadata = metadata_ms(reachable, partitions)
+        growth_mb = (procstat.rss_bytes(os.getpid()) - rss_before) / 1e6
+        delete_rate = delete_topics(reachable, names, per_topic)
+    return InProcessRun(partitions, start_ms, create_rate, metadata, growth_mb, delete_rate)
+
+
+def report_in_memory(r: InProcessRun) -> str:
+    return (
+        f"SC {r.partitions:,} partitions, in-process KafkaBroker in memory: started in "
+        f"{r.start_ms:.1f} ms, CreateTopics {r.create_partitions_per_s:,.0f} partitions/s, "
+        f"DeleteTopics {r.delete_partitions_per_s:,.0f}/s, Metadata {r.metadata_ms:.0f} ms, "
+        f"process RSS +{r.rss_growth_mb:.0f} MB"
+    )
 
 
 _API_VERSIONS = struct.pack(">hhih", 18, 0, 1, 5) + b"bench"
@@ -278,11 +329,14 @@ def main() -> None:
     parser.add_argument("--per-topic", type=int, default=50)
     parser.add_argument("--groups", type=int, default=0, help="also: groups' restart")
     parser.add_argument("--connections", type=int, default=0, help="also: idle connections")
+    parser.add_argument("--memory", action="store_true", help="also: in-process, in memory")
     args = parser.parse_args()
     if args.partitions:
         result = run(args.partitions, args.per_topic)
         print(report(result))
         print(asdict(result))
+    if args.partitions and args.memory:
+        print(report_in_memory(in_memory(args.partitions, args.per_topic)))
     if args.groups:
         print("SC groups:", groups_restart(args.groups))
     if args.connections:
