@@ -84,6 +84,8 @@ from minibroker.groups.store import (
     OffsetsTopic,
     StoredRecord,
 )
+from minibroker.groups.streams.manager import StreamsGroupError, StreamsGroups
+from minibroker.groups.streams.model import StreamsGroup
 from minibroker.groups.timers import Deadline
 from minibroker.groups.txn_offsets import PendingTxnOffsets
 from minibroker.groups.zookeeper_offsets import ZooKeeperOffsets
@@ -115,10 +117,11 @@ def _collect(
 
 
 def _has_modern_members(group: Group) -> bool:
-    """A consumer or share group with members (the classic state stays Empty)."""
+    """A consumer, share or streams group with members (the classic state stays Empty)."""
     return bool(
         (group.consumer is not None and group.consumer.members)
         or (group.share is not None and group.share.members)
+        or (group.streams is not None and group.streams.members)
     )
 
 
@@ -191,6 +194,7 @@ class GroupCoordinator:
         self.consumer.after_removal = self._maybe_downgrade
         self.classic_members = ClassicMembers(self.consumer, cluster)
         self.share = ShareGroups(config, cluster, self.share_group)
+        self.streams = StreamsGroups(config, cluster, self.streams_group)
         self.upgrade_enabled, self.downgrade_enabled = migration_policy(
             config.get_str("group.consumer.migration.policy")
         )
@@ -247,6 +251,8 @@ class GroupCoordinator:
                 self.consumer.stop(group.consumer)
             if group.share is not None:
                 group.share.stop_timers()
+            if group.streams is not None:
+                group.streams.stop_timers()
             group.join_deadline.cancel()
             group.sync_deadline.cancel()
             for pending in group.pending_members.values():
@@ -311,7 +317,7 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is not None and group.consumer is not None:
             return group.consumer
-        if group is not None and group.share is not None:
+        if group is not None and (group.share is not None or group.streams is not None):
             raise ConsumerGroupError(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
             )
@@ -437,6 +443,33 @@ class GroupCoordinator:
             )
         return group.share
 
+    # ---- streams groups --------------------------------------------------------------------
+
+    def streams_group(self, group_id: str, create: bool) -> StreamsGroup | None:
+        """Kafka's getOrCreateStreamsGroup / getStreamsGroupOrThrow: the streams group, a new
+        one when `create` (an Empty classic group that only has offsets becomes one, keeping
+        its offsets), None when there is none; GROUP_ID_NOT_FOUND when the id is another kind
+        of group."""
+        group = self.groups.get(group_id)
+        if group is None:
+            if not create:
+                return None
+            group = self.groups[group_id] = Group(group_id)
+        if group.streams is not None:
+            return group.streams
+        if (
+            create
+            and group.consumer is None
+            and group.share is None
+            and not group.members
+            and group.is_in(GroupState.EMPTY)
+        ):
+            group.streams = StreamsGroup(group_id)
+            return group.streams
+        raise StreamsGroupError(
+            ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group."
+        )
+
     async def join_group(self, request: JoinRequest) -> JoinResult:
         result = self._join(request)
         if isinstance(result, JoinResult):
@@ -457,7 +490,7 @@ class GroupCoordinator:
         group = self.groups.get(request.group_id)
         if group is None and known:
             return error(ErrorCode.UNKNOWN_MEMBER_ID)
-        if group is not None and group.share is not None:
+        if group is not None and (group.share is not None or group.streams is not None):
             return error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if group is not None and group.consumer is not None:
             if group.consumer.members:
@@ -916,6 +949,9 @@ class GroupCoordinator:
             group = self.groups[group_id] = Group(group_id)
         if group.share is not None:
             return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.streams is not None:
+            refused = self.streams.commit_error(group.streams, member_id, generation)
+            return refused.error if refused else self._store_offsets(group, commits, retention_ms)
         if group.consumer is not None:
             failed = self.consumer.commit_error(
                 group.consumer, member_id, generation, False, api_version
@@ -1065,6 +1101,9 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is not None and group.share is not None:
             return ErrorCode.GROUP_ID_NOT_FOUND
+        if group is not None and group.streams is not None:
+            refused = self.streams.fetch_error(group.streams, member_id, member_epoch)
+            return refused.error if refused else None
         if group is None or group.consumer is None:
             return None
         failed = self.consumer.fetch_error(group.consumer, member_id, member_epoch)
@@ -1153,6 +1192,8 @@ class GroupCoordinator:
         subscribed: set[str] | None = set()
         if group.consumer is not None:
             subscribed = group.consumer.subscribed_topic_names()
+        elif group.streams is not None:
+            subscribed = group.streams.source_topics() if group.streams.members else set()
         elif not group.is_in(GroupState.EMPTY):
             if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
                 return ErrorCode.NON_EMPTY_GROUP, []

@@ -163,6 +163,8 @@ SERVED: frozenset[ApiKey] = frozenset(
         ApiKey.DescribeShareGroupOffsets,
         ApiKey.AlterShareGroupOffsets,
         ApiKey.DeleteShareGroupOffsets,
+        ApiKey.StreamsGroupHeartbeat,
+        ApiKey.StreamsGroupDescribe,
     }
 )
 
