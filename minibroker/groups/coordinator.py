@@ -80,12 +80,16 @@ from minibroker.groups.share.model import ShareGroup
 from minibroker.groups.store import (
     LoadedConsumerRecord,
     LoadedOffset,
+    LoadedStreamsRecord,
     LoadedTxnMarker,
     OffsetsTopic,
     StoredRecord,
 )
 from minibroker.groups.streams.manager import StreamsGroupError, StreamsGroups
 from minibroker.groups.streams.model import StreamsGroup
+from minibroker.groups.streams.records import changes as streams_changes
+from minibroker.groups.streams.records import restore as restore_streams_group
+from minibroker.groups.streams.records import tombstones as streams_tombstones
 from minibroker.groups.timers import Deadline
 from minibroker.groups.txn_offsets import PendingTxnOffsets
 from minibroker.groups.zookeeper_offsets import ZooKeeperOffsets
@@ -114,6 +118,15 @@ def _collect(
         records.pop(record.key, None)
     else:
         records[record.key] = record.value
+
+
+def _collect_streams(groups: dict[str, dict[bytes, bytes]], loaded: LoadedStreamsRecord) -> None:
+    """Keep the latest value of each streams-group record key (a tombstone removes it)."""
+    records = groups.setdefault(loaded.group_id, {})
+    if loaded.value is None:
+        records.pop(loaded.key, None)
+    else:
+        records[loaded.key] = loaded.value
 
 
 def _has_modern_members(group: Group) -> bool:
@@ -195,6 +208,7 @@ class GroupCoordinator:
         self.classic_members = ClassicMembers(self.consumer, cluster)
         self.share = ShareGroups(config, cluster, self.share_group)
         self.streams = StreamsGroups(config, cluster, self.streams_group)
+        self.streams.persist = self._persist_streams_group
         self.upgrade_enabled, self.downgrade_enabled = migration_policy(
             config.get_str("group.consumer.migration.policy")
         )
@@ -204,9 +218,12 @@ class GroupCoordinator:
     def start(self) -> None:
         """Reload groups and offsets from `__consumer_offsets` and start the expiry timer."""
         consumer_records: dict[str, dict[ConsumerGroupKey, ConsumerGroupValue]] = {}
+        streams_records: dict[str, dict[bytes, bytes]] = {}
         for loaded in self.store.load_with_consumer_records():
             if isinstance(loaded, LoadedConsumerRecord):
                 _collect(consumer_records, loaded.record)
+            elif isinstance(loaded, LoadedStreamsRecord):
+                _collect_streams(streams_records, loaded)
             elif isinstance(loaded, LoadedTxnMarker):
                 self.complete_txn_offsets(loaded.partition, loaded.producer_id, loaded.commit)
             elif isinstance(loaded, LoadedOffset) and loaded.txn_producer_id >= 0:
@@ -222,6 +239,8 @@ class GroupCoordinator:
                 self._load_group(loaded.key, loaded.value)
         for group_id, records in consumer_records.items():
             self._load_consumer_group(group_id, records)
+        for group_id, raw in streams_records.items():
+            self._load_streams_group(group_id, raw)
         for group in self.groups.values():
             for member in group.members.values():
                 self._arm_session(group, member)
@@ -242,6 +261,21 @@ class GroupCoordinator:
         )
         self.consumer.refresh_metadata(consumer)
         self.consumer.arm_timers(consumer)
+
+    def _load_streams_group(self, group_id: str, records: dict[bytes, bytes]) -> None:
+        streams = restore_streams_group(group_id, records)
+        if streams is None:
+            return
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = Group(group_id)
+        group.streams = streams
+        self.streams.loaded(streams)
+
+    def _persist_streams_group(self, streams: StreamsGroup) -> None:
+        error = self.store.append(streams.group_id, streams_changes(streams), now_ms())
+        if error != ErrorCode.NO_ERROR:
+            log.warning("streams group %s: records not written: %s", streams.group_id, error.name)
 
     def stop(self) -> None:
         """Answer every waiting member NOT_COORDINATOR (as Kafka on unload) and stop timers."""
@@ -1166,6 +1200,9 @@ class GroupCoordinator:
         records.append((encode_group_key(GroupKey(group.group_id)), None))
         if group.consumer is not None:
             records.extend(tombstones(group.consumer))
+        if group.streams is not None:
+            records.extend(streams_tombstones(group.streams))
+            group.streams.stop_timers()
         error = self.store.append(group.group_id, records, now_ms())
         if error != ErrorCode.NO_ERROR:
             return error

@@ -59,6 +59,7 @@ from minibroker.groups.streams.model import (
     TopologyStatus,
     copy_tasks,
 )
+from minibroker.groups.streams.records import metadata_hash
 from minibroker.groups.streams.topics import InvalidTopology, configure_topics
 from minibroker.protocol.errors import ErrorCode
 
@@ -393,12 +394,12 @@ class StreamsGroups:
         topology = group.topology
         if topology is None:
             return False
-        snapshot = tuple(
-            (name, self._partition_count(name) or -1) for name in sorted(topology.required_topics())
+        topic_hash = metadata_hash(
+            (name, self._partition_count(name) or -1) for name in topology.required_topics()
         )
         bump = False
-        if snapshot != group.metadata_snapshot:
-            group.metadata_snapshot = snapshot
+        if topic_hash != group.metadata_hash:
+            group.metadata_hash = topic_hash
             bump = True
         if bump or group.configured is None or group.configured.epoch != topology.epoch:
             try:
@@ -663,6 +664,24 @@ class StreamsGroups:
         self.remove_member(group, member)
         self.persist(group)
         return StreamsHeartbeatResult(member_id, LEAVE_GROUP_MEMBER_EPOCH)
+
+    def loaded(self, group: StreamsGroup) -> None:
+        """A group restored from its records: its topology configured against the topics (the
+        configured topology is not a record), and its timers armed."""
+        if group.topology is not None:
+            try:
+                group.configured = configure_topics(group.topology, self._partition_count)
+            except InvalidTopology:
+                group.configured = None
+        self.arm_timers(group)
+
+    def arm_timers(self, group: StreamsGroup) -> None:
+        """After a restart: each member's session (the broker's `group.streams.session.timeout.ms`
+        until its next heartbeat) and the revocation timer of a member still revoking."""
+        for member in group.members.values():
+            self._arm_session(group, member, self.settings.session_timeout_ms)
+            if member.state == MemberState.UNREVOKED_TASKS:
+                self._arm_revocation(group, member)
 
     def _arm_session(self, group: StreamsGroup, member: StreamsMember, timeout_ms: int) -> None:
         member.session.start(timeout_ms, lambda: self.fence(group, member, "its session timed out"))

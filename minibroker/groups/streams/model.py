@@ -242,13 +242,15 @@ class StreamsGroup:
     target: dict[str, TasksTuple] = field(default_factory=dict)
     topology: StreamsTopology | None = None
     configured: ConfiguredTopology | None = None
-    # The partition counts of the topology's topics when last configured (Kafka hashes them).
-    metadata_snapshot: tuple[tuple[str, int], ...] = ()
+    # A hash of the topology's topics and their partition counts when last configured.
+    metadata_hash: int = 0
     validated_topology_epoch: int = -1
     last_assignment_configs: tuple[tuple[str, str], ...] = ()
     endpoint_information_epoch: int = 0
     shutdown_request_member_id: str | None = None
     initial_delay: Deadline = field(default_factory=Deadline)
+    # The records last written to `__consumer_offsets` (records.py), by key.
+    written: dict[bytes, bytes | None] = field(default_factory=dict)
 
     @property
     def state(self) -> StreamsGroupState:
