@@ -630,28 +630,11 @@ class StreamsGroups:
             answers.append(
                 EndpointPartitions(
                     member.user_endpoint,
-                    self._task_partitions(group, member.assigned.active),
-                    self._task_partitions(group, member.assigned.standby),
+                    group.task_partitions(member.assigned.active, self._partition_count),
+                    group.task_partitions(member.assigned.standby, self._partition_count),
                 )
             )
         return answers
-
-    def _task_partitions(self, group: StreamsGroup, tasks: TaskMap) -> dict[str, list[int]]:
-        partitions: dict[str, set[int]] = {}
-        topology = group.topology
-        if topology is None:
-            return {}
-        for sub_id, parts in tasks.items():
-            sub = topology.subtopologies.get(sub_id)
-            if sub is None:
-                continue
-            names = (*sub.source_topics, *(topic.name for topic in sub.repartition_source_topics))
-            for name in names:
-                count = self._partition_count(name) or 0
-                chosen = {p for p in parts if p < count}
-                if chosen:
-                    partitions.setdefault(name, set()).update(chosen)
-        return {name: sorted(parts) for name, parts in sorted(partitions.items())}
 
     # ---- leave, session timeouts, offsets -----------------------------------------------------
 

@@ -16,6 +16,7 @@ reached its target yet), Stable.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -284,6 +285,27 @@ class StreamsGroup:
             for sub in self.topology.subtopologies.values()
             for name in (*sub.source_topics, *(t.name for t in sub.repartition_source_topics))
         }
+
+    def task_partitions(
+        self, tasks: TaskMap, partition_count: Callable[[str], int | None]
+    ) -> dict[str, list[int]]:
+        """The source-topic partitions the tasks read (Kafka's EndpointToPartitionsManager):
+        task p of a subtopology reads partition p of each of its source and repartition
+        source topics that has it."""
+        partitions: dict[str, set[int]] = {}
+        topology = self.topology
+        if topology is None:
+            return {}
+        for sub_id, parts in tasks.items():
+            sub = topology.subtopologies.get(sub_id)
+            if sub is None:
+                continue
+            for name in (*sub.source_topics, *(t.name for t in sub.repartition_source_topics)):
+                count = partition_count(name) or 0
+                chosen = {p for p in parts if p < count}
+                if chosen:
+                    partitions.setdefault(name, set()).update(chosen)
+        return {name: sorted(parts) for name, parts in sorted(partitions.items())}
 
     def stop_timers(self) -> None:
         self.initial_delay.cancel()
