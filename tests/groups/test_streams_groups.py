@@ -438,6 +438,53 @@ def test_initial_rebalance_delay_answers_assignment_delayed() -> None:
         wait_for(assigned)
 
 
+# ---- endpoints (interactive queries) ---------------------------------------------------------
+
+
+def endpoints(response: object) -> dict[tuple[str, int], tuple[dict[str, list[int]], ...]]:
+    return {
+        (e.user_endpoint.host, e.user_endpoint.port): (
+            {t.topic: t.partitions for t in e.active_partitions},
+            {t.topic: t.partitions for t in e.standby_partitions},
+        )
+        for e in response.partitions_by_user_endpoint or ()  # type: ignore[attr-defined]
+    }
+
+
+def test_partitions_by_user_endpoint_follow_the_endpoint_information_epoch(
+    client: WireClient,
+) -> None:
+    create_topic(client, "st-in20", 2)
+    topo = stateless("st-in20")
+    first = Member(client, "st-g20", topo, endpoint=("host-a", 9001))
+    assert first.last.endpoint_information_epoch == 1
+    assert endpoints(first.last) == {("host-a", 9001): ({"st-in20": [0, 1]}, {})}
+    quiet = first.beat(endpoint_epoch=1)
+    assert quiet.partitions_by_user_endpoint is None
+    second = Member(client, "st-g20", topo, endpoint=("host-b", 9002))
+    settle([first, second])
+    response = first.beat(endpoint_epoch=1)
+    assert response.endpoint_information_epoch > 1
+    served = endpoints(response)
+    assert set(served) == {("host-a", 9001), ("host-b", 9002)}
+    assert sorted(p for active, _ in served.values() for p in active["st-in20"]) == [0, 1]
+    assert second.last.endpoint_information_epoch == response.endpoint_information_epoch
+
+
+# ---- GROUP configs ------------------------------------------------------------------------
+
+
+def test_group_configs_set_the_heartbeat_interval_and_session_timeout(
+    client: WireClient,
+) -> None:
+    create_topic(client, "st-in21", 1)
+    alter_group_config(client, "st-g21", "streams.heartbeat.interval.ms", "20")
+    alter_group_config(client, "st-g21", "streams.session.timeout.ms", "300")
+    member = Member(client, "st-g21", stateless("st-in21"))
+    assert member.last.heartbeat_interval_ms == 20
+    wait_for(lambda: describe(client, "st-g21")[0].members == [], timeout_s=5)
+
+
 # ---- helpers ------------------------------------------------------------------------------
 
 
