@@ -25,6 +25,12 @@ ShareGroupHeartbeat, in memory only). A group id belongs to one kind of group: t
 requests get GROUP_ID_NOT_FOUND (ConsumerGroupHeartbeat, ShareGroupHeartbeat, and OffsetCommit,
 OffsetFetch v9+ and OffsetDelete on a share group), a classic JoinGroup
 INCONSISTENT_GROUP_PROTOCOL, as Kafka.
+
+Streams groups (KIP-1071) likewise (`streams` answers StreamsGroupHeartbeat, in
+`groups/streams/`); their records are reloaded at `start()`. An empty classic group that only
+has offsets becomes a streams group when a member joins, and an empty streams group becomes a
+classic one when a classic member joins (offline upgrade and downgrade); OffsetCommit and
+OffsetFetch from streams members are checked by member epoch.
 """
 
 from __future__ import annotations
@@ -524,8 +530,18 @@ class GroupCoordinator:
         group = self.groups.get(request.group_id)
         if group is None and known:
             return error(ErrorCode.UNKNOWN_MEMBER_ID)
-        if group is not None and (group.share is not None or group.streams is not None):
+        if group is not None and group.share is not None:
             return error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        if group is not None and group.streams is not None:
+            if group.streams.members:
+                return error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            # Kafka's maybeDeleteEmptyStreamsGroup: an empty streams group becomes a classic
+            # one (offline downgrade); its records are deleted, its offsets kept.
+            stored = self.store.append(group.group_id, streams_tombstones(group.streams), now_ms())
+            if stored != ErrorCode.NO_ERROR:
+                return error(stored)
+            group.streams.stop_timers()
+            group.streams = None
         if group is not None and group.consumer is not None:
             if group.consumer.members:
                 return self._join_consumer_group(group.consumer, request)

@@ -306,3 +306,39 @@ def test_a_stale_member_epoch_heartbeat_after_leave_is_unknown(client: WireClien
     member.leave()
     response = heartbeat(client, "ad-g10", member.member_id, member.epoch)
     assert response.error_code == E.UNKNOWN_MEMBER_ID
+
+
+def test_a_classic_join_converts_only_an_empty_streams_group(client: WireClient) -> None:
+    create_topic(client, "ad-in11", 1)
+    member = Member(client, "ad-g11", app("ad-in11"))
+    commit(
+        client,
+        "ad-g11",
+        {("ad-in11", 0): 4},
+        member_id=member.member_id,
+        generation=member.epoch,
+        version=9,
+    )
+    refused = classic_join(client, "ad-g11")
+    assert refused.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+    member.leave()
+    joined = classic_join(client, "ad-g11")
+    assert joined.error_code == E.MEMBER_ID_REQUIRED
+    assert describe(client, "ad-g11")[0].error_message == "Group ad-g11 is not a streams group."
+    fetched = offset_fetch(client, "ad-g11", None, -1)
+    assert fetched.topics[0].partitions[0].committed_offset == 4
+
+
+def classic_join(client: WireClient, group: str) -> Any:
+    return client.call(
+        ApiKey.JoinGroup,
+        9,
+        group_id=group,
+        session_timeout_ms=10000,
+        rebalance_timeout_ms=10000,
+        member_id="",
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocols=[{"name": "range", "metadata": b""}],
+        reason=None,
+    )
