@@ -27,8 +27,8 @@ one type without the others, tasks outside the topology, source topic regular ex
 topology updates), STREAMS_INVALID_TOPOLOGY (a changelog topic with a partition count,
 repartition topics whose counts cannot be derived), GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID,
 FENCED_MEMBER_EPOCH, GROUP_MAX_SIZE_REACHED (`group.streams.max.size`); static members
-(an instance id) answer UNKNOWN_SERVER_ERROR ("Static members are not supported yet."), as
-Kafka's coordinator does.
+(an instance id) answer UNKNOWN_SERVER_ERROR without a message, as Kafka 4.3's coordinator
+does ("Static members are not supported yet.", an UnsupportedOperationException).
 
 Authorization, as Kafka 4.3's `KafkaApis`, after the feature check: READ on the group
 (GROUP_AUTHORIZATION_FAILED), then, with a topology, DESCRIBE on every topic it names

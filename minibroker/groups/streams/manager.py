@@ -134,8 +134,12 @@ def _invalid(message: str) -> StreamsGroupError:
     return StreamsGroupError(ErrorCode.INVALID_REQUEST, message)
 
 
+# Java's String.trim removes every character at or below U+0020.
+_JAVA_TRIMMED = "".join(chr(code) for code in range(0x21))
+
+
 def _empty_string(value: str | None) -> bool:
-    return value is not None and not value.strip()
+    return value is not None and not value.strip(_JAVA_TRIMMED)
 
 
 def check_request(request: StreamsHeartbeatRequest) -> None:
@@ -175,7 +179,7 @@ def _check_join(request: StreamsHeartbeatRequest) -> None:
         (request.standby, "StandbyTasks"),
         (request.warmup, "WarmupTasks"),
     ):
-        if tasks:
+        if tasks is None or tasks:  # Kafka's throwIfNotEmptyCollection refuses null too
             raise _invalid(f"{name} must be empty when (re-)joining.")
     if request.topology is None:
         raise _invalid("Topology must be non-null when (re-)joining.")
@@ -265,9 +269,9 @@ class StreamsGroups:
     def heartbeat(self, request: StreamsHeartbeatRequest) -> StreamsHeartbeatResult:
         check_request(request)
         if request.instance_id is not None:
-            raise StreamsGroupError(
-                ErrorCode.UNKNOWN_SERVER_ERROR, "Static members are not supported yet."
-            )
+            # Kafka 4.3's coordinator throws UnsupportedOperationException("Static members are
+            # not supported yet."), answered UNKNOWN_SERVER_ERROR without a message.
+            raise StreamsGroupError(ErrorCode.UNKNOWN_SERVER_ERROR)
         if request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             return self._leave(request.group_id, request.member_id)
         joining = request.member_epoch == 0
