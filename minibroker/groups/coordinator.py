@@ -1000,7 +1000,9 @@ class GroupCoordinator:
         if group.share is not None:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.streams is not None:
-            refused = self.streams.commit_error(group.streams, member_id, generation)
+            refused = self.streams.commit_error(
+                group.streams, member_id, generation, False, api_version
+            )
             return refused.error if refused else self._store_offsets(group, commits, retention_ms)
         if group.consumer is not None:
             failed = self.consumer.commit_error(
@@ -1092,6 +1094,9 @@ class GroupCoordinator:
         if group.consumer is not None:
             failed = self.consumer.commit_error(group.consumer, member_id, generation, True)
             error = failed.error if failed else None
+        if group.streams is not None:
+            refused = self.streams.commit_error(group.streams, member_id, generation, True)
+            error = refused.error if refused else None
         if error is not None:
             return error
         timestamp = now_ms()

@@ -240,6 +240,10 @@ def test_offset_commit_is_checked_by_member_epoch(client: WireClient) -> None:
     }
     # An admin commit (epoch -1) only while the group has no members.
     assert commit(client, "ad-g8", offsets, version=9) == {("ad-in8", 0): E.UNKNOWN_MEMBER_ID}
+    # Members of a streams group commit with OffsetCommit v9+.
+    assert commit(
+        client, "ad-g8", offsets, member_id=first.member_id, generation=first.epoch, version=8
+    ) == {("ad-in8", 0): E.UNSUPPORTED_VERSION}
 
 
 def test_offset_fetch_is_checked_by_member_epoch(client: WireClient) -> None:

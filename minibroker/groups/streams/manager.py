@@ -64,6 +64,8 @@ from minibroker.groups.streams.topics import InvalidTopology, configure_topics
 from minibroker.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
+# The first OffsetCommit version members of modern groups may use (Kafka's rule).
+OFFSET_COMMIT_MIN_VERSION = 9
 
 
 class StreamsGroupError(Exception):
@@ -690,12 +692,27 @@ class StreamsGroups:
 
     @staticmethod
     def commit_error(
-        group: StreamsGroup, member_id: str, member_epoch: int
+        group: StreamsGroup,
+        member_id: str,
+        member_epoch: int,
+        transactional: bool,
+        api_version: int = 9,
     ) -> StreamsGroupError | None:
         """Kafka's StreamsGroup.validateOffsetCommit: epoch -1 (admin clients) commits only while
-        the group is empty; otherwise the member must exist and commit at its current epoch."""
-        if member_epoch < 0 and not group.members:
+        the group is empty, a transactional commit without a member always; otherwise the
+        member must exist, commit with OffsetCommit v9+ (unless transactional) and at its
+        current epoch."""
+        if member_epoch < 0 and (not group.members or (transactional and not member_id)):
             return None
+        member = group.members.get(member_id)
+        if member is None:
+            return unknown_member(group.group_id, member_id)
+        if not transactional and api_version < OFFSET_COMMIT_MIN_VERSION:
+            return StreamsGroupError(
+                ErrorCode.UNSUPPORTED_VERSION,
+                "OffsetCommit version 9 or above must be used by members using the modern "
+                "group protocol",
+            )
         return StreamsGroups.fetch_error(group, member_id, member_epoch)
 
     @staticmethod
