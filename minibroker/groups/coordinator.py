@@ -91,6 +91,7 @@ from minibroker.groups.store import (
     OffsetsTopic,
     StoredRecord,
 )
+from minibroker.groups.streams.internal_topics import InternalTopicCreator
 from minibroker.groups.streams.manager import StreamsGroupError, StreamsGroups
 from minibroker.groups.streams.model import StreamsGroup
 from minibroker.groups.streams.records import changes as streams_changes
@@ -215,6 +216,7 @@ class GroupCoordinator:
         self.share = ShareGroups(config, cluster, self.share_group)
         self.streams = StreamsGroups(config, cluster, self.streams_group)
         self.streams.persist = self._persist_streams_group
+        self.streams_topics = InternalTopicCreator(cluster)
         self.upgrade_enabled, self.downgrade_enabled = migration_policy(
             config.get_str("group.consumer.migration.policy")
         )

@@ -12,11 +12,13 @@ serves. Epoch -1 leaves. `AcceptableRecoveryLag` and `TaskOffsetIntervalMs` answ
 Kafka's coordinator leaves them.
 
 Internal topics (repartition and changelog topics) the topology needs and that do not exist
-are created here, as Kafka's broker does after the coordinator answers (with the partition
-count the coordinator decided and the topic configs of the topology; the replication factor
-is the broker's default on this single-node broker). Creating needs CREATE on the cluster or
-on the topic; topics the principal may not create are left out and named in a
-MISSING_INTERNAL_TOPICS status.
+are created here, as Kafka's broker does after the coordinator answers
+(`groups/streams/internal_topics.py`: the partition count the coordinator decided, the
+topology's topic configs and replication factor, else `default.replication.factor`; a
+failure is named in the MISSING_INTERNAL_TOPICS status, "; Creation failed: t (message).",
+and not retried for twice the heartbeat interval). Creating needs CREATE on the cluster, else
+on every topic to create: otherwise none is created and the status detail ends with
+"; Unauthorized to CREATE on topics a, b.".
 
 UNSUPPORTED_VERSION (no message) while the `streams.version` feature is finalized below 1, as
 Kafka answers when the streams rebalance protocol is not enabled.
@@ -37,11 +39,9 @@ Authorization, as Kafka 4.3's `KafkaApis`, after the feature check: READ on the 
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from minibroker.auth.acls import CLUSTER_NAME, AclOperation, ResourceType
-from minibroker.cluster.state import TopicError
 from minibroker.groups.streams.manager import (
     StreamsGroupError,
     StreamsHeartbeatRequest,
@@ -62,7 +62,6 @@ from minibroker.protocol.codec import new_response, struct_type
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.context import RequestContext
 
-log = logging.getLogger(__name__)
 KEY = ApiKey.StreamsGroupHeartbeat
 _Status = struct_type(KEY, "response", "Status")
 _TaskIds = struct_type(KEY, "response", "TaskIds")
@@ -165,25 +164,25 @@ def _refused(ctx: RequestContext, request: Any) -> ErrorCode | None:
     return None
 
 
-def _create_internal_topics(ctx: RequestContext, result: StreamsHeartbeatResult) -> list[str]:
-    """Create the missing internal topics the principal may create; the names it may not."""
-    wanted = set(result.to_create)
+def _create_internal_topics(ctx: RequestContext, result: StreamsHeartbeatResult) -> str | None:
+    """Create the missing internal topics (Kafka's KafkaApis and AutoTopicCreationManager):
+    CREATE on the cluster, else on every one of them, or none is created. What to add to the
+    MISSING_INTERNAL_TOPICS status detail, or None."""
+    wanted = result.to_create
     if not wanted:
-        return []
-    if ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME):
-        allowed = wanted
-    else:
-        allowed = ctx.authorized_names(AclOperation.CREATE, ResourceType.TOPIC, wanted)
-    for name in sorted(allowed):
-        info = result.to_create[name]
-        if name in ctx.broker.cluster.topics:
-            continue
-        try:
-            ctx.broker.cluster.create_topic(name, info.partitions, dict(info.configs))
-            log.info("created internal topic %s with %d partitions", name, info.partitions)
-        except TopicError as exc:
-            log.warning("could not create internal topic %s: %s", name, exc)
-    return sorted(wanted - allowed)
+        return None
+    if not ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME):
+        allowed = ctx.authorized_names(AclOperation.CREATE, ResourceType.TOPIC, set(wanted))
+        refused = sorted(set(wanted) - allowed)
+        if refused:
+            return f"Unauthorized to CREATE on topics {', '.join(refused)}."
+    failures = ctx.broker.groups.streams_topics.create(
+        wanted,
+        ctx.broker.nodes.reachable(),
+        ctx.broker.config.get_int("default.replication.factor"),
+        2 * result.heartbeat_interval_ms,
+    )
+    return None if failures is None else f"Creation failed: {failures}."
 
 
 def _task_ids(tasks: TaskMap) -> list[Any]:
@@ -221,19 +220,19 @@ def _endpoints(result: StreamsHeartbeatResult) -> list[Any] | None:
     ]
 
 
-def _statuses(result: StreamsHeartbeatResult, not_created: list[str]) -> list[Any] | None:
-    statuses = [
-        _Status(status_code=status.code, status_detail=status.detail)
-        for status in result.statuses or ()
-    ]
-    if not_created:
-        statuses.append(
-            _Status(
-                status_code=MISSING_INTERNAL_TOPICS,
-                status_detail=f"Unauthorized to CREATE on topics {', '.join(not_created)}.",
-            )
-        )
-    return statuses or None
+def _statuses(result: StreamsHeartbeatResult, creation: str | None) -> list[Any]:
+    """The answer's statuses, the creation outcome joined to MISSING_INTERNAL_TOPICS's detail
+    with "; " (a status of its own when there is none). An empty list when there is none, as
+    Kafka's default."""
+    statuses = [(status.code, status.detail) for status in result.statuses or ()]
+    if creation is not None:
+        for index, (code, detail) in enumerate(statuses):
+            if code == MISSING_INTERNAL_TOPICS:
+                statuses[index] = (code, f"{detail}; {creation}")
+                break
+        else:
+            statuses.append((MISSING_INTERNAL_TOPICS, creation))
+    return [_Status(status_code=code, status_detail=detail) for code, detail in statuses]
 
 
 def _error(ctx: RequestContext, error: ErrorCode, message: str | None) -> Any:
@@ -248,7 +247,7 @@ def _error(ctx: RequestContext, error: ErrorCode, message: str | None) -> Any:
         heartbeat_interval_ms=0,
         acceptable_recovery_lag=0,
         task_offset_interval_ms=0,
-        status=None,
+        status=[],
         endpoint_information_epoch=0,
         partitions_by_user_endpoint=None,
         **_assignment_fields(None),
@@ -266,7 +265,7 @@ async def handle_streams_group_heartbeat(ctx: RequestContext, request: Any) -> A
         result = ctx.broker.groups.streams.heartbeat(_heartbeat_request(ctx, request))
     except StreamsGroupError as exc:
         return _error(ctx, exc.error, exc.message)
-    not_created = _create_internal_topics(ctx, result)
+    creation = _create_internal_topics(ctx, result)
     return new_response(
         KEY,
         ctx.api_version,
@@ -278,7 +277,7 @@ async def handle_streams_group_heartbeat(ctx: RequestContext, request: Any) -> A
         heartbeat_interval_ms=result.heartbeat_interval_ms,
         acceptable_recovery_lag=0,
         task_offset_interval_ms=0,
-        status=_statuses(result, not_created),
+        status=_statuses(result, creation),
         endpoint_information_epoch=result.endpoint_information_epoch,
         partitions_by_user_endpoint=_endpoints(result),
         **_assignment_fields(result.assignment),

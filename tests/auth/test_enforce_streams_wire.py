@@ -42,8 +42,11 @@ def test_heartbeat_needs_read_on_the_group_and_describe_on_the_topics(
     # assignment also waits for the default initial rebalance delay).
     assert statuses(joined) == [
         (5, "Assignment delayed due to the configured initial rebalance delay."),
-        (3, "Internal topics are missing: app-store-changelog"),
-        (3, "Unauthorized to CREATE on topics app-store-changelog."),
+        (
+            3,
+            "Internal topics are missing: app-store-changelog; Unauthorized to CREATE on "
+            "topics app-store-changelog.",
+        ),
     ]
     assert partition_count(client, "app-store-changelog") is None
     broker.add_acl(ME, "CREATE", topic="app-store-changelog")

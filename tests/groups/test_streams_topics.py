@@ -98,7 +98,7 @@ def test_missing_internal_topics_are_created_and_the_group_becomes_ready(
     assert partition_count(client, "tv2-repartition") == 2
     assert partition_count(client, "tv2-changelog1") == 2
     response = member.beat()
-    assert statuses(response) == []
+    assert response.status == []  # an empty list, as Kafka's default, not null
     assert member.active == {"subtopology1": [0, 1], "subtopology2": [0, 1]}
     (group,) = describe(client, "tv2")
     assert group.group_state == "Stable"
@@ -219,3 +219,21 @@ def test_partitions_added_to_a_source_topic_add_tasks(client: WireClient) -> Non
     assert response.results[0].error_code == E.NO_ERROR
     member.beat()
     assert member.active == {"0": [0, 1, 2]}
+
+
+def test_an_internal_topic_that_cannot_be_created_is_named_in_the_status(
+    client: WireClient,
+) -> None:
+    create_topic(client, "tv10-in", 2)
+    topo = topology(subtopology("0", ["tv10-in"], changelogs=["tv10-store-changelog"]))
+    topo["subtopologies"][0]["state_changelog_topics"][0]["replication_factor"] = 3
+    failed = (
+        "Internal topics are missing: tv10-store-changelog; Creation failed: "
+        "tv10-store-changelog (Unable to replicate the partition 3 time(s): The target "
+        "replication factor of 3 cannot be reached because only 1 broker(s) are registered.)."
+    )
+    member = Member(client, "tv10", topo)
+    assert statuses(member.last) == [(MISSING_INTERNAL_TOPICS, failed)]
+    # Not tried again for twice the heartbeat interval, and still reported meanwhile.
+    assert statuses(member.beat()) == [(MISSING_INTERNAL_TOPICS, failed)]
+    assert partition_count(client, "tv10-store-changelog") is None
