@@ -6,10 +6,11 @@ and client tags, then heartbeats with its member epoch and the tasks it owns; th
 carries its member epoch, the heartbeat interval (`streams.heartbeat.interval.ms`), its active,
 standby and warm-up tasks when they changed (or on a join), the statuses of the topology
 (STALE_TOPOLOGY, MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS,
-INCORRECTLY_PARTITIONED_TOPICS, SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED) and, when the
-member's endpoint information epoch is behind the group's, the partitions each user endpoint
-serves. Epoch -1 leaves. `AcceptableRecoveryLag` and `TaskOffsetIntervalMs` answer 0, as
-Kafka's coordinator leaves them.
+INCORRECTLY_PARTITIONED_TOPICS, SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED for the initial
+rebalance delay or the assignment interval) and, when the member's endpoint information
+epoch is behind the group's, the partitions each user endpoint serves. Epoch -1 leaves.
+`AcceptableRecoveryLag` and `TaskOffsetIntervalMs` answer 0, as Kafka's coordinator leaves
+them.
 
 Internal topics (repartition and changelog topics) the topology needs and that do not exist
 are created here, as Kafka's broker does after the coordinator answers
@@ -151,6 +152,7 @@ def _heartbeat_request(ctx: RequestContext, request: Any) -> StreamsHeartbeatReq
         heartbeat_interval_ms=config.streams_heartbeat_interval_ms,
         num_standby_replicas=config.streams_num_standby_replicas,
         initial_rebalance_delay_ms=config.streams_initial_rebalance_delay_ms,
+        assignment_interval_ms=config.streams_assignment_interval_ms,
     )
 
 

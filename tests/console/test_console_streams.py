@@ -16,7 +16,10 @@ from tests.wire import WireClient
 
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[KafkaBroker]:
-    settings = {"group.streams.initial.rebalance.delay.ms": 0}
+    settings = {
+        "group.streams.initial.rebalance.delay.ms": 0,
+        "group.streams.assignment.interval.ms": 0,
+    }
     with KafkaBroker(console=True, storage="memory", config=settings) as broker:
         yield broker
 

@@ -17,8 +17,8 @@ from tests.wire import WireClient
 E = ErrorCode
 Tasks = dict[str, list[int]]
 
-# Short timeouts (Kafka lets the bounds be lowered) keep the tests quick; no initial delay
-# unless a test asks for one.
+# Short timeouts (Kafka lets the bounds be lowered) keep the tests quick; no initial delay and
+# no assignment interval unless a test asks for them.
 STREAMS_SETTINGS = {
     "offsets.topic.num.partitions": "3",
     "group.streams.min.session.timeout.ms": "100",
@@ -26,6 +26,7 @@ STREAMS_SETTINGS = {
     "group.streams.min.heartbeat.interval.ms": "10",
     "group.streams.heartbeat.interval.ms": "50",
     "group.streams.initial.rebalance.delay.ms": "0",
+    "group.streams.assignment.interval.ms": "0",
 }
 
 

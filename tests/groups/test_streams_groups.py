@@ -443,6 +443,28 @@ def test_initial_rebalance_delay_answers_assignment_delayed() -> None:
         wait_for(assigned)
 
 
+def test_the_assignment_interval_defers_a_new_target(client: WireClient) -> None:
+    create_topic(client, "st-in22", 2)
+    alter_group_config(client, "st-g22", "streams.assignment.interval.ms", "700")
+    topo = stateless("st-in22")
+    first = Member(client, "st-g22", topo)
+    assert first.active == {"0": [0, 1]}
+    second = Member(client, "st-g22", topo)
+    # Joined right after the first target: it reconciles to that target, with no tasks.
+    assert (second.epoch, second.active) == (first.epoch, {})
+    assert statuses(second.last) == [
+        (5, "Assignment delayed due to the configured assignment interval.")
+    ]
+    assert describe(client, "st-g22")[0].group_state == "Assigning"
+
+    def spread() -> bool:
+        settle([first, second], rounds=2)
+        return len(first.active.get("0", [])) == len(second.active.get("0", [])) == 1
+
+    wait_for(spread)
+    assert statuses(second.last) == []
+
+
 # ---- endpoints (interactive queries) ---------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.clients
 JAVA = "java-4.3"
 SETTINGS = {
     "group.streams.initial.rebalance.delay.ms": 0,
+    "group.streams.assignment.interval.ms": 0,
     "group.streams.num.standby.replicas": 1,
 }
 

@@ -17,7 +17,10 @@
    by the sticky task assignor (`assignor.py`), unless the group's initial rebalance delay
    (`streams.initial.rebalance.delay.ms`, from the first member's join) is running: then the
    member gets no tasks and ASSIGNMENT_DELAYED, and the target is computed when it ends
-   (with the group epoch bumped so that members reconcile to it).
+   (with the group epoch bumped so that members reconcile to it); or unless the last target
+   was computed less than `streams.assignment.interval.ms` ago (KIP-1263): then the member
+   keeps reconciling to the last target, with ASSIGNMENT_DELAYED, until a heartbeat after
+   the interval computes the new one.
 5. The member reconciles towards its target (Kafka's streams `CurrentAssignmentBuilder`): it
    first revokes the tasks it must give up (UNREVOKED_TASKS, at its current epoch), then moves
    to the target epoch with the tasks no other member still holds (UNRELEASED_TASKS while some
@@ -36,6 +39,7 @@ Errors are raised as `StreamsGroupError` (Kafka's code and message). Nothing her
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -103,6 +107,7 @@ class StreamsHeartbeatRequest:
     heartbeat_interval_ms: int
     num_standby_replicas: int
     initial_rebalance_delay_ms: int
+    assignment_interval_ms: int
 
     def owned(self) -> TasksTuple | None:
         if self.active is None or self.standby is None or self.warmup is None:
@@ -442,6 +447,14 @@ class StreamsGroups:
                 )
             )
             return max(1, group.assignment_epoch), TasksTuple()
+        if not _can_compute_target(group, request.assignment_interval_ms):
+            statuses.append(
+                TopologyStatus(
+                    ASSIGNMENT_DELAYED,
+                    "Assignment delayed due to the configured assignment interval.",
+                )
+            )
+            return group.assignment_epoch, group.target.get(member.member_id, TasksTuple())
         self.update_target_assignment(group, request.num_standby_replicas)
         return group.assignment_epoch, group.target.get(member.member_id, TasksTuple())
 
@@ -464,6 +477,7 @@ class StreamsGroups:
             }
             group.target = assign(specs, configured.tasks, stateful, num_standby_replicas)
         group.assignment_epoch = group.group_epoch
+        group.assignment_timestamp_ms = wall_clock_ms()
 
     def _start_initial_delay(self, group: StreamsGroup, delay_ms: int) -> None:
         standby = dict(group.last_assignment_configs).get("num.standby.replicas", "0")
@@ -732,6 +746,19 @@ class StreamsGroups:
                 f"epoch {member.member_epoch}.",
             )
         return None
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _can_compute_target(group: StreamsGroup, interval_ms: int) -> bool:
+    """Kafka's canComputeNextTargetAssignment (KIP-1263): a new target assignment only once
+    `streams.assignment.interval.ms` passed since the last one (no interval, or no target
+    computed yet, does not wait)."""
+    if interval_ms <= 0 or group.assignment_timestamp_ms <= 0:
+        return True
+    return wall_clock_ms() - group.assignment_timestamp_ms >= interval_ms
 
 
 def _difference(

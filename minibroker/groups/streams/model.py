@@ -239,6 +239,8 @@ class StreamsGroup:
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0
+    # When the last target assignment was computed (wall clock ms; 0: never).
+    assignment_timestamp_ms: int = 0
     members: dict[str, StreamsMember] = field(default_factory=dict)
     target: dict[str, TasksTuple] = field(default_factory=dict)
     topology: StreamsTopology | None = None

@@ -8,7 +8,8 @@ Key types (an INT16 record type, then the non-flexible key struct: group id, mem
     19 StreamsGroupMemberMetadataKey(group_id, member_id)  StreamsGroupMemberMetadataValue:
        instance id, rack id, client id/host, rebalance timeout, topology epoch, process id,
        user endpoint (nullable struct), client tags
-    20 StreamsGroupTargetAssignmentMetadataKey(group_id)  assignment epoch
+    20 StreamsGroupTargetAssignmentMetadataKey(group_id)  assignment epoch; tagged: the time
+       it was computed (tag 0, KIP-1263, default 0)
     21 StreamsGroupTargetAssignmentMemberKey(group_id, member_id)  active, standby and
        warm-up tasks
     22 StreamsGroupCurrentMemberAssignmentKey(group_id, member_id)  member epoch, previous
@@ -53,6 +54,7 @@ STREAMS_GROUP_RECORD_TYPES = frozenset(range(METADATA, TOPOLOGY + 1))
 _MEMBER_TYPES = frozenset({MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT})
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
 _VALUE_VERSION = 0
 
 StoredRecord = tuple[bytes, bytes | None]
@@ -140,6 +142,13 @@ def _metadata_value(group: StreamsGroup) -> bytes:
     return bytes(writer.tagged(tags).buf)
 
 
+def _target_metadata_value(group: StreamsGroup) -> bytes:
+    tags = {}
+    if group.assignment_timestamp_ms:
+        tags[0] = _INT64.pack(group.assignment_timestamp_ms)
+    return bytes(_value().int32(group.assignment_epoch).tagged(tags).buf)
+
+
 def _member_value(member: StreamsMember) -> bytes:
     writer = _value()
     writer.compact_string(member.instance_id).compact_string(member.rack_id)
@@ -203,9 +212,7 @@ def snapshot(group: StreamsGroup) -> dict[bytes, bytes | None]:
     group_id = group.group_id
     records: dict[bytes, bytes | None] = {
         encode_key(METADATA, group_id): _metadata_value(group),
-        encode_key(TARGET_METADATA, group_id): bytes(
-            _value().int32(group.assignment_epoch).tagged({}).buf
-        ),
+        encode_key(TARGET_METADATA, group_id): _target_metadata_value(group),
     }
     if group.topology is not None:
         records[encode_key(TOPOLOGY, group_id)] = _topology_value(group.topology)
@@ -356,7 +363,11 @@ def restore(group_id: str, records: Mapping[bytes, bytes]) -> StreamsGroup | Non
     group = StreamsGroup(group_id)
     _apply_metadata(group, by_kind[METADATA][0][1])
     for _, value in by_kind.get(TARGET_METADATA, []):
-        group.assignment_epoch = _reader(value).int32()
+        reader = _reader(value)
+        group.assignment_epoch = reader.int32()
+        timestamp = reader.tagged().get(0)
+        if timestamp is not None and len(timestamp) == _INT64.size:
+            group.assignment_timestamp_ms = _INT64.unpack(timestamp)[0]
     for _, value in by_kind.get(TOPOLOGY, []):
         group.topology = _read_topology(value)
     for kind, apply in ((MEMBER_METADATA, _apply_member), (CURRENT_ASSIGNMENT, _apply_current)):
