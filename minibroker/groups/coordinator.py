@@ -1003,7 +1003,12 @@ class GroupCoordinator:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.streams is not None:
             refused = self.streams.commit_error(
-                group.streams, member_id, generation, False, api_version
+                group.streams,
+                member_id,
+                generation,
+                False,
+                api_version,
+                [(commit.topic, commit.partition) for commit in commits],
             )
             return refused.error if refused else self._store_offsets(group, commits, retention_ms)
         if group.consumer is not None:
@@ -1097,7 +1102,13 @@ class GroupCoordinator:
             failed = self.consumer.commit_error(group.consumer, member_id, generation, True)
             error = failed.error if failed else None
         if group.streams is not None:
-            refused = self.streams.commit_error(group.streams, member_id, generation, True)
+            refused = self.streams.commit_error(
+                group.streams,
+                member_id,
+                generation,
+                True,
+                partitions=[(commit.topic, commit.partition) for commit in commits],
+            )
             error = refused.error if refused else None
         if error is not None:
             return error

@@ -346,3 +346,33 @@ def classic_join(client: WireClient, group: str) -> Any:
         protocols=[{"name": "range", "metadata": b""}],
         reason=None,
     )
+
+
+def test_a_commit_at_an_older_epoch_is_checked_per_task(client: WireClient) -> None:
+    """KIP-1251 (Kafka 4.3.1): a member may commit at an older epoch the partitions of the
+    active tasks it holds since that epoch or before."""
+    create_topic(client, "ad-in12", 4)
+    topo = topology(subtopology("0", ["ad-in12"]))
+    first = Member(client, "ad-g12", topo)
+    older = first.epoch
+    second = Member(client, "ad-g12", topo)
+    settle([first, second])
+    assert first.epoch > older
+    kept = first.active["0"][0]
+    moved = second.active["0"][0]
+
+    def commit_at(member: Member, epoch: int, partition: int) -> int:
+        answer = commit(
+            client,
+            "ad-g12",
+            {("ad-in12", partition): 1},
+            member_id=member.member_id,
+            generation=epoch,
+            version=9,
+        )
+        return answer[("ad-in12", partition)]
+
+    assert commit_at(first, older, kept) == E.NO_ERROR
+    assert commit_at(first, older, moved) == E.STALE_MEMBER_EPOCH
+    assert commit_at(second, second.epoch - 1, moved) == E.STALE_MEMBER_EPOCH
+    assert commit_at(first, first.epoch + 1, kept) == E.STALE_MEMBER_EPOCH

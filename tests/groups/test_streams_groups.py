@@ -178,6 +178,7 @@ def test_a_member_that_misses_its_session_is_fenced(client: WireClient) -> None:
         return len(describe(client, "st-g10")[0].members) == 1
 
     wait_for(only_one_left)
+    settle([stays])
     assert stays.active == {"0": [0, 1]}
     response = heartbeat(
         client, "st-g10", gone.member_id, gone.epoch, active={}, standby={}, warmup={}

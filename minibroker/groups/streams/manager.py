@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from minibroker.cluster.state import Cluster
@@ -575,6 +575,7 @@ class StreamsGroups:
             self._set_epoch(member, epoch)
             member.assigned = kept_tuple
             member.pending_revocation = revoke_tuple
+            member.keep_active_epochs()
             return
         member.pending_revocation = TasksTuple()
         self._set_epoch(member, target_epoch)
@@ -583,6 +584,10 @@ class StreamsGroups:
         else:
             member.assigned = kept_tuple
         member.state = MemberState.UNRELEASED_TASKS if unreleased else MemberState.STABLE
+        for sub, parts in add_tuple.active.items():
+            for partition in parts:
+                member.active_epochs[(sub, partition)] = target_epoch
+        member.keep_active_epochs()
 
     @staticmethod
     def _set_epoch(member: StreamsMember, epoch: int) -> None:
@@ -711,11 +716,13 @@ class StreamsGroups:
         member_epoch: int,
         transactional: bool,
         api_version: int = 9,
+        partitions: Iterable[tuple[str, int]] = (),
     ) -> StreamsGroupError | None:
         """Kafka's StreamsGroup.validateOffsetCommit: epoch -1 (admin clients) commits only while
         the group is empty, a transactional commit without a member always; otherwise the
         member must exist, commit with OffsetCommit v9+ (unless transactional) and at its
-        current epoch."""
+        current epoch, or at an older one for partitions of active tasks it was assigned at
+        that epoch or before (KIP-1251)."""
         if member_epoch < 0 and (not group.members or (transactional and not member_id)):
             return None
         member = group.members.get(member_id)
@@ -727,6 +734,11 @@ class StreamsGroups:
                 "OffsetCommit version 9 or above must be used by members using the modern "
                 "group protocol",
             )
+        if 0 <= member_epoch < member.member_epoch and all(
+            _assigned_by(group, member, topic, partition, member_epoch)
+            for topic, partition in partitions
+        ):
+            return None
         return StreamsGroups.fetch_error(group, member_id, member_epoch)
 
     @staticmethod
@@ -746,6 +758,27 @@ class StreamsGroups:
                 f"epoch {member.member_epoch}.",
             )
         return None
+
+
+def _assigned_by(
+    group: StreamsGroup, member: StreamsMember, topic: str, partition: int, epoch: int
+) -> bool:
+    """Kafka's assignment epoch validator (KIP-1251): the partition is read by an active task
+    the member holds (assigned or pending revocation) since `epoch` or before."""
+    topology = group.topology
+    if topology is None:
+        return False
+    for sub_id, sub in topology.subtopologies.items():
+        names = (*sub.source_topics, *(t.name for t in sub.repartition_source_topics))
+        if topic not in names:
+            continue
+        held = partition in member.assigned.active.get(sub_id, ()) or partition in (
+            member.pending_revocation.active.get(sub_id, ())
+        )
+        assigned_at = member.active_epochs.get((sub_id, partition), member.member_epoch)
+        if held and assigned_at <= epoch:
+            return True
+    return False
 
 
 def wall_clock_ms() -> int:

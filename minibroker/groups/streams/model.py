@@ -212,6 +212,9 @@ class StreamsMember:
     task_end_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     assigned: TasksTuple = field(default_factory=TasksTuple)
     pending_revocation: TasksTuple = field(default_factory=TasksTuple)
+    # The member epoch each active task (assigned or pending revocation) was assigned at
+    # (KIP-1251: commits at an older epoch are checked against them).
+    active_epochs: dict[tuple[str, int], int] = field(default_factory=dict)
     session: Deadline = field(default_factory=Deadline)
     rebalance: Deadline = field(default_factory=Deadline)
 
@@ -228,6 +231,16 @@ class StreamsMember:
             self.user_endpoint,
             tuple(sorted(self.client_tags.items())),
         )
+
+    def keep_active_epochs(self) -> None:
+        """Forget the epochs of active tasks the member no longer holds."""
+        held = {
+            (sub, partition)
+            for tasks in (self.assigned.active, self.pending_revocation.active)
+            for sub, parts in tasks.items()
+            for partition in parts
+        }
+        self.active_epochs = {task: e for task, e in self.active_epochs.items() if task in held}
 
     def update_epoch(self, epoch: int) -> None:
         self.previous_member_epoch = self.member_epoch

@@ -13,7 +13,8 @@ Key types (an INT16 record type, then the non-flexible key struct: group id, mem
     21 StreamsGroupTargetAssignmentMemberKey(group_id, member_id)  active, standby and
        warm-up tasks
     22 StreamsGroupCurrentMemberAssignmentKey(group_id, member_id)  member epoch, previous
-       member epoch, state, assigned and pending-revocation tasks of each kind
+       member epoch, state, assigned and pending-revocation tasks of each kind; the active
+       ones carry their assignment epochs (tagged, tag 0 of each TaskIds, KIP-1251)
     23 StreamsGroupTopologyKey(group_id)  StreamsGroupTopologyValue: the topology
 
 Values are an INT16 version (0) and a flexible struct (record_codec.py). `snapshot(group)` is
@@ -124,13 +125,22 @@ def _key_values(writer: StructWriter, items: Iterable[tuple[str, str]]) -> None:
         writer.compact_string(key).compact_string(value).tagged({})
 
 
-def _task_ids(writer: StructWriter, tasks: TaskMap) -> None:
+def _task_ids(
+    writer: StructWriter, tasks: TaskMap, epochs: Mapping[tuple[str, int], int] | None = None
+) -> None:
+    """TaskIds entries; with `epochs`, each entry's assignment epochs (tag 0, KIP-1251: an
+    INT32 array aligned with the partitions)."""
     entries = [(sub, sorted(parts)) for sub, parts in sorted(tasks.items()) if parts]
     writer.count(entries)
     for sub, parts in entries:
         writer.compact_string(sub)
         _int_array(writer, parts, 4)
-        writer.tagged({})
+        tags = {}
+        if epochs is not None and all((sub, p) in epochs for p in parts):
+            aligned = StructWriter()
+            _int_array(aligned, [epochs[(sub, p)] for p in parts], 4)
+            tags[0] = bytes(aligned.buf)
+        writer.tagged(tags)
 
 
 def _metadata_value(group: StreamsGroup) -> bytes:
@@ -173,8 +183,10 @@ def _tasks_value(tasks: TasksTuple, writer: StructWriter) -> StructWriter:
 def _current_value(member: StreamsMember) -> bytes:
     writer = _value().int32(member.member_epoch).int32(member.previous_member_epoch)
     writer.int8(member.state.code)
-    _tasks_value(member.assigned, writer)
-    _tasks_value(member.pending_revocation, writer)
+    for tasks in (member.assigned, member.pending_revocation):
+        _task_ids(writer, tasks.active, member.active_epochs)
+        _task_ids(writer, tasks.standby)
+        _task_ids(writer, tasks.warmup)
     return bytes(writer.tagged({}).buf)
 
 
@@ -268,17 +280,23 @@ def _read_key_values(reader: StructReader) -> list[tuple[str, str]]:
     return pairs
 
 
-def _read_tasks(reader: StructReader) -> TaskMap:
+def _read_tasks(reader: StructReader, epochs: dict[tuple[str, int], int] | None = None) -> TaskMap:
     tasks: TaskMap = {}
     for _ in range(reader.array_count()):
         sub = reader.compact_string()
-        tasks[sub] = set(_read_ints(reader, 4))
-        reader.tagged()
+        parts = _read_ints(reader, 4)
+        tasks[sub] = set(parts)
+        aligned = reader.tagged().get(0)
+        if epochs is not None and aligned is not None:
+            values = _read_ints(StructReader(aligned), 4)
+            epochs.update(((sub, p), e) for p, e in zip(parts, values, strict=False))
     return tasks
 
 
-def _read_tuple(reader: StructReader) -> TasksTuple:
-    return TasksTuple(_read_tasks(reader), _read_tasks(reader), _read_tasks(reader))
+def _read_tuple(
+    reader: StructReader, epochs: dict[tuple[str, int], int] | None = None
+) -> TasksTuple:
+    return TasksTuple(_read_tasks(reader, epochs), _read_tasks(reader), _read_tasks(reader))
 
 
 def _read_topic_infos(reader: StructReader) -> tuple[TopicInfo, ...]:
@@ -348,8 +366,8 @@ def _apply_current(member: StreamsMember, value: bytes) -> None:
     member.member_epoch = reader.int32()
     member.previous_member_epoch = reader.int32()
     member.state = MemberState.from_code(reader.int8())
-    member.assigned = _read_tuple(reader)
-    member.pending_revocation = _read_tuple(reader)
+    member.assigned = _read_tuple(reader, member.active_epochs)
+    member.pending_revocation = _read_tuple(reader, member.active_epochs)
 
 
 def restore(group_id: str, records: Mapping[bytes, bytes]) -> StreamsGroup | None:
