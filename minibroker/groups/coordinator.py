@@ -1335,6 +1335,9 @@ class GroupCoordinator:
             records.append((encode_group_key(GroupKey(group.group_id)), None))
             if group.consumer is not None:
                 records.extend(tombstones(group.consumer))
+            if group.streams is not None:
+                records.extend(streams_tombstones(group.streams))
+                group.streams.stop_timers()
         if self.store.append(group.group_id, records, now) != ErrorCode.NO_ERROR:
             return
         for key in keys:
@@ -1348,6 +1351,9 @@ class GroupCoordinator:
         if group.consumer is not None:
             base_from_state = False
             subscribed = group.consumer.subscribed_topic_names()
+        elif group.streams is not None:
+            base_from_state = False
+            subscribed = group.streams.source_topics() if group.streams.members else set()
         elif group.is_in(GroupState.EMPTY):
             base_from_state = group.protocol_type is not None and group.state_timestamp_ms >= 0
         elif group.protocol_type == CONSUMER_PROTOCOL_TYPE and group.is_in(GroupState.STABLE):

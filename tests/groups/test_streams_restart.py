@@ -19,6 +19,7 @@ from tests.groups.streamshelp import (
     settle,
     subtopology,
     topology,
+    wait_for,
 )
 from tests.wire import WireClient
 
@@ -104,3 +105,25 @@ def test_a_left_member_and_a_deleted_group_stay_gone(tmp_path: Path) -> None:
             assert gone.error_code == E.GROUP_ID_NOT_FOUND
             left = heartbeat(client, "kept", leaves.member_id, leaves.epoch)
             assert left.error_code == E.UNKNOWN_MEMBER_ID
+
+
+def test_an_empty_streams_group_without_offsets_is_cleaned_up(tmp_path: Path) -> None:
+    """As Kafka's periodic cleanup: an empty group with no committed offsets is deleted, its
+    records tombstoned; a group with members is kept."""
+    settings = {**SETTINGS, "offsets.retention.check.interval.ms": "200"}
+    with ThreadedBroker(data_dir=tmp_path / "data", settings=settings) as broker:
+        with WireClient(broker.bootstrap_servers) as client:
+            create_topic(client, "in", 1)
+            Member(client, "left", topology(subtopology("0", ["in"]))).leave()
+            Member(client, "live", topology(subtopology("0", ["in"])))
+
+            def cleaned() -> bool:
+                return describe(client, "left")[0].error_code == E.GROUP_ID_NOT_FOUND
+
+            wait_for(cleaned)
+            assert describe(client, "live")[0].error_code == E.NO_ERROR
+        broker.restart()
+        with WireClient(broker.bootstrap_servers) as client:
+            gone, live = describe(client, "left", "live")
+            assert gone.error_code == E.GROUP_ID_NOT_FOUND
+            assert live.error_code == E.NO_ERROR
