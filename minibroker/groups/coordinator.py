@@ -216,6 +216,7 @@ class GroupCoordinator:
         self.share = ShareGroups(config, cluster, self.share_group)
         self.streams = StreamsGroups(config, cluster, self.streams_group)
         self.streams.persist = self._persist_streams_group
+        self.streams.discard = self._discard_streams_group
         self.streams_topics = InternalTopicCreator(cluster)
         self.upgrade_enabled, self.downgrade_enabled = migration_policy(
             config.get_str("group.consumer.migration.policy")
@@ -279,6 +280,17 @@ class GroupCoordinator:
             group = self.groups[group_id] = Group(group_id)
         group.streams = streams
         self.streams.loaded(streams)
+
+    def _discard_streams_group(self, streams: StreamsGroup) -> None:
+        """A streams group created by a heartbeat that was then refused: the group id goes
+        back to what it was (nothing, or an empty classic group holding offsets)."""
+        group = self.groups.get(streams.group_id)
+        if group is None or group.streams is not streams:
+            return
+        streams.stop_timers()
+        group.streams = None
+        if not group.offsets and not group.members:
+            del self.groups[streams.group_id]
 
     def _persist_streams_group(self, streams: StreamsGroup) -> None:
         error = self.store.append(streams.group_id, streams_changes(streams), now_ms())

@@ -23,6 +23,7 @@ from tests.groups.streamshelp import (
     statuses,
     subtopology,
     tasks,
+    topic_info,
     topology,
     wait_for,
 )
@@ -334,6 +335,38 @@ def test_a_changelog_topic_with_a_partition_count_is_an_invalid_topology(
         E.STREAMS_INVALID_TOPOLOGY,
         "Changelog topic x-changelog must have an undefined partition count, but it is set to 3.",
     )
+
+
+def test_a_refused_join_changes_nothing(client: WireClient) -> None:
+    """Kafka applies a heartbeat's records only when it succeeds: a refused join neither
+    creates the group nor adds the member."""
+    create_topic(client, "st-in25", 1)
+    bad = topology(subtopology("0", ["st-in25"], repartition_sources=[topic_info("orphan")]))
+    assert join(client, "st-refused", bad).error_code == E.STREAMS_INVALID_TOPOLOGY
+    assert describe(client, "st-refused")[0].error_code == E.GROUP_ID_NOT_FOUND
+    create_topic(client, "st-in23", 1)
+    first = Member(client, "st-g23", stateless("st-in23"))
+    other = join(client, "st-g23", stateless("st-other-in"))
+    assert other.error_code == E.INVALID_REQUEST
+    (group,) = describe(client, "st-g23")
+    assert [m.member_id for m in group.members] == [first.member_id]
+    assert group.group_epoch == first.epoch
+
+
+def test_a_copartition_index_out_of_range_is_an_unknown_server_error(client: WireClient) -> None:
+    create_topic(client, "st-in24", 1)
+    topo = topology(
+        subtopology(
+            "0",
+            ["st-in24"],
+            copartition=[
+                {"source_topics": [3], "source_topic_regex": [], "repartition_source_topics": []}
+            ],
+        )
+    )
+    response = join(client, "st-g24", topo)
+    assert (response.error_code, response.error_message) == (E.UNKNOWN_SERVER_ERROR, None)
+    assert describe(client, "st-g24")[0].error_code == E.GROUP_ID_NOT_FOUND
 
 
 def test_static_members_are_not_supported(client: WireClient) -> None:

@@ -53,6 +53,7 @@ from minibroker.groups.streams.model import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
+    ConfiguredTopology,
     MemberState,
     StreamsGroup,
     StreamsMember,
@@ -270,6 +271,8 @@ class StreamsGroups:
         self.cluster = cluster
         self._lookup = lookup
         self.persist: Callable[[StreamsGroup], None] = lambda group: None
+        # Told of a group this heartbeat created and then refused: it must not stay.
+        self.discard: Callable[[StreamsGroup], None] = lambda group: None
 
     # ---- StreamsGroupHeartbeat -------------------------------------------------------------
 
@@ -283,14 +286,39 @@ class StreamsGroups:
             return self._leave(request.group_id, request.member_id)
         joining = request.member_epoch == 0
         group = self._group(request.group_id, joining)
+        try:
+            return self._heartbeat(group, request, joining)
+        except StreamsGroupError:
+            if not group.members and group.topology is None and group.group_epoch == 0:
+                self.discard(group)  # created by this request: Kafka writes nothing
+            raise
+
+    def _heartbeat(
+        self, group: StreamsGroup, request: StreamsHeartbeatRequest, joining: bool
+    ) -> StreamsHeartbeatResult:
+        """Every check that can refuse the request runs before the group changes, as Kafka's
+        coordinator applies a heartbeat's records only when it succeeds."""
         if joining:
             self._check_not_full(group, request.member_id)
         created = request.member_id not in group.members
         member = self._member(group, request, joining)
+        topology = self._new_topology(group, request)
+        configured = self._configuration(group, topology or group.topology, request)
+        if created:
+            group.members[member.member_id] = member
+            log.info("streams group %s: member %s joins", group.group_id, member.member_id)
         before = member.assigned.copy()
         statuses: list[TopologyStatus] = []
         bump = self._update_member(member, request) or created
-        bump |= self._update_topology(group, member, request)
+        if topology is not None:
+            log.info(
+                "streams group %s: member %s initialized the topology with epoch %d",
+                group.group_id,
+                member.member_id,
+                topology.epoch,
+            )
+            group.topology = topology
+            bump = True
         if group.topology is not None and member.topology_epoch < group.topology.epoch:
             statuses.append(
                 TopologyStatus(
@@ -299,7 +327,7 @@ class StreamsGroups:
                     f"group's topology epoch {group.topology.epoch}.",
                 )
             )
-        bump |= self._configure(group, request)
+        bump |= self._apply_configuration(group, configured)
         configs = (("num.standby.replicas", str(request.num_standby_replicas)),)
         if not bump and configs != group.last_assignment_configs:
             bump = True
@@ -337,13 +365,13 @@ class StreamsGroups:
     def _member(
         group: StreamsGroup, request: StreamsHeartbeatRequest, joining: bool
     ) -> StreamsMember:
+        """The member, or a new one (not yet in the group) when joining."""
         member = group.members.get(request.member_id)
         if member is None:
             if not joining:
                 raise unknown_member(group.group_id, request.member_id)
-            member = group.members[request.member_id] = StreamsMember(request.member_id)
-            log.info("streams group %s: member %s joins", group.group_id, member.member_id)
-        elif not joining:
+            return StreamsMember(request.member_id)
+        if not joining:
             check_member_epoch(member, request)
         return member
 
@@ -372,57 +400,68 @@ class StreamsGroups:
         return member.metadata() != before
 
     @staticmethod
-    def _update_topology(
-        group: StreamsGroup, member: StreamsMember, request: StreamsHeartbeatRequest
-    ) -> bool:
-        """Kafka's maybeUpdateTopology; True when the group's topology was initialized."""
+    def _new_topology(
+        group: StreamsGroup, request: StreamsHeartbeatRequest
+    ) -> StreamsTopology | None:
+        """Kafka's maybeUpdateTopology: the request's topology when it initializes the group's,
+        None when the group's stays (an older epoch, or the same topology)."""
         topology = request.topology
         if topology is None:
-            return False
+            return None
         if group.topology is None:
-            log.info(
-                "streams group %s: member %s initialized the topology with epoch %d",
-                group.group_id,
-                member.member_id,
-                topology.epoch,
-            )
-            group.topology = topology
-            group.configured = None
-            return True
-        if group.topology.epoch > topology.epoch:
-            return False
-        if group.topology != topology:
+            return topology
+        if group.topology.epoch <= topology.epoch and group.topology != topology:
             raise _invalid("Topology updates are not supported yet.")
-        return False
+        return None
 
     def _partition_count(self, name: str) -> int | None:
         topic = self.cluster.topics.get(name)
         return None if topic is None else len(topic.partitions)
 
-    def _configure(self, group: StreamsGroup, request: StreamsHeartbeatRequest) -> bool:
-        """Configure the topology when it is new or the topics changed; True when that (or the
-        topology becoming valid) bumps the group epoch."""
-        topology = group.topology
+    def _configuration(
+        self,
+        group: StreamsGroup,
+        topology: StreamsTopology | None,
+        request: StreamsHeartbeatRequest,
+    ) -> tuple[int, ConfiguredTopology | None]:
+        """The topics' hash and the topology configured against them (reconfigured when the
+        topology is new or the topics changed); checks the owned tasks against it."""
         if topology is None:
-            return False
+            return group.metadata_hash, None
         topic_hash = metadata_hash(
             (name, self._partition_count(name) or -1) for name in topology.required_topics()
         )
-        bump = False
-        if topic_hash != group.metadata_hash:
-            group.metadata_hash = topic_hash
-            bump = True
-        if bump or group.configured is None or group.configured.epoch != topology.epoch:
+        configured = group.configured
+        if (
+            topic_hash != group.metadata_hash
+            or configured is None
+            or topology is not group.topology
+        ):
             try:
-                group.configured = configure_topics(topology, self._partition_count)
+                configured = configure_topics(topology, self._partition_count)
             except InvalidTopology as exc:
                 raise StreamsGroupError(ErrorCode.STREAMS_INVALID_TOPOLOGY, str(exc)) from exc
-        configured = group.configured
-        validated = -1
+            except IndexError as exc:  # a copartition index out of range: Kafka's exception
+                log.warning("streams group %s: bad topology: %s", group.group_id, exc)
+                raise StreamsGroupError(ErrorCode.UNKNOWN_SERVER_ERROR) from exc
         if configured.ready and configured.tasks is not None:
-            validated = topology.epoch
             for tasks in (request.active, request.standby, request.warmup):
                 _check_tasks_exist(configured.tasks, tasks)
+        return topic_hash, configured
+
+    @staticmethod
+    def _apply_configuration(
+        group: StreamsGroup, configuration: tuple[int, ConfiguredTopology | None]
+    ) -> bool:
+        """Store the configured topology; True when the topics changed or the topology became
+        valid (or stopped being valid), which bumps the group epoch."""
+        topic_hash, configured = configuration
+        if configured is None or group.topology is None:
+            return False
+        bump = topic_hash != group.metadata_hash
+        group.metadata_hash = topic_hash
+        group.configured = configured
+        validated = group.topology.epoch if configured.ready else -1
         if validated != group.validated_topology_epoch:
             group.validated_topology_epoch = validated
             bump = True
@@ -679,7 +718,7 @@ class StreamsGroups:
         if group.topology is not None:
             try:
                 group.configured = configure_topics(group.topology, self._partition_count)
-            except InvalidTopology:
+            except (InvalidTopology, IndexError):
                 group.configured = None
         self.arm_timers(group)
 

@@ -122,6 +122,12 @@ class CopartitionGroup:
     repartition_source_topics: tuple[int, ...] = ()
 
 
+def _index(index: int, items: tuple[object, ...]) -> int:
+    if not 0 <= index < len(items):
+        raise IndexError(f"Index {index} out of bounds for length {len(items)}")
+    return index
+
+
 @dataclass(frozen=True, slots=True)
 class Subtopology:
     subtopology_id: str
@@ -132,15 +138,18 @@ class Subtopology:
     copartition_groups: tuple[CopartitionGroup, ...] = ()
 
     def copartitioned_topic_sets(self) -> list[set[str]]:
-        return [
-            {self.source_topics[i] for i in group.source_topics if i < len(self.source_topics)}
-            | {
-                self.repartition_source_topics[i].name
+        """The topics of each copartition group, by their indexes into the subtopology's
+        source and repartition source topics (Kafka's copartitionGroupsFromPersistedSubtopology);
+        an index out of range raises IndexError, as Kafka's `List.get` throws."""
+        sets = []
+        for group in self.copartition_groups:
+            names = {self.source_topics[_index(i, self.source_topics)] for i in group.source_topics}
+            names |= {
+                self.repartition_source_topics[_index(i, self.repartition_source_topics)].name
                 for i in group.repartition_source_topics
-                if i < len(self.repartition_source_topics)
             }
-            for group in self.copartition_groups
-        ]
+            sets.append(names)
+        return sets
 
 
 @dataclass(frozen=True, slots=True)
