@@ -118,7 +118,7 @@ def test_an_empty_streams_group_without_offsets_is_cleaned_up(tmp_path: Path) ->
             Member(client, "live", topology(subtopology("0", ["in"])))
 
             def cleaned() -> bool:
-                return describe(client, "left")[0].error_code == E.GROUP_ID_NOT_FOUND
+                return bool(describe(client, "left")[0].error_code == E.GROUP_ID_NOT_FOUND)
 
             wait_for(cleaned)
             assert describe(client, "live")[0].error_code == E.NO_ERROR
