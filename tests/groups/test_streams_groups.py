@@ -518,14 +518,16 @@ def test_partitions_by_user_endpoint_follow_the_endpoint_information_epoch(
     create_topic(client, "st-in20", 2)
     topo = stateless("st-in20")
     first = Member(client, "st-g20", topo, endpoint=("host-a", 9001))
-    assert first.last.endpoint_information_epoch == 1
+    # The group was created by this heartbeat: Kafka answers endpoint epoch 0 (its bump is
+    # on a group object the replay replaces) but lists the endpoints.
+    assert first.last.endpoint_information_epoch == 0
     assert endpoints(first.last) == {("host-a", 9001): ({"st-in20": [0, 1]}, {})}
-    quiet = first.beat(endpoint_epoch=1)
+    quiet = first.beat(endpoint_epoch=0)
     assert quiet.partitions_by_user_endpoint is None
     second = Member(client, "st-g20", topo, endpoint=("host-b", 9002))
     settle([first, second])
-    response = first.beat(endpoint_epoch=1)
-    assert response.endpoint_information_epoch > 1
+    response = first.beat(endpoint_epoch=0)
+    assert response.endpoint_information_epoch > 0
     served = endpoints(response)
     assert set(served) == {("host-a", 9001), ("host-b", 9002)}
     assert sorted(p for active, _ in served.values() for p in active["st-in20"]) == [0, 1]

@@ -300,6 +300,7 @@ class StreamsGroups:
         coordinator applies a heartbeat's records only when it succeeds."""
         if joining:
             self._check_not_full(group, request.member_id)
+        new_group = not group.members and group.topology is None and group.group_epoch == 0
         created = request.member_id not in group.members
         member = self._member(group, request, joining)
         topology = self._new_topology(group, request)
@@ -343,7 +344,7 @@ class StreamsGroups:
         if request.shutdown_application:
             group.shutdown_request_member_id = member.member_id
         self.persist(group)
-        return self._answer(group, member, request, before, statuses)
+        return self._answer(group, member, request, before, statuses, new_group)
 
     def _group(self, group_id: str, joining: bool) -> StreamsGroup:
         group = self._lookup(group_id, joining)
@@ -653,6 +654,7 @@ class StreamsGroups:
         request: StreamsHeartbeatRequest,
         before: TasksTuple,
         statuses: list[TopologyStatus],
+        new_group: bool,
     ) -> StreamsHeartbeatResult:
         result = StreamsHeartbeatResult(
             member_id=member.member_id,
@@ -665,6 +667,10 @@ class StreamsGroups:
                 group.endpoint_information_epoch += 1
         if group.endpoint_information_epoch != request.endpoint_information_epoch:
             result.partitions_by_endpoint = self._partitions_by_endpoint(group, member)
+        if new_group:
+            # Kafka bumps the epoch on the group object this heartbeat creates, which the
+            # replay of its records replaces: the answer and the group keep epoch 0.
+            group.endpoint_information_epoch = 0
         result.endpoint_information_epoch = group.endpoint_information_epoch
         configured = group.configured
         if configured is not None and configured.status is not None:
