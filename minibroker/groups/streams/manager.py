@@ -329,14 +329,8 @@ class StreamsGroups:
                 )
             )
         bump |= self._apply_configuration(group, configured)
-        configs = (("num.standby.replicas", str(request.num_standby_replicas)),)
-        if not bump and configs != group.last_assignment_configs:
-            bump = True
-        group.last_assignment_configs = configs
-        if bump:
-            group.group_epoch += 1
-            log.info("streams group %s: epoch bumped to %d", group.group_id, group.group_epoch)
-        if joining and group.group_epoch == 1 and request.initial_rebalance_delay_ms > 0:
+        self._maybe_bump_epoch(group, bump, request.num_standby_replicas)
+        if new_group and request.initial_rebalance_delay_ms > 0:
             self._start_initial_delay(group, request.initial_rebalance_delay_ms)
         target_epoch, target = self._target(group, member, request, statuses)
         self._reconcile(group, member, target_epoch, target, request.owned())
@@ -345,6 +339,16 @@ class StreamsGroups:
             group.shutdown_request_member_id = member.member_id
         self.persist(group)
         return self._answer(group, member, request, before, statuses, new_group)
+
+    @staticmethod
+    def _maybe_bump_epoch(group: StreamsGroup, bump: bool, num_standby_replicas: int) -> None:
+        """One bump for whatever changed, or for a change of the assignment configs since the
+        last bump (Kafka's streamsGroupAssignmentConfigs: `num.standby.replicas`)."""
+        configs = (("num.standby.replicas", str(num_standby_replicas)),)
+        if bump or configs != group.last_assignment_configs:
+            group.group_epoch += 1
+            log.info("streams group %s: epoch bumped to %d", group.group_id, group.group_epoch)
+        group.last_assignment_configs = configs
 
     def _group(self, group_id: str, joining: bool) -> StreamsGroup:
         group = self._lookup(group_id, joining)
