@@ -33,7 +33,10 @@ partitions each member with a user endpoint serves when the member's endpoint in
 epoch is behind the group's. Epoch -1 leaves. Members that miss their session timeout
 (`streams.session.timeout.ms`) or do not revoke within their rebalance timeout are fenced.
 
-Errors are raised as `StreamsGroupError` (Kafka's code and message). Nothing here awaits.
+Errors are raised as `StreamsGroupError` (Kafka's code and message), always before the group
+changes (Kafka applies a heartbeat's records only when it succeeds). `commit_error` and
+`fetch_error` check OffsetCommit/TxnOffsetCommit and OffsetFetch from members (KIP-1251: an
+older epoch is accepted for partitions of tasks held since then). Nothing here awaits.
 """
 
 from __future__ import annotations
