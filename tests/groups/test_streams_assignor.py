@@ -121,3 +121,50 @@ def test_stickiness_with_more_members_than_tasks() -> None:
         set(),
         set(),
     ]
+
+
+def standby(result: dict[str, TasksTuple], member: str) -> set[int]:
+    return result[member].standby.get(SUB, set())
+
+
+def test_previous_standbys_become_the_active_tasks() -> None:
+    members = {
+        "member1": MemberSpec("process1", TasksTuple({}, {SUB: {0}}, {})),
+        "member2": MemberSpec("process2", TasksTuple({}, {SUB: {1}}, {})),
+    }
+    result = assign(members, {SUB: 2}, {SUB}, 1)
+    assert (result["member1"].active[SUB], standby(result, "member1")) == ({0}, {1})
+    assert (result["member2"].active[SUB], standby(result, "member2")) == ({1}, {0})
+
+
+def test_multiple_standby_replicas() -> None:
+    members = {f"member{i + 1}": spec(f"process{i + 1}", {SUB: {i}}) for i in range(3)}
+    result = assign(members, {SUB: 3}, {SUB}, 2)
+    assert [standby(result, m) for m in sorted(members)] == [{1, 2}, {0, 2}, {0, 1}]
+
+
+def test_no_standby_without_another_process() -> None:
+    result = assign({"member1": spec("process1")}, {SUB: 1}, {SUB}, 1)
+    assert result["member1"].standby == {}
+
+
+def test_active_and_standby_tasks_are_balanced() -> None:
+    members = {f"member{i}": spec(f"process{i}") for i in range(1, 7)}
+    result = assign(members, {SUB: 3}, {SUB}, 1)
+    assert all(active_count(result, m) + len(standby(result, m)) == 1 for m in members)
+    assert all_active(result) == {SUB: {0, 1, 2}}
+    assert set().union(*(standby(result, m) for m in members)) == {0, 1, 2}
+
+
+def test_capacity_with_previous_standbys() -> None:
+    members = {
+        "member1": MemberSpec("process1", TasksTuple({SUB: {0}}, {SUB: {1}}, {})),
+        "member2_1": MemberSpec("process2", TasksTuple({SUB: {2}}, {SUB: {1}}, {})),
+        "member2_2": spec("process2"),
+    }
+    result = assign(members, {SUB: 3}, set(), 0)
+    assert [result[m].active[SUB] for m in ("member1", "member2_1", "member2_2")] == [
+        {0},
+        {2},
+        {1},
+    ]
