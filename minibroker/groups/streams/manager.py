@@ -302,7 +302,7 @@ class StreamsGroups:
         """Every check that can refuse the request runs before the group changes, as Kafka's
         coordinator applies a heartbeat's records only when it succeeds."""
         if joining:
-            self._check_not_full(group, request.member_id)
+            self._check_not_full(group)
         new_group = not group.members and group.topology is None and group.group_epoch == 0
         created = request.member_id not in group.members
         member = self._member(group, request, joining)
@@ -361,8 +361,9 @@ class StreamsGroups:
             )
         return group
 
-    def _check_not_full(self, group: StreamsGroup, member_id: str) -> None:
-        if len(group.members) >= self.settings.max_size and member_id not in group.members:
+    def _check_not_full(self, group: StreamsGroup) -> None:
+        """Kafka's throwIfStreamsGroupIsFull, on every join (a member rejoining included)."""
+        if len(group.members) >= self.settings.max_size:
             raise StreamsGroupError(
                 ErrorCode.GROUP_MAX_SIZE_REACHED,
                 "The streams group has reached its maximum capacity of "
