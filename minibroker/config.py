@@ -241,6 +241,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("group.streams.num.standby.replicas", INT, "0"),
         _broker("group.streams.max.standby.replicas", INT, "2"),
         _broker("group.streams.initial.rebalance.delay.ms", INT, "3000"),
+        _broker("group.streams.max.size", INT, "2147483647"),
         _broker("offsets.topic.num.partitions", INT, "50"),
         _broker("offsets.topic.segment.bytes", INT, "104857600"),
         _broker("offsets.retention.minutes", INT, "10080"),

@@ -13,7 +13,7 @@ so UpdateFeatures cannot finalize a level whose behaviour is not served:
 | group.version | 0-1 | 1 | KIP-848 consumer groups (at 0 their APIs answer UNSUPPORTED_VERSION) |
 | eligible.leader.replicas.version | 0-0 | 0 | no eligible leader replicas, KIP-966 (Kafka: 0-1) |
 | share.version | 0-1 | 1 | KIP-932 share groups (at 0 their APIs answer UNSUPPORTED_VERSION) |
-| streams.version | 0-0 | 0 | streams groups not served (Kafka: 0-1) |
+| streams.version | 0-1 | 1 | KIP-1071 streams groups (at 0 their APIs answer UNSUPPORTED_VERSION) |
 
 `transaction.version` defaults to 2 because a cluster newly formatted with Kafka 4.3 finalizes
 TV2 (its latest production level), and Java 4.x clients then use transactions V2 (EndTxn v5,
@@ -61,6 +61,7 @@ TRANSACTION_VERSION = "transaction.version"
 METADATA_VERSION = "metadata.version"
 GROUP_VERSION = "group.version"
 SHARE_VERSION = "share.version"
+STREAMS_VERSION = "streams.version"
 TRANSACTION_VERSION_SETTING = "minibroker.transaction.version"
 METADATA_VERSION_4_3_IV0 = 30
 METADATA_VERSION_MINIMUM = 7  # 3.3-IV3, the lowest a Kafka 4.x cluster accepts
@@ -73,7 +74,7 @@ SUPPORTED: dict[str, tuple[int, int]] = {
     GROUP_VERSION: (0, 1),
     "eligible.leader.replicas.version": (0, 0),
     SHARE_VERSION: (0, 1),
-    "streams.version": (0, 0),
+    STREAMS_VERSION: (0, 1),
 }
 
 
@@ -178,6 +179,11 @@ class Features:
     def share_groups_enabled(self) -> bool:
         """share.version 1+: KIP-932 share groups (Kafka's ShareVersion SV_1)."""
         return self.level(SHARE_VERSION) >= 1
+
+    @property
+    def streams_groups_enabled(self) -> bool:
+        """streams.version 1+: KIP-1071 streams groups (Kafka's StreamsVersion SV_1)."""
+        return self.level(STREAMS_VERSION) >= 1
 
     def supported_list(self, api_version: int) -> list[tuple[str, int, int]]:
         """(name, min, max); below ApiVersions v4 a range starting at 0 is left out."""

@@ -542,7 +542,7 @@ async def produce_api(request: web.Request) -> web.Response:
 
 async def groups_page(request: web.Request) -> web.Response:
     body = pages.groups_page(views.groups_view(_state(request).broker))
-    return _page(request, "Consumer and share groups", "groups", body)
+    return _page(request, "Consumer, share and streams groups", "groups", body)
 
 
 async def groups_api(request: web.Request) -> web.Response:

@@ -19,6 +19,7 @@ from minibroker.cluster.state import Partition, Topic
 from minibroker.console.errors import NOT_FOUND, ConsoleError
 from minibroker.groups.consumer.protocol import MalformedConsumerProtocol, parse_assignment
 from minibroker.groups.group import Group, GroupState
+from minibroker.groups.streams.model import StreamsGroup
 from minibroker.handlers.describe_share_group_offsets import share_lag
 from minibroker.log.lazy import is_created
 from minibroker.server.broker import Broker
@@ -27,6 +28,7 @@ from minibroker.txn.state import TxnState
 CLASSIC = "classic"
 CONSUMER = "consumer"
 SHARE = "share"
+STREAMS = "streams"
 OPEN_TXN_STATES = frozenset(
     {
         TxnState.ONGOING,
@@ -182,6 +184,8 @@ def group_type(group: Group) -> str:
         return CONSUMER
     if group.share is not None:
         return SHARE
+    if group.streams is not None:
+        return STREAMS
     return CLASSIC
 
 
@@ -190,6 +194,8 @@ def group_state(group: Group) -> str:
         return group.consumer.state.value
     if group.share is not None:
         return group.share.state.value
+    if group.streams is not None:
+        return group.streams.state.value
     return group.state.value
 
 
@@ -227,6 +233,8 @@ def group_members(broker: Broker, group: Group) -> list[Json]:
             }
             for m in group.share.members.values()
         ]
+    if group.streams is not None:
+        return _streams_members(broker, group.streams)
     return [
         {
             "member_id": m.member_id,
@@ -237,6 +245,26 @@ def group_members(broker: Broker, group: Group) -> list[Json]:
             "assignment": _classic_assignment(group, m.assignment),
         }
         for m in group.members.values()
+    ]
+
+
+def _streams_members(broker: Broker, streams: StreamsGroup) -> list[Json]:
+    """A streams group's members; the assignment is the partitions their active tasks read."""
+
+    def partition_count(name: str) -> int | None:
+        topic = broker.cluster.topics.get(name)
+        return None if topic is None else len(topic.partitions)
+
+    return [
+        {
+            "member_id": m.member_id,
+            "client_id": m.client_id,
+            "host": m.client_host,
+            "instance_id": m.instance_id,
+            "member_epoch": m.member_epoch,
+            "assignment": streams.task_partitions(m.assigned.active, partition_count),
+        }
+        for m in streams.members.values()
     ]
 
 

@@ -25,6 +25,12 @@ ShareGroupHeartbeat, in memory only). A group id belongs to one kind of group: t
 requests get GROUP_ID_NOT_FOUND (ConsumerGroupHeartbeat, ShareGroupHeartbeat, and OffsetCommit,
 OffsetFetch v9+ and OffsetDelete on a share group), a classic JoinGroup
 INCONSISTENT_GROUP_PROTOCOL, as Kafka.
+
+Streams groups (KIP-1071) likewise (`streams` answers StreamsGroupHeartbeat, in
+`groups/streams/`); their records are reloaded at `start()`. An empty classic group that only
+has offsets becomes a streams group when a member joins, and an empty streams group becomes a
+classic one when a classic member joins (offline upgrade and downgrade); OffsetCommit and
+OffsetFetch from streams members are checked by member epoch.
 """
 
 from __future__ import annotations
@@ -80,10 +86,17 @@ from minibroker.groups.share.model import ShareGroup
 from minibroker.groups.store import (
     LoadedConsumerRecord,
     LoadedOffset,
+    LoadedStreamsRecord,
     LoadedTxnMarker,
     OffsetsTopic,
     StoredRecord,
 )
+from minibroker.groups.streams.internal_topics import InternalTopicCreator
+from minibroker.groups.streams.manager import StreamsGroupError, StreamsGroups
+from minibroker.groups.streams.model import StreamsGroup
+from minibroker.groups.streams.records import changes as streams_changes
+from minibroker.groups.streams.records import restore as restore_streams_group
+from minibroker.groups.streams.records import tombstones as streams_tombstones
 from minibroker.groups.timers import Deadline
 from minibroker.groups.txn_offsets import PendingTxnOffsets
 from minibroker.groups.zookeeper_offsets import ZooKeeperOffsets
@@ -114,11 +127,21 @@ def _collect(
         records[record.key] = record.value
 
 
+def _collect_streams(groups: dict[str, dict[bytes, bytes]], loaded: LoadedStreamsRecord) -> None:
+    """Keep the latest value of each streams-group record key (a tombstone removes it)."""
+    records = groups.setdefault(loaded.group_id, {})
+    if loaded.value is None:
+        records.pop(loaded.key, None)
+    else:
+        records[loaded.key] = loaded.value
+
+
 def _has_modern_members(group: Group) -> bool:
-    """A consumer or share group with members (the classic state stays Empty)."""
+    """A consumer, share or streams group with members (the classic state stays Empty)."""
     return bool(
         (group.consumer is not None and group.consumer.members)
         or (group.share is not None and group.share.members)
+        or (group.streams is not None and group.streams.members)
     )
 
 
@@ -191,6 +214,10 @@ class GroupCoordinator:
         self.consumer.after_removal = self._maybe_downgrade
         self.classic_members = ClassicMembers(self.consumer, cluster)
         self.share = ShareGroups(config, cluster, self.share_group)
+        self.streams = StreamsGroups(config, cluster, self.streams_group)
+        self.streams.persist = self._persist_streams_group
+        self.streams.discard = self._discard_streams_group
+        self.streams_topics = InternalTopicCreator(cluster)
         self.upgrade_enabled, self.downgrade_enabled = migration_policy(
             config.get_str("group.consumer.migration.policy")
         )
@@ -200,9 +227,12 @@ class GroupCoordinator:
     def start(self) -> None:
         """Reload groups and offsets from `__consumer_offsets` and start the expiry timer."""
         consumer_records: dict[str, dict[ConsumerGroupKey, ConsumerGroupValue]] = {}
+        streams_records: dict[str, dict[bytes, bytes]] = {}
         for loaded in self.store.load_with_consumer_records():
             if isinstance(loaded, LoadedConsumerRecord):
                 _collect(consumer_records, loaded.record)
+            elif isinstance(loaded, LoadedStreamsRecord):
+                _collect_streams(streams_records, loaded)
             elif isinstance(loaded, LoadedTxnMarker):
                 self.complete_txn_offsets(loaded.partition, loaded.producer_id, loaded.commit)
             elif isinstance(loaded, LoadedOffset) and loaded.txn_producer_id >= 0:
@@ -218,6 +248,8 @@ class GroupCoordinator:
                 self._load_group(loaded.key, loaded.value)
         for group_id, records in consumer_records.items():
             self._load_consumer_group(group_id, records)
+        for group_id, raw in streams_records.items():
+            self._load_streams_group(group_id, raw)
         for group in self.groups.values():
             for member in group.members.values():
                 self._arm_session(group, member)
@@ -239,6 +271,32 @@ class GroupCoordinator:
         self.consumer.refresh_metadata(consumer)
         self.consumer.arm_timers(consumer)
 
+    def _load_streams_group(self, group_id: str, records: dict[bytes, bytes]) -> None:
+        streams = restore_streams_group(group_id, records)
+        if streams is None:
+            return
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = Group(group_id)
+        group.streams = streams
+        self.streams.loaded(streams)
+
+    def _discard_streams_group(self, streams: StreamsGroup) -> None:
+        """A streams group created by a heartbeat that was then refused: the group id goes
+        back to what it was (nothing, or an empty classic group holding offsets)."""
+        group = self.groups.get(streams.group_id)
+        if group is None or group.streams is not streams:
+            return
+        streams.stop_timers()
+        group.streams = None
+        if not group.offsets and not group.members:
+            del self.groups[streams.group_id]
+
+    def _persist_streams_group(self, streams: StreamsGroup) -> None:
+        error = self.store.append(streams.group_id, streams_changes(streams), now_ms())
+        if error != ErrorCode.NO_ERROR:
+            log.warning("streams group %s: records not written: %s", streams.group_id, error.name)
+
     def stop(self) -> None:
         """Answer every waiting member NOT_COORDINATOR (as Kafka on unload) and stop timers."""
         self._retention_check.cancel()
@@ -247,6 +305,8 @@ class GroupCoordinator:
                 self.consumer.stop(group.consumer)
             if group.share is not None:
                 group.share.stop_timers()
+            if group.streams is not None:
+                group.streams.stop_timers()
             group.join_deadline.cancel()
             group.sync_deadline.cancel()
             for pending in group.pending_members.values():
@@ -311,7 +371,7 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is not None and group.consumer is not None:
             return group.consumer
-        if group is not None and group.share is not None:
+        if group is not None and (group.share is not None or group.streams is not None):
             raise ConsumerGroupError(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
             )
@@ -437,6 +497,33 @@ class GroupCoordinator:
             )
         return group.share
 
+    # ---- streams groups --------------------------------------------------------------------
+
+    def streams_group(self, group_id: str, create: bool) -> StreamsGroup | None:
+        """Kafka's getOrCreateStreamsGroup / getStreamsGroupOrThrow: the streams group, a new
+        one when `create` (an Empty classic group that only has offsets becomes one, keeping
+        its offsets), None when there is none; GROUP_ID_NOT_FOUND when the id is another kind
+        of group."""
+        group = self.groups.get(group_id)
+        if group is None:
+            if not create:
+                return None
+            group = self.groups[group_id] = Group(group_id)
+        if group.streams is not None:
+            return group.streams
+        if (
+            create
+            and group.consumer is None
+            and group.share is None
+            and not group.members
+            and group.is_in(GroupState.EMPTY)
+        ):
+            group.streams = StreamsGroup(group_id)
+            return group.streams
+        raise StreamsGroupError(
+            ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group."
+        )
+
     async def join_group(self, request: JoinRequest) -> JoinResult:
         result = self._join(request)
         if isinstance(result, JoinResult):
@@ -459,6 +546,16 @@ class GroupCoordinator:
             return error(ErrorCode.UNKNOWN_MEMBER_ID)
         if group is not None and group.share is not None:
             return error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        if group is not None and group.streams is not None:
+            if group.streams.members:
+                return error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            # Kafka's maybeDeleteEmptyStreamsGroup: an empty streams group becomes a classic
+            # one (offline downgrade); its records are deleted, its offsets kept.
+            stored = self.store.append(group.group_id, streams_tombstones(group.streams), now_ms())
+            if stored != ErrorCode.NO_ERROR:
+                return error(stored)
+            group.streams.stop_timers()
+            group.streams = None
         if group is not None and group.consumer is not None:
             if group.consumer.members:
                 return self._join_consumer_group(group.consumer, request)
@@ -916,6 +1013,16 @@ class GroupCoordinator:
             group = self.groups[group_id] = Group(group_id)
         if group.share is not None:
             return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.streams is not None:
+            refused = self.streams.commit_error(
+                group.streams,
+                member_id,
+                generation,
+                False,
+                api_version,
+                [(commit.topic, commit.partition) for commit in commits],
+            )
+            return refused.error if refused else self._store_offsets(group, commits, retention_ms)
         if group.consumer is not None:
             failed = self.consumer.commit_error(
                 group.consumer, member_id, generation, False, api_version
@@ -1006,6 +1113,15 @@ class GroupCoordinator:
         if group.consumer is not None:
             failed = self.consumer.commit_error(group.consumer, member_id, generation, True)
             error = failed.error if failed else None
+        if group.streams is not None:
+            refused = self.streams.commit_error(
+                group.streams,
+                member_id,
+                generation,
+                True,
+                partitions=[(commit.topic, commit.partition) for commit in commits],
+            )
+            error = refused.error if refused else None
         if error is not None:
             return error
         timestamp = now_ms()
@@ -1065,6 +1181,9 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is not None and group.share is not None:
             return ErrorCode.GROUP_ID_NOT_FOUND
+        if group is not None and group.streams is not None:
+            refused = self.streams.fetch_error(group.streams, member_id, member_epoch)
+            return refused.error if refused else None
         if group is None or group.consumer is None:
             return None
         failed = self.consumer.fetch_error(group.consumer, member_id, member_epoch)
@@ -1127,6 +1246,9 @@ class GroupCoordinator:
         records.append((encode_group_key(GroupKey(group.group_id)), None))
         if group.consumer is not None:
             records.extend(tombstones(group.consumer))
+        if group.streams is not None:
+            records.extend(streams_tombstones(group.streams))
+            group.streams.stop_timers()
         error = self.store.append(group.group_id, records, now_ms())
         if error != ErrorCode.NO_ERROR:
             return error
@@ -1153,6 +1275,8 @@ class GroupCoordinator:
         subscribed: set[str] | None = set()
         if group.consumer is not None:
             subscribed = group.consumer.subscribed_topic_names()
+        elif group.streams is not None:
+            subscribed = group.streams.source_topics() if group.streams.members else set()
         elif not group.is_in(GroupState.EMPTY):
             if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
                 return ErrorCode.NON_EMPTY_GROUP, []
@@ -1223,6 +1347,9 @@ class GroupCoordinator:
             records.append((encode_group_key(GroupKey(group.group_id)), None))
             if group.consumer is not None:
                 records.extend(tombstones(group.consumer))
+            if group.streams is not None:
+                records.extend(streams_tombstones(group.streams))
+                group.streams.stop_timers()
         if self.store.append(group.group_id, records, now) != ErrorCode.NO_ERROR:
             return
         for key in keys:
@@ -1236,6 +1363,9 @@ class GroupCoordinator:
         if group.consumer is not None:
             base_from_state = False
             subscribed = group.consumer.subscribed_topic_names()
+        elif group.streams is not None:
+            base_from_state = False
+            subscribed = group.streams.source_topics() if group.streams.members else set()
         elif group.is_in(GroupState.EMPTY):
             base_from_state = group.protocol_type is not None and group.state_timestamp_ms >= 0
         elif group.protocol_type == CONSUMER_PROTOCOL_TYPE and group.is_in(GroupState.STABLE):

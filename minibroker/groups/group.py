@@ -1,6 +1,6 @@
 """A group: its committed offsets and, for a classic group, its state, members and
 generation; a KIP-848 consumer group keeps its own model in `consumer`, a KIP-932 share group
-in `share`.
+in `share`, a KIP-1071 streams group in `streams`.
 
 The states and their legal transitions are Kafka's `GroupState` (one table below). The group
 itself only keeps its data consistent (leader, static members, pending members, counts); the
@@ -18,6 +18,7 @@ from enum import StrEnum
 from minibroker.groups.consumer.model import ConsumerGroup
 from minibroker.groups.records import MemberValue, OffsetValue
 from minibroker.groups.share.model import ShareGroup
+from minibroker.groups.streams.model import StreamsGroup
 from minibroker.groups.timers import Deadline
 from minibroker.protocol.errors import ErrorCode
 
@@ -152,6 +153,8 @@ class Group:
     consumer: ConsumerGroup | None = None
     # Set when this is a share group (KIP-932), likewise: the classic fields are unused.
     share: ShareGroup | None = None
+    # Set when this is a streams group (KIP-1071), likewise.
+    streams: StreamsGroup | None = None
 
     def transition(self, target: GroupState, now_ms: int) -> None:
         if self.state not in VALID_PREVIOUS_STATES[target]:

@@ -91,6 +91,26 @@ class ShareSettings(NamedTuple):
             raise ConfigError(f"group.share.max.size must be between 1 and {MAX_SHARE_GROUP_SIZE}")
 
 
+class StreamsSettings(NamedTuple):
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    max_size: int
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> StreamsSettings:
+        settings = cls(
+            session_timeout_ms=config.get_int("group.streams.session.timeout.ms"),
+            heartbeat_interval_ms=config.get_int("group.streams.heartbeat.interval.ms"),
+            max_size=config.get_int("group.streams.max.size"),
+        )
+        _check_timeouts(
+            config, "group.streams", settings.session_timeout_ms, settings.heartbeat_interval_ms
+        )
+        if settings.max_size < 1:
+            raise ConfigError("group.streams.max.size must be at least 1")
+        return settings
+
+
 def _check_share_assignors(value: str) -> None:
     """`group.share.assignors`: a single entry (Kafka's rule), the simple assignor."""
     names = [name.strip() for name in value.split(",") if name.strip()]
@@ -115,9 +135,10 @@ def migration_policy(value: str) -> tuple[bool, bool]:
 
 def check_group_settings(config: BrokerConfig) -> None:
     """Raise ConfigError for a bad group coordinator setting, in the order the coordinator
-    reads them (consumer groups, share groups, the migration policy)."""
+    reads them (consumer, share and streams groups, the migration policy)."""
     ConsumerSettings.from_config(config)
     ShareSettings.from_config(config)
+    StreamsSettings.from_config(config)
     migration_policy(config.get_str("group.consumer.migration.policy"))
 
 

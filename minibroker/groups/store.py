@@ -32,6 +32,8 @@ from minibroker.groups.records import (
     decode_key,
     decode_offset_value,
 )
+from minibroker.groups.streams.records import STREAMS_GROUP_RECORD_TYPES
+from minibroker.groups.streams.records import decode_key as streams_key
 from minibroker.internal.topic import InternalTopic, KeyedRecord, ReadMarker
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.batch import NO_PRODUCER_ID
@@ -74,7 +76,16 @@ class LoadedConsumerRecord:
     record: ConsumerGroupRecord
 
 
-Loaded = LoadedOffset | LoadedGroup | LoadedTxnMarker | LoadedConsumerRecord
+@dataclass(frozen=True, slots=True)
+class LoadedStreamsRecord:
+    """A KIP-1071 streams-group record (streams/records.py), value None for a tombstone."""
+
+    group_id: str
+    key: bytes
+    value: bytes | None
+
+
+Loaded = LoadedOffset | LoadedGroup | LoadedTxnMarker | LoadedConsumerRecord | LoadedStreamsRecord
 
 
 class OffsetsTopic(InternalTopic):
@@ -120,13 +131,14 @@ class OffsetsTopic(InternalTopic):
 
     def load(self) -> Iterator[LoadedOffset | LoadedGroup | LoadedTxnMarker]:
         """Every offset and group record and transaction marker in log order (tombstones have
-        value None); consumer-group records are skipped."""
+        value None); consumer-group and streams-group records are skipped."""
         for item in self._load(consumer_records=False):
-            assert not isinstance(item, LoadedConsumerRecord)
+            assert not isinstance(item, LoadedConsumerRecord | LoadedStreamsRecord)
             yield item
 
     def load_with_consumer_records(self) -> Iterator[Loaded]:
-        """As `load`, with the records of KIP-848 consumer groups in their log order."""
+        """As `load`, with the records of KIP-848 consumer groups and KIP-1071 streams groups
+        in their log order."""
         return self._load(consumer_records=True)
 
     def _load(self, consumer_records: bool) -> Iterator[Loaded]:
@@ -137,7 +149,10 @@ class OffsetsTopic(InternalTopic):
                     continue
                 key, value, txn_producer_id = item
                 try:
-                    if not _is_consumer_group_record(key):
+                    if record_type(key) in STREAMS_GROUP_RECORD_TYPES:
+                        if consumer_records:
+                            yield LoadedStreamsRecord(streams_key(key)[1], key, value)
+                    elif not _is_consumer_group_record(key):
                         yield _decode(key, value, txn_producer_id)
                     elif consumer_records:
                         yield LoadedConsumerRecord(decode_consumer_group_record(key, value))

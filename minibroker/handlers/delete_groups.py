@@ -1,7 +1,7 @@
 """DeleteGroups (key 42), versions 0-2.
 
 Behaviour: deletes empty groups with their committed offsets (tombstones in
-`__consumer_offsets`): classic, consumer and share groups. Groups with members get
+`__consumer_offsets`): classic, consumer, share and streams groups. Groups with members get
 NON_EMPTY_GROUP, unknown ones GROUP_ID_NOT_FOUND, an empty id INVALID_GROUP_ID. A deleted
 share group's share-partition state goes with it (Kafka's DeleteShareGroupState).
 

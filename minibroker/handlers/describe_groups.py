@@ -14,10 +14,10 @@ Version notes: v3+ answer the group's authorized operations for the principal
 v4+ carry members' `group_instance_id`; v5 is flexible; v6 adds each group's error message
 and GROUP_ID_NOT_FOUND for unknown groups.
 
-A KIP-848 consumer group or a KIP-932 share group is not a classic group: as Kafka 4.3, it is
-described "Dead" with no protocol type and no members, with NO_ERROR before v6 and from v6
-GROUP_ID_NOT_FOUND with "Group <id> is not a classic group." (ConsumerGroupDescribe and
-ShareGroupDescribe describe them).
+A KIP-848 consumer group, a KIP-932 share group or a KIP-1071 streams group is not a classic
+group: as Kafka 4.3, it is described "Dead" with no protocol type and no members, with
+NO_ERROR before v6 and from v6 GROUP_ID_NOT_FOUND with "Group <id> is not a classic
+group." (ConsumerGroupDescribe, ShareGroupDescribe and StreamsGroupDescribe describe them).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def _describe(ctx: RequestContext, group_id: str, include_operations: bool) -> A
     group = ctx.broker.groups.groups.get(group_id)
     if group is None:
         return _unknown(group_id, ctx.api_version, operations)
-    if group.consumer is not None or group.share is not None:
+    if group.consumer is not None or group.share is not None or group.streams is not None:
         return _unknown(group_id, ctx.api_version, operations, "is not a classic group")
     return _described(group_id, group, operations)
 

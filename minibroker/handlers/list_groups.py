@@ -4,13 +4,15 @@ Behaviour: every group this coordinator knows, except dead ones, with its protoc
 ("consumer", or "" for groups that only commit offsets). Classic groups have type "classic"
 and Kafka's classic states; KIP-848 consumer groups type "consumer", protocol type
 "consumer" and their states (Empty, Assigning, Reconciling, Stable); share groups (KIP-932)
-type "share", protocol type "share" and their states (Empty, Stable).
+type "share", protocol type "share" and their states (Empty, Stable); streams groups
+(KIP-1071) type "streams", protocol type "streams" and their states (Empty, NotReady,
+Assigning, Reconciling, Stable).
 
 Authorization, as Kafka's `handleListGroupsRequest`: DESCRIBE on the cluster lists every
 group; otherwise only the groups the principal may DESCRIBE are listed.
 
 Version notes: v4+ carry the group state and filter by `states_filter` (case-insensitive,
-empty = all); v5+ carry the group type ("classic", "consumer", "share") and filter by
+empty = all); v5+ carry the group type ("classic", "consumer", "share", "streams") and filter by
 `types_filter` likewise.
 """
 
@@ -21,6 +23,7 @@ from typing import Any
 from minibroker.auth.acls import AclOperation, ResourceType
 from minibroker.groups.group import CONSUMER_PROTOCOL_TYPE, Group
 from minibroker.groups.share.model import SHARE_PROTOCOL_TYPE
+from minibroker.groups.streams.model import STREAMS_PROTOCOL_TYPE
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -31,6 +34,7 @@ _Group = struct_type(ApiKey.ListGroups, "response", "ListedGroup")
 CLASSIC_GROUP_TYPE = "classic"
 CONSUMER_GROUP_TYPE = "consumer"
 SHARE_GROUP_TYPE = "share"
+STREAMS_GROUP_TYPE = "streams"
 
 
 def _passes(value: str, wanted: list[str] | None) -> bool:
@@ -42,6 +46,8 @@ def _type_and_state(group: Group) -> tuple[str, str]:
         return CONSUMER_GROUP_TYPE, group.consumer.state.value
     if group.share is not None:
         return SHARE_GROUP_TYPE, group.share.state.value
+    if group.streams is not None:
+        return STREAMS_GROUP_TYPE, group.streams.state.value
     return CLASSIC_GROUP_TYPE, group.state.value
 
 
@@ -50,6 +56,8 @@ def _protocol_type(group: Group) -> str:
         return CONSUMER_PROTOCOL_TYPE
     if group.share is not None:
         return SHARE_PROTOCOL_TYPE
+    if group.streams is not None:
+        return STREAMS_PROTOCOL_TYPE
     return group.protocol_type or ""
 
 

@@ -100,6 +100,8 @@ HANDLER_MODULES: dict[ApiKey, tuple[str, int, int]] = {
     ApiKey.DescribeShareGroupOffsets: ("describe_share_group_offsets", 0, 1),
     ApiKey.AlterShareGroupOffsets: ("alter_share_group_offsets", 0, 0),
     ApiKey.DeleteShareGroupOffsets: ("delete_share_group_offsets", 0, 0),
+    ApiKey.StreamsGroupHeartbeat: ("streams_group_heartbeat", 0, 0),
+    ApiKey.StreamsGroupDescribe: ("streams_group_describe", 0, 0),
 }
 
 

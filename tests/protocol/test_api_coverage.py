@@ -172,6 +172,8 @@ SERVED: frozenset[ApiKey] = frozenset(
         ApiKey.WriteShareGroupState,
         ApiKey.DeleteShareGroupState,
         ApiKey.ReadShareGroupStateSummary,
+        ApiKey.StreamsGroupHeartbeat,
+        ApiKey.StreamsGroupDescribe,
     }
 )
 

@@ -192,6 +192,7 @@ def test_the_default_features_are_4_3s() -> None:
         "group.version": 1,
         "metadata.version": 30,
         "share.version": 1,
+        "streams.version": 1,
         "transaction.version": 2,
     }
     assert supported["transaction.version"] == (0, 2)

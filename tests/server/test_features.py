@@ -86,15 +86,16 @@ def test_api_versions_v4_lists_kafka_4_3_features_and_finalizes_tv2(broker: Kafk
     assert set(supported(response)) == KAFKA_4_3_FEATURES
     assert supported(response)["transaction.version"] == (0, 2)
     assert supported(response)["metadata.version"] == (7, 30)
-    # Only what minibroker serves can be finalized: KIP-848 and share groups, no streams groups.
+    # Only what minibroker serves can be finalized: KIP-848, share and streams groups.
     assert supported(response)["group.version"] == (0, 1)
     assert supported(response)["share.version"] == (0, 1)
-    assert supported(response)["streams.version"] == (0, 0)
+    assert supported(response)["streams.version"] == (0, 1)
     assert finalized(response) == {
         "metadata.version": 30,
         "transaction.version": 2,
         "group.version": 1,
         "share.version": 1,
+        "streams.version": 1,
     }
     assert response.finalized_features_epoch == 1
 
@@ -107,6 +108,7 @@ def test_below_v4_a_supported_range_from_0_is_left_out(broker: KafkaBroker) -> N
         "transaction.version": 2,
         "group.version": 1,
         "share.version": 1,
+        "streams.version": 1,
     }
 
 
@@ -115,7 +117,12 @@ def test_the_setting_chooses_tv1(tmp_path: Path, level: int) -> None:
     config = {"minibroker.transaction.version": level}
     with KafkaBroker(data_dir=tmp_path / "data", config=config) as running:
         response = api_versions(running.bootstrap_servers)
-    expected = {"metadata.version": 30, "group.version": 1, "share.version": 1}
+    expected = {
+        "metadata.version": 30,
+        "group.version": 1,
+        "share.version": 1,
+        "streams.version": 1,
+    }
     expected |= {"transaction.version": 1} if level else {}
     assert finalized(response) == expected
 
@@ -161,10 +168,10 @@ def test_a_setting_outside_the_supported_levels_is_refused_at_start() -> None:
         ),
         (
             "streams.version",
-            1,
+            2,
             UPGRADE,
-            "Invalid update version 1 for feature streams.version. Local controller 1 does not "
-            "support this feature.",
+            "Invalid update version 2 for feature streams.version. Local controller 1 only "
+            "supports versions 0-1",
         ),
         (
             "transaction.version",
@@ -229,7 +236,7 @@ def test_one_failing_update_fails_the_whole_request(broker: KafkaBroker) -> None
     response = update(
         broker.bootstrap_servers,
         ("transaction.version", 1, SAFE_DOWNGRADE),
-        ("streams.version", 1, UPGRADE),
+        ("streams.version", 2, UPGRADE),
         version=1,
         validate_only=False,
     )
@@ -267,6 +274,7 @@ def test_a_downgrade_and_an_upgrade_are_kept_across_restarts(broker: KafkaBroker
         "transaction.version": 1,
         "group.version": 1,
         "share.version": 1,
+        "streams.version": 1,
     }
     assert after.finalized_features_epoch == 2
     # level 0 removes the feature from the finalized list; then back to TV2

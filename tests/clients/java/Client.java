@@ -195,6 +195,10 @@ public final class Client {
       case "expire_delegation_token":
       case "describe_delegation_token":
         return tokenAdmin(job);
+      case "list_streams_groups":
+      case "describe_streams_groups":
+      case "delete_streams_groups":
+        return streamsAdmin(job);
       case "list_config_resources":
         return listConfigResources(job);
       case "create_acls":
@@ -581,6 +585,16 @@ public final class Client {
               .invoke(null, job, JSON, holding);
     } catch (java.lang.reflect.InvocationTargetException e) {
       throw e.getCause() instanceof Exception cause ? cause : e;
+    }
+  }
+
+  /** The streams-group admin jobs, in StreamsClient.java (kafka-clients 4.x only): by name. */
+  private static ObjectNode streamsAdmin(JsonNode job) throws Exception {
+    try (Admin admin = admin(job)) {
+      return (ObjectNode)
+          Class.forName("StreamsClient")
+              .getMethod("streamsAdmin", JsonNode.class, Admin.class, ObjectMapper.class)
+              .invoke(null, job, admin, JSON);
     }
   }
 

@@ -1,0 +1,1 @@
+"""KIP-1071 streams groups: model, task assignor, topology configuration, records."""
