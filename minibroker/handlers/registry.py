@@ -53,6 +53,7 @@ HANDLER_MODULES: dict[ApiKey, tuple[str, int, int]] = {
     ApiKey.AddOffsetsToTxn: ("add_offsets_to_txn", 0, 4),
     ApiKey.EndTxn: ("end_txn", 0, 5),
     ApiKey.TxnOffsetCommit: ("txn_offset_commit", 0, 5),
+    ApiKey.WriteTxnMarkers: ("write_txn_markers", 0, 2),
     ApiKey.DescribeAcls: ("describe_acls", 0, 3),
     ApiKey.CreateAcls: ("create_acls", 0, 3),
     ApiKey.DeleteAcls: ("delete_acls", 0, 3),

@@ -163,6 +163,7 @@ SERVED: frozenset[ApiKey] = frozenset(
         ApiKey.DescribeShareGroupOffsets,
         ApiKey.AlterShareGroupOffsets,
         ApiKey.DeleteShareGroupOffsets,
+        ApiKey.WriteTxnMarkers,
     }
 )
 
