@@ -77,6 +77,7 @@ HANDLER_MODULES: dict[ApiKey, tuple[str, int, int]] = {
     ApiKey.UpdateFeatures: ("update_features", 0, 2),
     ApiKey.DescribeCluster: ("describe_cluster", 0, 2),
     ApiKey.DescribeProducers: ("describe_producers", 0, 0),
+    ApiKey.UnregisterBroker: ("unregister_broker", 0, 0),
     ApiKey.DescribeTransactions: ("describe_transactions", 0, 0),
     ApiKey.ListTransactions: ("list_transactions", 0, 2),
     ApiKey.ConsumerGroupHeartbeat: ("consumer_group_heartbeat", 0, 1),

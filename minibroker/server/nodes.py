@@ -85,6 +85,7 @@ class Nodes:
         self._coordinator_of: dict[tuple[int, str], int] = {}
         self._leaders: WeakKeyDictionary[Partition, int] = WeakKeyDictionary()
         self.fenced: set[int] = set()  # isolated from the others (the controller fenced them)
+        self.unregistered: set[int] = set()  # UnregisterBroker: until the node starts again
         first.cluster.usable_nodes = self.reachable
 
     def add(self, broker: Broker) -> None:
@@ -100,6 +101,26 @@ class Nodes:
 
     def live_brokers(self) -> list[Broker]:
         return [self.brokers[node_id] for node_id in sorted(self.live)]
+
+    def registered_brokers(self, *, include_fenced: bool) -> list[Broker]:
+        """The brokers registered with the controller, as Metadata and DescribeCluster list
+        them: the live ones, or (`include_fenced`) the stopped ones too; an unregistered node
+        is left out until it starts again (and registers)."""
+        listed = sorted(self.brokers) if include_fenced else sorted(self.live)
+        return [self.brokers[node_id] for node_id in listed if node_id not in self.unregistered]
+
+    def unregister(self, node_id: int) -> bool:
+        """Kafka's `ReplicationControlManager.unregisterBroker`: the node leaves every ISR
+        and its leaderships (a live node is fenced) and is no longer listed; False when it is
+        not registered."""
+        if node_id not in self.brokers or node_id in self.unregistered:
+            return False
+        self.unregistered.add(node_id)
+        if node_id in self.live:
+            self.fence(node_id)
+        else:
+            self._left(node_id)
+        return True
 
     def controller_id(self) -> int:
         return min(self.live or self.brokers)
@@ -229,6 +250,9 @@ class Nodes:
     # ---- liveness ------------------------------------------------------------------------
 
     def node_started(self, node_id: int) -> None:
+        if node_id in self.unregistered:  # a node that starts registers again
+            self.unregistered.discard(node_id)
+            self.fenced.discard(node_id)
         self.live.add(node_id)
         self._rejoined(node_id)
 

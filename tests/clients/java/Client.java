@@ -202,6 +202,7 @@ public final class Client {
       case "abort_transaction":
       case "abort_hanging":
       case "unregister_broker":
+      case "describe_cluster_nodes":
       case "add_raft_voter":
       case "remove_raft_voter":
       case "describe_quorum_voters":

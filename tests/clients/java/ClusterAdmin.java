@@ -47,6 +47,9 @@ public final class ClusterAdmin {
       case "unregister_broker":
         admin.unregisterBroker(job.get("broker_id").asInt()).all().get();
         return result;
+      case "describe_cluster_nodes":
+        result.set("nodes", clusterNodes(json, admin));
+        return result;
       case "add_raft_voter":
         admin
             .addRaftVoter(
@@ -116,6 +119,19 @@ public final class ClusterAdmin {
     }
     throw new IllegalArgumentException(
         "no open transaction starting at offset " + startOffset + " on partition " + partition);
+  }
+
+  /** describeCluster with fenced brokers included (KIP-1073): each broker's id and fencing. */
+  private static ArrayNode clusterNodes(ObjectMapper json, Admin admin) throws Exception {
+    org.apache.kafka.clients.admin.DescribeClusterOptions options =
+        new org.apache.kafka.clients.admin.DescribeClusterOptions().includeFencedBrokers(true);
+    ArrayNode items = json.createArrayNode();
+    List<Node> nodes = new ArrayList<>(admin.describeCluster(options).nodes().get());
+    nodes.sort(java.util.Comparator.comparingInt(Node::id));
+    for (Node node : nodes) {
+      items.addObject().put("id", node.id()).put("fenced", node.isFenced());
+    }
+    return items;
   }
 
   private static Set<RaftVoterEndpoint> endpoints(JsonNode specs) {
