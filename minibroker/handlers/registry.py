@@ -93,6 +93,8 @@ HANDLER_MODULES: dict[ApiKey, tuple[str, int, int]] = {
     ApiKey.DescribeShareGroupOffsets: ("describe_share_group_offsets", 0, 1),
     ApiKey.AlterShareGroupOffsets: ("alter_share_group_offsets", 0, 0),
     ApiKey.DeleteShareGroupOffsets: ("delete_share_group_offsets", 0, 0),
+    ApiKey.AddRaftVoter: ("add_raft_voter", 0, 1),
+    ApiKey.RemoveRaftVoter: ("remove_raft_voter", 0, 0),
 }
 
 

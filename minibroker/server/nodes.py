@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
+from minibroker.cluster.quorum import MetadataQuorum
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.faults import EntryKey, request_keys
@@ -86,6 +87,7 @@ class Nodes:
         self._leaders: WeakKeyDictionary[Partition, int] = WeakKeyDictionary()
         self.fenced: set[int] = set()  # isolated from the others (the controller fenced them)
         self.unregistered: set[int] = set()  # UnregisterBroker: until the node starts again
+        self.quorum = MetadataQuorum(first.cluster_id)
         first.cluster.usable_nodes = self.reachable
 
     def add(self, broker: Broker) -> None:

@@ -164,6 +164,9 @@ SERVED: frozenset[ApiKey] = frozenset(
         ApiKey.AlterShareGroupOffsets,
         ApiKey.DeleteShareGroupOffsets,
         ApiKey.WriteTxnMarkers,
+        ApiKey.UnregisterBroker,
+        ApiKey.AddRaftVoter,
+        ApiKey.RemoveRaftVoter,
     }
 )
 
