@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from minibroker.cluster.broker_loggers import LoggerError, alter_loggers
-from minibroker.cluster.dynamic_configs import DynamicConfigError, DynamicConfigs, validate
+from minibroker.cluster.dynamic_configs import (
+    ELR_BROKER_MIN_ISR_MESSAGE,
+    ELR_CLUSTER_MIN_ISR_MESSAGE,
+    MIN_ISR,
+    DynamicConfigError,
+    DynamicConfigs,
+    validate,
+)
 from minibroker.cluster.state import Cluster, TopicError, check_topic_name
 from minibroker.config import (
     BROKER_CONFIGS,
@@ -185,8 +192,11 @@ def alter_broker(
     *,
     incremental: bool,
     validate_only: bool,
+    broker_checks_only: bool = False,
 ) -> None:
-    """Check (and unless validate_only store) a broker resource's new dynamic configs."""
+    """Check (and unless validate_only store) a broker resource's new dynamic configs;
+    `broker_checks_only`: only the checks Kafka's broker makes before forwarding the change
+    to the controller (which checks the ACLs, then its own rules)."""
     check_broker_name(name, node_id)
     target = int(name) if name else None
     if incremental:
@@ -197,8 +207,28 @@ def alter_broker(
         validate(configs, per_broker=target is not None)
     except DynamicConfigError as exc:
         raise ConfigChangeError(ErrorCode.INVALID_REQUEST, str(exc)) from exc
+    if broker_checks_only:
+        return
+    if dynamic.elr_enabled():
+        _check_elr_min_isr(dynamic.configs(target), configs, ops, per_broker=target is not None)
     if not validate_only:
         dynamic.replace(target, configs)
+
+
+def _check_elr_min_isr(
+    current: Mapping[str, str],
+    configs: Mapping[str, str],
+    ops: Sequence[ConfigOp],
+    *,
+    per_broker: bool,
+) -> None:
+    """Kafka's controller while ELR is enabled: no broker-level min.insync.replicas, and the
+    cluster-level one stays (`isDisallowedBrokerMinIsrTransition`, `...ClusterMinIsrRemoval`)."""
+    touched = any(op.name == MIN_ISR for op in ops) or (MIN_ISR in current) != (MIN_ISR in configs)
+    if per_broker and touched:
+        raise ConfigChangeError(ErrorCode.INVALID_CONFIG, ELR_BROKER_MIN_ISR_MESSAGE)
+    if not per_broker and MIN_ISR in current and MIN_ISR not in configs:
+        raise ConfigChangeError(ErrorCode.INVALID_CONFIG, ELR_CLUSTER_MIN_ISR_MESSAGE)
 
 
 GROUP_NAME_EMPTY_MESSAGE = "Group name must not be empty"

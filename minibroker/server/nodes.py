@@ -18,7 +18,7 @@ producer state and transaction index are rebuilt from its own log.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
@@ -72,6 +72,8 @@ class ReplicaView:
     replicas: list[int]
     isr: list[int]
     offline: list[int]
+    elr: list[int] = field(default_factory=list)  # eligible leader replicas (KIP-966)
+    last_known_elr: list[int] = field(default_factory=list)
 
 
 class NodeError(Exception):
@@ -113,8 +115,8 @@ class Nodes:
 
     def unregister(self, node_id: int) -> bool:
         """Kafka's `ReplicationControlManager.unregisterBroker`: the node leaves every ISR
-        and its leaderships (a live node is fenced) and is no longer listed; False when it is
-        not registered."""
+        and ELR and its leaderships (a live node is fenced) and is no longer listed; False when
+        it is not registered."""
         if node_id not in self.brokers or node_id in self.unregistered:
             return False
         self.unregistered.add(node_id)
@@ -122,6 +124,11 @@ class Nodes:
             self.fence(node_id)
         else:
             self._left(node_id)
+        owner = self.brokers[min(self.brokers)]
+        for partition in owner.cluster.replicated_partitions():
+            assert partition.replication is not None
+            partition.replication.forget(node_id)
+        owner.cluster.write_replication_state()
         return True
 
     def controller_id(self) -> int:
@@ -160,6 +167,8 @@ class Nodes:
             list(replica_set.assignment),
             list(replica_set.isr),
             [node for node in replica_set.assignment if node not in reachable],
+            list(replica_set.elr),
+            list(replica_set.last_known_elr),
         )
 
     def move_leader(self, partition: Partition, node_id: int) -> None:
@@ -302,7 +311,10 @@ class Nodes:
             if node_id not in replica_set.replicas:
                 continue
             was_leader = replica_set.leader == node_id
-            if node_id in replica_set.isr and len(replica_set.isr) > 1:
+            # Kafka's controller keeps the last ISR member unless the ELR can take it
+            if node_id in replica_set.isr and (
+                len(replica_set.isr) > 1 or replica_set.elr_min_isr() is not None
+            ):
                 replica_set.shrink_isr([node_id])
             if was_leader:
                 self.elect(partition)

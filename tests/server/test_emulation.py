@@ -189,6 +189,7 @@ def test_the_default_features_are_4_3s() -> None:
     with KafkaBroker() as broker:
         supported, finalized, epoch = _features(broker.bootstrap_servers)
     assert finalized == {
+        "eligible.leader.replicas.version": 1,
         "group.version": 1,
         "metadata.version": 30,
         "share.version": 1,
