@@ -2,7 +2,7 @@
 (`describeProducers` -> `abortTransaction`, the flow of `kafka-transactions.sh abort`), and the
 request's per-partition answers on the wire: unknown partitions, producer and coordinator
 epoch checks, transactions V2's strict epoch check (v2, KIP-1228), cluster authorization and
-a marker completing transactional offset commits in `__consumer_offsets`."""
+a marker completing (or dropping) transactional offset commits in `__consumer_offsets`."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.testing import AUTHORIZER_CONFIG
 from minibroker.testing.threaded import ThreadedBroker
 from tests.clients.runner import run_client, run_ok
+from tests.txn.test_txn_coord_wire import add_offsets, init_ok, txn_offset_commit
 from tests.txn.txnhelp import TXN_SETTINGS, create_topic, describe_txn, records, text, unique
 from tests.wire import WireClient
 
@@ -271,3 +272,44 @@ def test_without_cluster_alter_or_cluster_action_every_partition_is_refused(
         (7, "a", 1): ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
         (8, "b", 2): ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
     }
+
+
+def java_hash(text: str) -> int:
+    """Java's `String.hashCode` (Kafka places a group's offsets by it)."""
+    value = 0
+    for char in text:
+        value = (31 * value + ord(char)) & 0xFFFFFFFF
+    return value
+
+
+def offsets_partition(group: str) -> int:
+    return (java_hash(group) & 0x7FFFFFFF) % int(TXN_SETTINGS["offsets.topic.num.partitions"])
+
+
+def stable_offset(client: WireClient, group: str) -> tuple[int, int]:
+    response = client.call(
+        ApiKey.OffsetFetch,
+        7,
+        group_id=group,
+        topics=[{"name": "t", "partition_indexes": [0]}],
+        require_stable=True,
+    )
+    [partition] = response.topics[0].partitions
+    return int(partition.error_code), int(partition.committed_offset)
+
+
+@pytest.mark.parametrize("commit", [True, False], ids=["commit", "abort"])
+def test_a_marker_in_consumer_offsets_completes_transactional_offsets(
+    broker: ThreadedBroker, commit: bool
+) -> None:
+    bootstrap = broker.bootstrap_servers
+    create_topic(bootstrap, "t")
+    with WireClient(bootstrap) as client:
+        producer_id, epoch = init_ok(client, "offsets-txn")
+        assert add_offsets(client, "offsets-txn", producer_id, epoch, "g") == ErrorCode.NO_ERROR
+        assert txn_offset_commit(client, "offsets-txn", producer_id, epoch, "g", 42) == 0
+        assert stable_offset(client, "g") == (ErrorCode.UNSTABLE_OFFSET_COMMIT, -1)
+        offsets = {"__consumer_offsets": [offsets_partition("g")]}
+        errors = write_markers(bootstrap, 1, [marker(producer_id, epoch, offsets, commit=commit)])
+        assert set(errors.values()) == {ErrorCode.NO_ERROR}
+        assert stable_offset(client, "g") == (ErrorCode.NO_ERROR, 42 if commit else -1)
