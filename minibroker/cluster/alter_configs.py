@@ -9,7 +9,9 @@ A broker resource (this node's id, or "" for the cluster-wide defaults) holds dy
 broker configs (`cluster/dynamic_configs.py`): the ops are applied to its stored set
 (APPEND/SUBTRACT on LIST settings only, starting from the default), and the resulting set is
 checked as Kafka's broker checks it ("Cannot update these configs dynamically: [...]" and
-the others, INVALID_REQUEST) before it replaces the stored one.
+the others, INVALID_REQUEST) before it replaces the stored one. With eligible leader
+replicas enabled, a min.insync.replicas change clears the ELR (of the topic's partitions, or,
+at the broker level, of every partition), as Kafka's ClearElrRecord does.
 
 A CLIENT_METRICS resource is a client telemetry subscription (`metrics`, `interval.ms`,
 `match`; `telemetry/subscriptions.py`), checked as Kafka's `ClientMetricsConfigs`; deleting
@@ -391,6 +393,8 @@ def alter_resource(
             incremental=incremental,
             validate_only=validate_only,
         )
+        if not validate_only and any(op.name == MIN_ISR for op in ops):
+            _min_isr_changed(targets.cluster, None)
         return
     if kind == ResourceType.CLIENT_METRICS:
         alter_client_metrics(
@@ -417,6 +421,15 @@ def alter_resource(
     check_topic_configs(cluster, name, configs)
     if not validate_only:
         cluster.set_topic_configs(name, configs)
+        if current.get(MIN_ISR) != configs.get(MIN_ISR):
+            _min_isr_changed(cluster, name)
+
+
+def _min_isr_changed(cluster: Cluster, topic: str | None) -> None:
+    """Kafka's `createClearElrRecordsAsNeeded`: with ELR enabled, a min.insync.replicas change
+    clears the ELR of the topic's partitions (a cluster-level one: of every partition)."""
+    if cluster.elr_enabled():
+        cluster.clear_elr(topic)
 
 
 def alter_results(

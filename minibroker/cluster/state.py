@@ -273,6 +273,15 @@ class Cluster:
         partition.replication = replica_set
         replica_set.elr_min_isr = functools.partial(self.elr_min_isr, partition)
 
+    def clear_elr(self, topic: str | None = None) -> None:
+        """Kafka's ClearElrRecord: the ELR and last-known ELR of the topic's partitions (of
+        every partition: None) are emptied, as min.insync.replicas changed under them."""
+        for partition in self.replicated_partitions():
+            if topic is None or partition.topic == topic:
+                assert partition.replication is not None
+                partition.replication.elr, partition.replication.last_known_elr = [], []
+        self.write_replication_state()
+
     def elr_min_isr(self, partition: Partition) -> int | None:
         """The min.insync.replicas the controller keeps the partition's ELR against; None
         while eligible leader replicas are disabled (or once the topic is deleted)."""

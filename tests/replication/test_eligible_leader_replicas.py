@@ -4,7 +4,8 @@ become ELR members, the ISR may empty, an ELR member is elected when it comes ba
 back at min.insync.replicas clears the ELR; Java 4.3's `Admin.describeTopics` (through
 DescribeTopicPartitions) reads `elr()` and `lastKnownElr()`. With ELR enabled the cluster-level
 min.insync.replicas is a dynamic default (DescribeConfigs), broker-level ones are refused, and
-UpdateFeatures turns ELR off (clearing every ELR) and on again."""
+UpdateFeatures turns ELR off (clearing every ELR) and on again; a min.insync.replicas change clears
+the ELR it applies to."""
 
 from __future__ import annotations
 
@@ -180,3 +181,34 @@ def test_disabling_elr_clears_it_and_allows_broker_level_min_isr(cluster: KafkaC
     update_feature(cluster, 1)  # enabling again removes the broker-level setting
     assert alter_min_isr(cluster, "1", 0, "2").error_code == ErrorCode.INVALID_CONFIG
     assert describe_min_isr(cluster, "1")[0][1] == DYNAMIC_DEFAULT_BROKER_CONFIG
+
+
+def alter_topic_min_isr(cluster: KafkaCluster, topic: str, value: str) -> None:
+    with WireClient(cluster.address(1)) as client:
+        response = client.call(
+            ApiKey.IncrementalAlterConfigs,
+            1,
+            resources=[
+                {
+                    "resource_type": 2,
+                    "resource_name": topic,
+                    "configs": [
+                        {"name": "min.insync.replicas", "config_operation": 0, "value": value}
+                    ],
+                }
+            ],
+            validate_only=False,
+        )
+    assert response.responses[0].error_code == ErrorCode.NO_ERROR
+
+
+def test_a_min_isr_change_clears_the_elr(cluster: KafkaCluster) -> None:
+    for topic in ("kept", "changed"):
+        cluster.create_topic(topic, config={"min.insync.replicas": "3"}, assignments=[[1, 2, 3]])
+        cluster.wait_in_sync(topic)
+    cluster.stop_node(3)
+    assert (cluster.elr("kept", 0), cluster.elr("changed", 0)) == ([3], [3])
+    alter_topic_min_isr(cluster, "changed", "2")  # Kafka's ClearElrRecord for the topic
+    assert (cluster.elr("kept", 0), cluster.elr("changed", 0)) == ([3], [])
+    assert alter_min_isr(cluster, "", 0, "2").error_code == ErrorCode.NO_ERROR  # every topic
+    assert cluster.elr("kept", 0) == []
