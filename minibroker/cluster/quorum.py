@@ -9,8 +9,9 @@ starts as the controller of that moment, with its directory id, and AddRaftVoter
 RemoveRaftVoter change it as Kafka's `AddVoterHandler` and `RemoveVoterHandler` do. The leader
 is then the lowest live voter (Kafka elects one of the voters); each change of leader bumps
 the leader epoch, and each voter change appends one VotersRecord to the (notional) metadata
-log, whose end offset is the high watermark. The voter set lives in memory: a restarted
-broker starts from the controller again.
+log, whose end offset is the high watermark. The dynamic voter set, the leader epoch and that
+offset are kept in `<data dir>/minibroker-quorum.json` (Kafka keeps them in the metadata log),
+so a restart keeps them; an in-memory broker keeps them in memory.
 
 Each node's directory id (Kafka: the metadata log directory's `directory.id` in
 meta.properties) is derived from the cluster id and node id, so it is stable across restarts.
@@ -19,11 +20,17 @@ meta.properties) is derived from the cluster id and node id, so it is stable acr
 from __future__ import annotations
 
 import base64
+import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from minibroker.log.checkpoints import write_atomically
 from minibroker.protocol.errors import ErrorCode
+
+QUORUM_FILE = "minibroker-quorum.json"
 
 NO_DIRECTORY_ID = uuid.UUID(int=0)
 NULL_DIRECTORY_IDS = (None, NO_DIRECTORY_ID)  # the codec reads the all-zero uuid as None
@@ -80,12 +87,35 @@ class Change:
 
 
 class MetadataQuorum:
-    def __init__(self, cluster_id: str) -> None:
+    def __init__(self, cluster_id: str, path: Path | None = None) -> None:
         self.cluster_id = cluster_id
         self.dynamic_voters: dict[int, Voter] | None = None
         self.leader_epoch = 1
         self.end_offset = 0
         self._leader: int | None = None
+        self._path = path
+
+    @classmethod
+    def open(cls, cluster_id: str, data_dir: Path | None) -> MetadataQuorum:
+        quorum = cls(cluster_id, None if data_dir is None else data_dir / QUORUM_FILE)
+        if quorum._path is not None and quorum._path.exists():
+            stored = json.loads(quorum._path.read_text())
+            quorum.leader_epoch = int(stored["leader_epoch"])
+            quorum.end_offset = int(stored["end_offset"])
+            quorum.dynamic_voters = {
+                int(entry["id"]): _voter_of(entry) for entry in stored["voters"]
+            }
+        return quorum
+
+    def _store(self) -> None:
+        if self._path is None or self.dynamic_voters is None:
+            return
+        content = {
+            "leader_epoch": self.leader_epoch,
+            "end_offset": self.end_offset,
+            "voters": [_entry_of(voter) for _, voter in sorted(self.dynamic_voters.items())],
+        }
+        write_atomically(self._path, json.dumps(content, indent=1))
 
     def directory_of(self, node_id: int) -> uuid.UUID:
         return directory_id(self.cluster_id, node_id)
@@ -97,6 +127,7 @@ class MetadataQuorum:
         if self.dynamic_voters is None:
             first = Voter(controller_id, self.directory_of(controller_id), None)
             self.dynamic_voters = {controller_id: first}
+            self._store()
         return [self.dynamic_voters[node_id] for node_id in sorted(self.dynamic_voters)]
 
     def leader(self, voters: list[Voter], live: set[int]) -> int:
@@ -105,6 +136,7 @@ class MetadataQuorum:
         chosen = min((node_id for node_id in ids if node_id in live), default=min(ids))
         if self._leader is not None and chosen != self._leader:
             self.leader_epoch += 1
+            self._store()
         self._leader = chosen
         return chosen
 
@@ -140,6 +172,7 @@ class MetadataQuorum:
         assert self.dynamic_voters is not None
         self.dynamic_voters[voter.node_id] = voter
         self.end_offset += 1
+        self._store()
         return Change()
 
     def remove(
@@ -164,8 +197,27 @@ class MetadataQuorum:
         assert self.dynamic_voters is not None
         del self.dynamic_voters[node_id]
         self.end_offset += 1
+        self._store()
         return Change()
 
 
 def _key_set(voters: list[Voter]) -> str:
     return "[" + ", ".join(voter.key() for voter in voters) + "]"
+
+
+def _entry_of(voter: Voter) -> dict[str, Any]:
+    endpoints = (
+        None if voter.endpoints is None else [[e.name, e.host, e.port] for e in voter.endpoints]
+    )
+    return {"id": voter.node_id, "directory_id": str(voter.directory_id), "endpoints": endpoints}
+
+
+def _voter_of(entry: dict[str, Any]) -> Voter:
+    endpoints = entry["endpoints"]
+    return Voter(
+        int(entry["id"]),
+        uuid.UUID(entry["directory_id"]),
+        None
+        if endpoints is None
+        else tuple(Endpoint(str(n), str(h), int(p)) for n, h, p in endpoints),
+    )

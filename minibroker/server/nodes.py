@@ -89,7 +89,7 @@ class Nodes:
         self._leaders: WeakKeyDictionary[Partition, int] = WeakKeyDictionary()
         self.fenced: set[int] = set()  # isolated from the others (the controller fenced them)
         self.unregistered: set[int] = set()  # UnregisterBroker: until the node starts again
-        self.quorum = MetadataQuorum(first.cluster_id)
+        self.quorum = MetadataQuorum.open(first.cluster_id, first.data_dir)
         first.cluster.usable_nodes = self.reachable
 
     def add(self, broker: Broker) -> None:

@@ -2,17 +2,19 @@
 `removeRaftVoter` and `describeMetadataQuorum` in a three-node in-process cluster: refused
 under kraft.version 0 (a static quorum), allowed once UpdateFeatures finalizes kraft.version 1,
 and DescribeQuorum's voters, observers, nodes, leader and high watermark follow each change;
-the request checks on the wire (cluster id, invalid voters, listeners, authorization)."""
+the request checks on the wire (cluster id, invalid voters, listeners, authorization); the
+voter set kept across a restart."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from minibroker.cluster.quorum import java_uuid
+from minibroker.cluster.quorum import directory_id, java_uuid
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.testing import AUTHORIZER_CONFIG, KafkaBroker, KafkaCluster
@@ -180,3 +182,29 @@ def test_voter_changes_need_alter_on_the_cluster() -> None:
             ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             "Cluster authorization failed.",
         )
+
+
+def describe_voters(bootstrap: str) -> tuple[int, int, list[tuple[int, uuid.UUID]]]:
+    with WireClient(bootstrap) as client:
+        response = client.call(
+            ApiKey.DescribeQuorum,
+            2,
+            topics=[{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}],
+        )
+    [partition] = response.topics[0].partitions
+    voters = [(v.replica_id, v.replica_directory_id) for v in partition.current_voters]
+    return partition.leader_epoch, partition.high_watermark, voters
+
+
+def test_the_voter_set_survives_a_restart(tmp_path: Path) -> None:
+    with KafkaCluster(nodes=3, data_dir=tmp_path / "kafka") as cluster:
+        upgrade_kraft_version(cluster)
+        cluster_id = cluster.node(1).cluster_id
+        node_2 = directory_id(cluster_id, 2)
+        with WireClient(cluster.address(1)) as client:
+            added = add_voter(client, voter_directory_id=node_2, listeners=endpoints(cluster, 2))
+        assert added.error_code == ErrorCode.NO_ERROR
+        before = describe_voters(cluster.address(1))
+        cluster.restart()
+        assert describe_voters(cluster.address(1)) == before
+    assert before == (1, 1, [(1, directory_id(cluster_id, 1)), (2, node_2)])
