@@ -1,14 +1,15 @@
 """UnregisterBroker (key 64), version 0.
 
 Behaviour: as Kafka's controller (a broker forwards the request to it), the broker id's
-registration is removed (`Nodes.unregister`): the node leaves every ISR it is in (as the
-last member only while eligible leader replicas are enabled: without them Kafka's controller
-keeps an ISR from going empty), every ELR and last-known ELR, and its leaderships move, and
-Metadata and DescribeCluster (fenced brokers included) no longer list it. Kafka's controller does not refuse a broker that is running: it
-is unregistered too (fenced here) and registers again when it restarts, as a stopped one does.
-A broker id not registered (never known, or unregistered already) is BROKER_ID_NOT_REGISTERED.
-It needs ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED. Kafka's controller answers
-an error with its code only: the message is always null.
+registration is removed (`Nodes.unregister`): the node leaves every ISR it is in (as the last
+member only while eligible leader replicas are enabled: without them Kafka's controller keeps
+an ISR from going empty), every ELR and last-known ELR, and its leaderships move, and Metadata
+and DescribeCluster (fenced brokers included) no longer list it. Kafka's controller does not
+refuse a broker that is running: it is unregistered too (fenced here) and registers again when
+it restarts, as a stopped one does. A broker id not registered (never known, or unregistered
+already) is BROKER_ID_NOT_REGISTERED. It needs ALTER on the cluster, else
+CLUSTER_AUTHORIZATION_FAILED. Kafka's controller answers an error with its code only: the
+message is always null.
 
 Version notes: v0 is flexible.
 """
