@@ -9,7 +9,9 @@ A broker resource (this node's id, or "" for the cluster-wide defaults) holds dy
 broker configs (`cluster/dynamic_configs.py`): the ops are applied to its stored set
 (APPEND/SUBTRACT on LIST settings only, starting from the default), and the resulting set is
 checked as Kafka's broker checks it ("Cannot update these configs dynamically: [...]" and
-the others, INVALID_REQUEST) before it replaces the stored one.
+the others, INVALID_REQUEST) before it replaces the stored one. With eligible leader
+replicas enabled, a min.insync.replicas change clears the ELR (of the topic's partitions, or,
+at the broker level, of every partition), as Kafka's ClearElrRecord does.
 
 A CLIENT_METRICS resource is a client telemetry subscription (`metrics`, `interval.ms`,
 `match`; `telemetry/subscriptions.py`), checked as Kafka's `ClientMetricsConfigs`; deleting
@@ -29,7 +31,14 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from minibroker.cluster.broker_loggers import LoggerError, alter_loggers
-from minibroker.cluster.dynamic_configs import DynamicConfigError, DynamicConfigs, validate
+from minibroker.cluster.dynamic_configs import (
+    ELR_BROKER_MIN_ISR_MESSAGE,
+    ELR_CLUSTER_MIN_ISR_MESSAGE,
+    MIN_ISR,
+    DynamicConfigError,
+    DynamicConfigs,
+    validate,
+)
 from minibroker.cluster.state import Cluster, TopicError, check_topic_name
 from minibroker.config import (
     BROKER_CONFIGS,
@@ -185,8 +194,11 @@ def alter_broker(
     *,
     incremental: bool,
     validate_only: bool,
+    broker_checks_only: bool = False,
 ) -> None:
-    """Check (and unless validate_only store) a broker resource's new dynamic configs."""
+    """Check (and unless validate_only store) a broker resource's new dynamic configs;
+    `broker_checks_only`: only the checks Kafka's broker makes before forwarding the change
+    to the controller (which checks the ACLs, then its own rules)."""
     check_broker_name(name, node_id)
     target = int(name) if name else None
     if incremental:
@@ -197,8 +209,28 @@ def alter_broker(
         validate(configs, per_broker=target is not None)
     except DynamicConfigError as exc:
         raise ConfigChangeError(ErrorCode.INVALID_REQUEST, str(exc)) from exc
+    if broker_checks_only:
+        return
+    if dynamic.elr_enabled():
+        _check_elr_min_isr(dynamic.configs(target), configs, ops, per_broker=target is not None)
     if not validate_only:
         dynamic.replace(target, configs)
+
+
+def _check_elr_min_isr(
+    current: Mapping[str, str],
+    configs: Mapping[str, str],
+    ops: Sequence[ConfigOp],
+    *,
+    per_broker: bool,
+) -> None:
+    """Kafka's controller while ELR is enabled: no broker-level min.insync.replicas, and the
+    cluster-level one stays (`isDisallowedBrokerMinIsrTransition`, `...ClusterMinIsrRemoval`)."""
+    touched = any(op.name == MIN_ISR for op in ops) or (MIN_ISR in current) != (MIN_ISR in configs)
+    if per_broker and touched:
+        raise ConfigChangeError(ErrorCode.INVALID_CONFIG, ELR_BROKER_MIN_ISR_MESSAGE)
+    if not per_broker and MIN_ISR in current and MIN_ISR not in configs:
+        raise ConfigChangeError(ErrorCode.INVALID_CONFIG, ELR_CLUSTER_MIN_ISR_MESSAGE)
 
 
 GROUP_NAME_EMPTY_MESSAGE = "Group name must not be empty"
@@ -361,6 +393,8 @@ def alter_resource(
             incremental=incremental,
             validate_only=validate_only,
         )
+        if not validate_only and any(op.name == MIN_ISR for op in ops):
+            _min_isr_changed(targets.cluster, None)
         return
     if kind == ResourceType.CLIENT_METRICS:
         alter_client_metrics(
@@ -387,6 +421,15 @@ def alter_resource(
     check_topic_configs(cluster, name, configs)
     if not validate_only:
         cluster.set_topic_configs(name, configs)
+        if current.get(MIN_ISR) != configs.get(MIN_ISR):
+            _min_isr_changed(cluster, name)
+
+
+def _min_isr_changed(cluster: Cluster, topic: str | None) -> None:
+    """Kafka's `createClearElrRecordsAsNeeded`: with ELR enabled, a min.insync.replicas change
+    clears the ELR of the topic's partitions (a cluster-level one: of every partition)."""
+    if cluster.elr_enabled():
+        cluster.clear_elr(topic)
 
 
 def alter_results(

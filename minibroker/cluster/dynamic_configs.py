@@ -19,6 +19,14 @@ Kafka's message (Java's set notation, names sorted):
   these configs at default cluster level, broker id must be specified: [...]".
 Names Kafka does not know are custom configs: stored and shown, as Kafka does.
 
+With eligible leader replicas enabled (KIP-966) the controller keeps min.insync.replicas at
+the cluster level only, as Kafka's `ConfigurationControlManager` does: enabling ELR (a new
+4.3 cluster, or UpdateFeatures) sets the cluster-level value to the static setting's unless
+one is set and removes broker-level ones, and while ELR is enabled a broker-level
+min.insync.replicas is INVALID_CONFIG ("Broker-level min.insync.replicas cannot be altered
+while ELR is enabled.") and so is removing the cluster-level one ("Cluster-level ... cannot
+be removed while ELR is enabled.").
+
 Live effect: minibroker re-derives every topic's log and validation settings from the new
 effective config (`log.retention.ms`, `log.segment.bytes`, `message.max.bytes`,
 `compression.type`, ... apply to topics without their own override at once). In an
@@ -28,7 +36,7 @@ in-process cluster the shared topic state follows the first node's effective con
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -45,6 +53,13 @@ from minibroker.config import (
 from minibroker.log.checkpoints import write_atomically
 
 BROKER_CONFIGS_FILE = "minibroker-broker-configs.json"
+MIN_ISR = "min.insync.replicas"
+ELR_BROKER_MIN_ISR_MESSAGE = (
+    "Broker-level min.insync.replicas cannot be altered while ELR is enabled."
+)
+ELR_CLUSTER_MIN_ISR_MESSAGE = (
+    "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
+)
 _LISTENER_PREFIX = "listener.name."
 
 # Kafka's `ConfigDef.ValidString` settings among the dynamic ones, with Kafka's order.
@@ -156,6 +171,8 @@ class DynamicConfigs:
         self.path = path
         self.default: dict[str, str] = {}
         self.nodes: dict[int, dict[str, str]] = {}
+        # Whether eligible leader replicas are enabled (the broker sets it from its features).
+        self.elr_enabled: Callable[[], bool] = bool
 
     @classmethod
     def open(cls, data_dir: Path | None) -> DynamicConfigs:
@@ -180,6 +197,21 @@ class DynamicConfigs:
         else:
             self.nodes.pop(node_id, None)
         self._write()
+
+    def ensure_elr_safety(self, static_min_isr: int) -> bool:
+        """Kafka's `ConfigurationControlManager.maybeGenerateElrSafetyRecords`, as ELR is
+        enabled: a cluster-level min.insync.replicas (the static setting's value) unless there
+        is one, and no broker-level one. True when something changed."""
+        changed = MIN_ISR not in self.default
+        self.default.setdefault(MIN_ISR, str(static_min_isr))
+        for node_id, configs in list(self.nodes.items()):
+            if configs.pop(MIN_ISR, None) is not None:
+                changed = True
+                if not configs:
+                    del self.nodes[node_id]
+        if changed:
+            self._write()
+        return changed
 
     def effective(self, config: BrokerConfig, node_id: int) -> BrokerConfig:
         return config.with_dynamic(self.default, self.nodes.get(node_id, {}))

@@ -9,9 +9,9 @@ so UpdateFeatures cannot finalize a level whose behaviour is not served:
 |---|---|---|---|
 | metadata.version | 7-30 (3.3-IV3 .. 4.3-IV0) | 30 | as a new 4.3 cluster (clients only read it) |
 | transaction.version | 0-2 | `minibroker.transaction.version` (2) | KIP-890: 1 = TV1, 2 = TV2 |
-| kraft.version | 0-0 | 0 | no KRaft quorum (Kafka: 0-1) |
+| kraft.version | 0-1 | 0 | a static quorum (`controller.quorum.voters`); 1: dynamic, KIP-853 |
 | group.version | 0-1 | 1 | KIP-848 consumer groups (at 0 their APIs answer UNSUPPORTED_VERSION) |
-| eligible.leader.replicas.version | 0-0 | 0 | no eligible leader replicas, KIP-966 (Kafka: 0-1) |
+| eligible.leader.replicas.version | 0-1 | 1 | KIP-966 eligible leader replicas (new 4.3 cluster) |
 | share.version | 0-1 | 1 | KIP-932 share groups (at 0 their APIs answer UNSUPPORTED_VERSION) |
 | streams.version | 0-1 | 1 | KIP-1071 streams groups (at 0 their APIs answer UNSUPPORTED_VERSION) |
 
@@ -62,6 +62,8 @@ METADATA_VERSION = "metadata.version"
 GROUP_VERSION = "group.version"
 SHARE_VERSION = "share.version"
 STREAMS_VERSION = "streams.version"
+KRAFT_VERSION = "kraft.version"
+ELR_VERSION = "eligible.leader.replicas.version"
 TRANSACTION_VERSION_SETTING = "minibroker.transaction.version"
 METADATA_VERSION_4_3_IV0 = 30
 METADATA_VERSION_MINIMUM = 7  # 3.3-IV3, the lowest a Kafka 4.x cluster accepts
@@ -70,9 +72,9 @@ LOCAL_CONTROLLER = "Local controller"
 SUPPORTED: dict[str, tuple[int, int]] = {
     METADATA_VERSION: (METADATA_VERSION_MINIMUM, METADATA_VERSION_4_3_IV0),
     TRANSACTION_VERSION: (0, 2),
-    "kraft.version": (0, 0),
+    KRAFT_VERSION: (0, 1),
     GROUP_VERSION: (0, 1),
-    "eligible.leader.replicas.version": (0, 0),
+    ELR_VERSION: (0, 1),
     SHARE_VERSION: (0, 1),
     STREAMS_VERSION: (0, 1),
 }
@@ -174,6 +176,11 @@ class Features:
     def consumer_groups_enabled(self) -> bool:
         """group.version 1+: the KIP-848 consumer group protocol (Kafka's GroupVersion GV_1)."""
         return self.level(GROUP_VERSION) >= 1
+
+    @property
+    def elr_enabled(self) -> bool:
+        """eligible.leader.replicas.version 1+: KIP-966 (Kafka's `isElrFeatureEnabled`)."""
+        return self.level(ELR_VERSION) >= 1
 
     @property
     def share_groups_enabled(self) -> bool:

@@ -62,11 +62,11 @@ def elect(broker: Broker, partition: Partition, election_type: ElectionType) -> 
 
 
 def _electable(broker: Broker, replica_set: ReplicaSet) -> list[int]:
-    """The replicas that may lead cleanly: live, unfenced and in the ISR, in assignment order."""
+    """The replicas that may lead cleanly: live, unfenced and in the ISR (or, the ISR empty,
+    in the ELR: Kafka's `isValidNewLeader`), in assignment order."""
     reachable = broker.nodes.reachable()
-    return [
-        node for node in replica_set.assignment if node in reachable and node in replica_set.isr
-    ]
+    isr = replica_set.isr or replica_set.elr
+    return [node for node in replica_set.assignment if node in reachable and node in isr]
 
 
 def _elect_preferred(

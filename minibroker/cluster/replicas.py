@@ -13,7 +13,12 @@ follower fetch tells the leader the follower's log end offset, from which the in
 Elections follow the controller's rules: the first replica of the assignment that is live and
 in the ISR leads; with none, `unclean.leader.election.enable` lets the first live replica
 lead (its ISR is then itself alone), else the partition is offline (leader -1) until an ISR
-member comes back. Each new leader gets a new leader epoch, recorded at its log end offset in
+member comes back. With eligible leader replicas (KIP-966, `eligible.leader.replicas.version` 1)
+the controller's `PartitionChangeBuilder` rules apply too: while the ISR is below the topic's
+min.insync.replicas, the members that leave it become eligible leader replicas (ELR); the ISR
+may then become empty, and a live ELR member is elected (the ISR is then itself) when no ISR
+member can lead; an ISR back at min.insync.replicas, or an unclean election, clears the ELR
+and the last-known ELR. Each new leader gets a new leader epoch, recorded at its log end offset in
 its leader-epoch cache; a follower of a new epoch first truncates its log to where it
 diverges from the leader's (Kafka's `LeaderEpochFileCache.endOffsetFor` on both sides), so
 records that only an old leader had are gone, exactly as in Kafka.
@@ -23,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from minibroker.log.base import SCAN_CHUNK_BYTES, PartitionLog
@@ -115,6 +120,10 @@ class Reassignment:
     removing: list[int]
 
 
+def elr_disabled() -> int | None:
+    return None
+
+
 @dataclass(eq=False)
 class ReplicaSet:
     assignment: list[int]  # the replicas, the preferred leader first
@@ -123,6 +132,10 @@ class ReplicaSet:
     leader: int
     high_watermark: int = 0
     reassignment: Reassignment | None = None
+    elr: list[int] = field(default_factory=list)
+    last_known_elr: list[int] = field(default_factory=list)
+    # the topic's min.insync.replicas while eligible leader replicas are enabled, else None
+    elr_min_isr: Callable[[], int | None] = elr_disabled
     _waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
 
     @property
@@ -157,7 +170,7 @@ class ReplicaSet:
             and fetch_offset >= self.epoch_start_offset(leader_epoch)
         )
         if joined:
-            self.isr.append(node_id)
+            self.change_isr([*self.isr, node_id])
         return joined, self.advance_high_watermark()
 
     def advance_high_watermark(self) -> bool:
@@ -190,10 +203,29 @@ class ReplicaSet:
         kept = [node for node in self.isr if node not in removed]
         if kept == self.isr:
             return False
-        self.isr = kept
+        self.change_isr(kept)
         self.advance_high_watermark()
         self._wake_waiters()  # acks=all waiters re-check min.insync.replicas
         return True
+
+    def change_isr(self, target: list[int]) -> None:
+        """The ISR becomes `target`; with ELR enabled, Kafka's `maybePopulateTargetElr`: below
+        min.insync.replicas, the members leaving join the ELR (members back in the ISR leave
+        it), at or above it the ELR and last-known ELR are cleared."""
+        min_isr = self.elr_min_isr()
+        if min_isr is not None:
+            if len(target) >= min_isr:
+                self.elr, self.last_known_elr = [], []
+            else:
+                candidates = set(self.elr) | set(self.isr)
+                self.elr = sorted(candidates - set(target))
+                self.last_known_elr = sorted(set(self.last_known_elr) - set(target) - set(self.elr))
+        self.isr = target
+
+    def forget(self, node_id: int) -> None:
+        """`node_id` is no longer a broker (unregistered): out of the ELR and last-known ELR."""
+        self.elr = [node for node in self.elr if node != node_id]
+        self.last_known_elr = [node for node in self.last_known_elr if node != node_id]
 
     async def wait_for_high_watermark(self, offset: int, timeout_s: float) -> None:
         """Until the high watermark reaches `offset`, the leader changes or `timeout_s` pass
@@ -225,9 +257,10 @@ class ReplicaSet:
     # ---- elections ------------------------------------------------------------------------
 
     def elect(self, live: set[int], unclean: bool) -> int:
-        """The controller's choice of leader among `live` nodes (NO_LEADER: offline)."""
+        """The controller's choice of leader among `live` nodes (NO_LEADER: offline): an ISR
+        member, else (the ISR empty) an ELR member, else, unclean, any live replica."""
         for node in self.assignment:
-            if node in live and node in self.isr:
+            if node in live and (node in self.isr or (not self.isr and node in self.elr)):
                 return node
         if unclean:
             return next((node for node in self.assignment if node in live), NO_LEADER)
@@ -243,8 +276,12 @@ class ReplicaSet:
             follower.last_caught_up_ms = now_ms
         replica.epochs.assign(epoch, replica.log_end_offset)
         replica.following_epoch = epoch
-        if node_id not in self.isr:
+        if node_id in self.elr and not self.isr:  # elected from the ELR: a clean election
+            self.elr = [node for node in self.elr if node != node_id]
             self.isr = [node_id]
+        elif node_id not in self.isr:  # unclean: the ISR is the new leader alone, no ELR
+            self.isr = [node_id]
+            self.elr, self.last_known_elr = [], []
         self.high_watermark = min(self.high_watermark, replica.log_end_offset)
         self.advance_high_watermark()
         self._wake_waiters()

@@ -135,6 +135,8 @@ def restored_replica_set(
         leader,
         high_watermark=int(entry["high_watermark"]),
         reassignment=_restored_reassignment(entry, assignment),
+        elr=[int(node) for node in entry.get("elr", [])],
+        last_known_elr=[int(node) for node in entry.get("last_known_elr", [])],
     )
     if leader != NO_LEADER:
         leader_replica = replicas[leader]
@@ -160,6 +162,9 @@ def state_entry(replica_set: ReplicaSet, leader_epoch: int) -> dict[str, Any]:
         "leader_epoch": leader_epoch,
         "high_watermark": replica_set.high_watermark,
     }
+    if replica_set.elr or replica_set.last_known_elr:
+        entry["elr"] = replica_set.elr
+        entry["last_known_elr"] = replica_set.last_known_elr
     reassignment = replica_set.reassignment
     if reassignment is not None:
         entry["adding"] = reassignment.adding

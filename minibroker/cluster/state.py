@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import re
 import uuid
@@ -147,6 +148,8 @@ class Cluster:
         self.replica_stores = ReplicaStores(log_dirs, logs.cluster_id, logs.default_config)
         # The live, unfenced nodes replicas may be placed on (server/nodes.py sets it).
         self.usable_nodes: Callable[[], set[int]] = set
+        # Whether eligible leader replicas are enabled (the broker sets it from its features).
+        self.elr_enabled: Callable[[], bool] = bool
         # The last validation config built per topic, with the broker config and topic
         # overrides it was built from (a produce request would otherwise rebuild it).
         self._validation_configs: dict[
@@ -189,7 +192,7 @@ class Cluster:
                     self.replica_stores, entry, name, index, topic.topic_id, config
                 )
                 partition = Partition(name, index, first_log_of(replica_set))
-                partition.replication = replica_set
+                self._attach(partition, replica_set)
                 partition.leader_epoch = int(entry["leader_epoch"])
                 topic.partitions.append(partition)
             topic.topic_id = _known_topic_id([p.log for p in topic.partitions])
@@ -263,8 +266,28 @@ class Cluster:
             self.replica_stores, replicas, topic.name, index, topic.topic_id, log_config
         )
         partition = Partition(topic.name, index, first_log_of(replica_set))
-        partition.replication = replica_set
+        self._attach(partition, replica_set)
         return partition
+
+    def _attach(self, partition: Partition, replica_set: ReplicaSet) -> None:
+        partition.replication = replica_set
+        replica_set.elr_min_isr = functools.partial(self.elr_min_isr, partition)
+
+    def clear_elr(self, topic: str | None = None) -> None:
+        """Kafka's ClearElrRecord: the ELR and last-known ELR of the topic's partitions (of
+        every partition: None) are emptied, as min.insync.replicas changed under them."""
+        for partition in self.replicated_partitions():
+            if topic is None or partition.topic == topic:
+                assert partition.replication is not None
+                partition.replication.elr, partition.replication.last_known_elr = [], []
+        self.write_replication_state()
+
+    def elr_min_isr(self, partition: Partition) -> int | None:
+        """The min.insync.replicas the controller keeps the partition's ELR against; None
+        while eligible leader replicas are disabled (or once the topic is deleted)."""
+        if not self.elr_enabled() or partition.topic not in self.topics:
+            return None
+        return self.min_isr(partition)
 
     def check_new_topic(self, name: str, num_partitions: int, configs: Mapping[str, str]) -> None:
         check_topic_name(name)
@@ -491,7 +514,8 @@ class Cluster:
         replica_set = partition.replication
         assert replica_set is not None
         replica_set.replicas.pop(node_id, None)
-        replica_set.isr = [node for node in replica_set.isr if node != node_id]
+        replica_set.change_isr([node for node in replica_set.isr if node != node_id])
+        replica_set.forget(node_id)
         self.replica_stores.delete(node_id, partition.topic, partition.index)
 
     @contextlib.contextmanager

@@ -104,6 +104,7 @@ def _refusal(
                 ops,
                 incremental=incremental,
                 validate_only=True,
+                broker_checks_only=True,
             )
     except ConfigChangeError as exc:
         return exc.error_code, exc.message

@@ -11,7 +11,8 @@ Version notes: v1 adds the endpoint type: this is a broker endpoint (1); asking 
 controllers (2) is MISMATCHED_ENDPOINT_TYPE, any other type UNSUPPORTED_ENDPOINT_TYPE.
 v2 (KIP-1073) adds `IncludeFencedBrokers` and each broker's `IsFenced`: the stopped nodes of an
 in-process cluster are fenced (as a KRaft broker is after a controlled shutdown) and listed,
-at their configured addresses, only when the request includes fenced brokers.
+at their configured addresses, only when the request includes fenced brokers. A node
+unregistered (UnregisterBroker) is not listed until it starts again.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _endpoint_error(endpoint_type: int) -> tuple[ErrorCode, str] | None:
 
 def _brokers(ctx: RequestContext, *, include_fenced: bool) -> list[Any]:
     nodes = ctx.broker.nodes
-    listed = nodes.brokers.values() if include_fenced else nodes.live_brokers()
+    listed = nodes.registered_brokers(include_fenced=include_fenced)
     brokers = []
     for node in sorted(listed, key=lambda node: node.node_id):
         host, port = node.advertised_endpoint(ctx.listener)

@@ -1,21 +1,25 @@
 """DescribeQuorum (key 55), versions 0-2.
 
-Behaviour: the KRaft metadata quorum as a single-voter quorum, which is what admin tools
-(`Admin.describeMetadataQuorum`, `kafka-metadata-quorum.sh`) read. The voter, and leader, is
-the controller node (the lowest live node id; this node on a single broker); the other live
-nodes of an in-process cluster are observers, as KRaft brokers are. There is no metadata log,
-so the quorum answers leader epoch 1 and offset 0 for the high watermark and every replica's
-end offset (every replica is caught up); the leader's last fetch and caught-up times are now,
-and so are the observers' (they share the process). Replica directory ids are the null id,
-as for voters of a static quorum. As Kafka's `KafkaRaftClient`, a request that is not
+Behaviour: the KRaft metadata quorum as `cluster/quorum.py` keeps it, which is what admin tools
+(`Admin.describeMetadataQuorum`, `kafka-metadata-quorum.sh`) read. Under kraft.version 0 (a
+static quorum) the one voter, and leader, is the controller node (the lowest live node id; this
+node on a single broker), with the null directory id of a static voter; from kraft.version 1
+the voters are the dynamic set AddRaftVoter and RemoveRaftVoter change (with their directory
+ids), led by the lowest live voter. The other live nodes of an in-process cluster are
+observers, as KRaft brokers are, each with its directory id. There is no metadata log: the
+high watermark, and every live replica's end offset, is the number of voter changes made
+(every replica is caught up), the leader epoch grows with each change of leader; the live
+replicas' last fetch and caught-up times are now (they share the process), a stopped voter's
+end offset and times are -1. As Kafka's `KafkaRaftClient`, a request that is not
 exactly one topic `__cluster_metadata` with one partition 0 gets UNKNOWN_TOPIC_OR_PARTITION
 for each partition it names. It needs DESCRIBE on the cluster (checked first, by Kafka's
 controller), else the top-level error is CLUSTER_AUTHORIZATION_FAILED ("Cluster authorization
 failed.") with no topics.
 
 Version notes: v1 adds the replicas' last fetch and last caught-up timestamps (KIP-836); v2
-(KIP-853) adds error messages, each replica's directory id and `Nodes`: the voter's
-endpoint, named after the listener the request came in on, at its advertised address.
+(KIP-853) adds error messages, each replica's directory id and `Nodes`: each voter's
+endpoints, those AddRaftVoter was given, or, for the controller the quorum started from, its
+endpoint named after the listener the request came in on, at its advertised address.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import uuid
 from typing import Any
 
 from minibroker.auth.acls import AclOperation
+from minibroker.cluster.features import KRAFT_VERSION
+from minibroker.cluster.quorum import Voter
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -39,9 +45,6 @@ _Node = struct_type(ApiKey.DescribeQuorum, "response", "Node")
 _Listener = struct_type(ApiKey.DescribeQuorum, "response", "Node", "Listener")
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_PARTITION = 0
-LEADER_EPOCH = 1
-METADATA_END_OFFSET = 0
-NO_DIRECTORY_ID = uuid.UUID(int=0)
 UNKNOWN_PARTITION_MESSAGE = "This server does not host this topic-partition."
 
 
@@ -84,21 +87,30 @@ def _unknown_partitions(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-def _replica(node_id: int, now_ms: int) -> Any:
+def _replica(node_id: int, directory: uuid.UUID, end_offset: int, now_ms: int) -> Any:
     return _ReplicaState(
         replica_id=node_id,
-        replica_directory_id=NO_DIRECTORY_ID,
-        log_end_offset=METADATA_END_OFFSET,
+        replica_directory_id=directory,
+        log_end_offset=end_offset,
         last_fetch_timestamp=now_ms,
         last_caught_up_timestamp=now_ms,
     )
 
 
-def _voter_node(ctx: RequestContext, leader_id: int) -> Any:
-    host, port = ctx.broker.nodes.broker(leader_id).advertised_endpoint(ctx.listener)
-    return _Node(
-        node_id=leader_id, listeners=[_Listener(name=ctx.listener.name, host=host, port=port)]
-    )
+def _voter_state(voter: Voter, live: set[int], end_offset: int, now_ms: int) -> Any:
+    """A stopped voter has not fetched (Kafka: -1 for what it has not reported)."""
+    if voter.node_id in live:
+        return _replica(voter.node_id, voter.directory_id, end_offset, now_ms)
+    return _replica(voter.node_id, voter.directory_id, -1, -1)
+
+
+def _voter_node(ctx: RequestContext, voter: Voter) -> Any:
+    if voter.endpoints is None:
+        host, port = ctx.broker.nodes.broker(voter.node_id).advertised_endpoint(ctx.listener)
+        listeners = [_Listener(name=ctx.listener.name, host=host, port=port)]
+    else:
+        listeners = [_Listener(name=e.name, host=e.host, port=e.port) for e in voter.endpoints]
+    return _Node(node_id=voter.node_id, listeners=listeners)
 
 
 @handles(ApiKey.DescribeQuorum, 0, 2)
@@ -115,20 +127,24 @@ async def handle_describe_quorum(ctx: RequestContext, request: Any) -> Any:
     if not _is_metadata_partition(request):
         return _unknown_partitions(ctx, request)
     nodes = ctx.broker.nodes
-    leader_id = nodes.controller_id()
+    quorum = nodes.quorum
+    voters = quorum.voters(ctx.broker.features.level(KRAFT_VERSION), nodes.controller_id())
+    leader_id = quorum.leader(voters, nodes.live)
+    voter_ids = {voter.node_id for voter in voters}
     now_ms = ctx.now_ms()
+    end = quorum.end_offset
     partition = _PartitionData(
         partition_index=METADATA_PARTITION,
         error_code=ErrorCode.NO_ERROR,
         error_message=None,
         leader_id=leader_id,
-        leader_epoch=LEADER_EPOCH,
-        high_watermark=METADATA_END_OFFSET,
-        current_voters=[_replica(leader_id, now_ms)],
+        leader_epoch=quorum.leader_epoch,
+        high_watermark=end,
+        current_voters=[_voter_state(voter, nodes.live, end, now_ms) for voter in voters],
         observers=[
-            _replica(node.node_id, now_ms)
+            _replica(node.node_id, quorum.directory_of(node.node_id), end, now_ms)
             for node in nodes.live_brokers()
-            if node.node_id != leader_id
+            if node.node_id not in voter_ids
         ],
     )
     return new_response(
@@ -137,5 +153,5 @@ async def handle_describe_quorum(ctx: RequestContext, request: Any) -> Any:
         error_code=ErrorCode.NO_ERROR,
         error_message=None,
         topics=[_TopicData(topic_name=METADATA_TOPIC, partitions=[partition])],
-        nodes=[_voter_node(ctx, leader_id)],
+        nodes=[_voter_node(ctx, voter) for voter in voters],
     )

@@ -11,8 +11,9 @@ out, and when it is reached exactly at a topic boundary, the next topic and part
 A named topic that does not exist gets UNKNOWN_TOPIC_OR_PARTITION (an illegal name
 INVALID_TOPIC_EXCEPTION), with no partitions and the null topic id, and does not count
 against the limit. Partitions are described as in Metadata (leader, replicas, ISR and
-offline replicas; no eligible leader replicas, ELR not being served); topic authorized
-operations are always given (`ctx.authorized_operations`), for those missing topics too.
+offline replicas), with the eligible leader replicas and last-known ELR the controller keeps
+(KIP-966, `cluster/replicas.py`: empty while `eligible.leader.replicas.version` is 0); topic
+authorized operations are always given (`ctx.authorized_operations`), for those missing topics too.
 
 Authorization: each topic needs DESCRIBE, checked as the topics are walked in name order. A
 listing of every topic leaves the others out; a named topic refused (whether it exists or
@@ -81,8 +82,8 @@ def _partitions(ctx: RequestContext, topic: Topic, start: int, limit: int) -> li
             leader_epoch=partition.leader_epoch,
             replica_nodes=view.replicas,
             isr_nodes=view.isr,
-            eligible_leader_replicas=[],
-            last_known_elr=[],
+            eligible_leader_replicas=view.elr,
+            last_known_elr=view.last_known_elr,
             offline_replicas=view.offline,
         )
         for partition in topic.partitions[start : start + limit]

@@ -1,10 +1,11 @@
 """Metadata (key 3), versions 0-13.
 
 Behaviour: a single broker leads every partition and is the controller. In an in-process
-cluster (minibroker.testing) the brokers are the live nodes and the controller is the lowest
-live node id; a partition of a topic created with one replica lists the node `Nodes.leader_of`
-says as its leader, only replica and ISR, and a replicated partition (replication factor above
-1) its leader, assignment, ISR and the replicas of unreachable nodes as offline
+cluster (minibroker.testing) the brokers are the live nodes (not one unregistered, until it
+starts again) and the controller is the lowest live node id; a partition of a topic created
+with one replica lists the node `Nodes.leader_of` says as its leader, only replica and ISR, and
+a replicated partition (replication factor above 1) its leader, assignment, ISR and the
+replicas of unreachable nodes as offline
 (`Nodes.replica_view`), with its leader epoch; a partition without a leader (no live ISR
 member) answers LEADER_NOT_AVAILABLE with leader -1. Topic ids are stable, non-zero
 UUIDs kept in `partition.metadata`. Unknown topics are created with `num.partitions` when
@@ -256,7 +257,7 @@ def _all_topics(ctx: RequestContext, request: Any) -> list[Any]:
 
 def broker_entries(ctx: RequestContext) -> list[Any]:
     entries = []
-    for node in ctx.broker.nodes.live_brokers():
+    for node in ctx.broker.nodes.registered_brokers(include_fenced=False):
         host, port = node.advertised_endpoint(ctx.listener)
         entries.append(_Broker(node_id=node.node_id, host=host, port=port, rack=None))
     return entries

@@ -53,6 +53,7 @@ HANDLER_MODULES: dict[ApiKey, tuple[str, int, int]] = {
     ApiKey.AddOffsetsToTxn: ("add_offsets_to_txn", 0, 4),
     ApiKey.EndTxn: ("end_txn", 0, 5),
     ApiKey.TxnOffsetCommit: ("txn_offset_commit", 0, 5),
+    ApiKey.WriteTxnMarkers: ("write_txn_markers", 0, 2),
     ApiKey.DescribeAcls: ("describe_acls", 0, 3),
     ApiKey.CreateAcls: ("create_acls", 0, 3),
     ApiKey.DeleteAcls: ("delete_acls", 0, 3),
@@ -80,6 +81,7 @@ HANDLER_MODULES: dict[ApiKey, tuple[str, int, int]] = {
     ApiKey.UpdateFeatures: ("update_features", 0, 2),
     ApiKey.DescribeCluster: ("describe_cluster", 0, 2),
     ApiKey.DescribeProducers: ("describe_producers", 0, 0),
+    ApiKey.UnregisterBroker: ("unregister_broker", 0, 0),
     ApiKey.DescribeTransactions: ("describe_transactions", 0, 0),
     ApiKey.ListTransactions: ("list_transactions", 0, 2),
     ApiKey.ConsumerGroupHeartbeat: ("consumer_group_heartbeat", 0, 1),
@@ -102,6 +104,8 @@ HANDLER_MODULES: dict[ApiKey, tuple[str, int, int]] = {
     ApiKey.DeleteShareGroupOffsets: ("delete_share_group_offsets", 0, 0),
     ApiKey.StreamsGroupHeartbeat: ("streams_group_heartbeat", 0, 0),
     ApiKey.StreamsGroupDescribe: ("streams_group_describe", 0, 0),
+    ApiKey.AddRaftVoter: ("add_raft_voter", 0, 1),
+    ApiKey.RemoveRaftVoter: ("remove_raft_voter", 0, 0),
 }
 
 

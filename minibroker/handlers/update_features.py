@@ -11,7 +11,11 @@ know, "A feature version cannot be less than 0.", a downgrade without a downgrad
 downgrades), and nothing changes. Otherwise the levels are finalized (level 0 removes the
 feature), the finalized-features epoch goes up and the levels are stored in the data directory
 (`cluster/features.py`), unless ValidateOnly. ApiVersions shows the new levels at once; a
-change of `transaction.version` applies to the next transactions clients start. It needs
+change of `transaction.version` applies to the next transactions clients start; kraft.version 1
+makes the metadata quorum dynamic (KIP-853: AddRaftVoter, RemoveRaftVoter);
+eligible.leader.replicas.version 1 sets the cluster-level min.insync.replicas (to the static
+setting) unless set and removes broker-level ones (`cluster/dynamic_configs.py`), and 0 clears
+every partition's ELR. It needs
 ALTER on the cluster (Kafka's controller checks it first), else the top-level error is
 CLUSTER_AUTHORIZATION_FAILED ("Request ... is not authorized.") with no results.
 
@@ -27,7 +31,7 @@ from typing import Any
 
 from minibroker.auth.acls import AclOperation
 from minibroker.auth.authorizer import cluster_denied_message
-from minibroker.cluster.features import UpdateResult, UpgradeType
+from minibroker.cluster.features import ELR_VERSION, KRAFT_VERSION, UpdateResult, UpgradeType
 from minibroker.handlers.registry import handles
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
@@ -56,7 +60,26 @@ def _update(ctx: RequestContext, request: Any) -> UpdateResult:
     validate_only = ctx.api_version >= FIRST_UPGRADE_TYPE_VERSION and request.validate_only
     if not validate_only:
         features.apply(levels)
+        if KRAFT_VERSION in levels:  # the quorum turns dynamic with the voter of this moment
+            nodes = ctx.broker.nodes
+            nodes.quorum.voters(features.level(KRAFT_VERSION), nodes.controller_id())
+        if features.elr_enabled:
+            _make_elr_safe(ctx)
+        elif ELR_VERSION in levels:  # Kafka's ClearElrRecord for every partition
+            for partition in ctx.broker.cluster.replicated_partitions():
+                assert partition.replication is not None
+                partition.replication.elr, partition.replication.last_known_elr = [], []
+            ctx.broker.cluster.write_replication_state()
     return UpdateResult()
+
+
+def _make_elr_safe(ctx: RequestContext) -> None:
+    """Kafka's `maybeGenerateElrSafetyRecords`: min.insync.replicas at the cluster level only."""
+    broker = ctx.broker
+    nodes = list(broker.nodes.brokers.values())
+    owner = next(node for node in nodes if node.owns_state)
+    if broker.dynamic_configs.ensure_elr_safety(owner.static_config.get_int("min.insync.replicas")):
+        broker.dynamic_configs.apply(nodes, owner, broker.cluster)
 
 
 @handles(ApiKey.UpdateFeatures, 0, 2)

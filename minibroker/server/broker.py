@@ -136,6 +136,7 @@ class Broker:
         self.producers = ProducerStateManager.from_config(config, self.data_dir)
         check_group_settings(config)
         self.features = Features.open(config, self.data_dir, self.node_id)
+        self.cluster.elr_enabled = lambda: self.features.elr_enabled
         self.nodes = Nodes(self)
         self.faults = Faults()
         self.scram_credentials = ScramCredentials.open(config, self.data_dir)
@@ -143,6 +144,9 @@ class Broker:
         self.authorizer = Authorizer.from_config(config, self.data_dir)
         self.client_quotas = ClientQuotas.open(config, self.data_dir)
         self.dynamic_configs = DynamicConfigs.open(self.data_dir)
+        self.dynamic_configs.elr_enabled = lambda: self.features.elr_enabled
+        if self.features.elr_enabled:  # as Kafka's controller bootstraps a cluster with ELR
+            self.dynamic_configs.ensure_elr_safety(config.get_int("min.insync.replicas"))
         self.dynamic_configs.apply([self], self, self.cluster)
 
     # Subsystems built on first use; each imports its code when built (function-level imports),
@@ -155,6 +159,11 @@ class Broker:
         from minibroker.groups.group_configs import GroupConfigs
 
         return GroupConfigs.open(self.data_dir)
+
+    @property
+    def static_config(self) -> BrokerConfig:
+        """The settings the broker started with, without dynamic broker configs."""
+        return self._static_config
 
     @cached_property
     def groups(self) -> GroupCoordinator:

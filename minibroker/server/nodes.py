@@ -18,10 +18,11 @@ producer state and transaction index are rebuilt from its own log.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
+from minibroker.cluster.quorum import MetadataQuorum
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.faults import EntryKey, request_keys
@@ -71,6 +72,8 @@ class ReplicaView:
     replicas: list[int]
     isr: list[int]
     offline: list[int]
+    elr: list[int] = field(default_factory=list)  # eligible leader replicas (KIP-966)
+    last_known_elr: list[int] = field(default_factory=list)
 
 
 class NodeError(Exception):
@@ -85,6 +88,8 @@ class Nodes:
         self._coordinator_of: dict[tuple[int, str], int] = {}
         self._leaders: WeakKeyDictionary[Partition, int] = WeakKeyDictionary()
         self.fenced: set[int] = set()  # isolated from the others (the controller fenced them)
+        self.unregistered: set[int] = set()  # UnregisterBroker: until the node starts again
+        self.quorum = MetadataQuorum.open(first.cluster_id, first.data_dir)
         first.cluster.usable_nodes = self.reachable
 
     def add(self, broker: Broker) -> None:
@@ -100,6 +105,31 @@ class Nodes:
 
     def live_brokers(self) -> list[Broker]:
         return [self.brokers[node_id] for node_id in sorted(self.live)]
+
+    def registered_brokers(self, *, include_fenced: bool) -> list[Broker]:
+        """The brokers registered with the controller, as Metadata and DescribeCluster list
+        them: the live ones, or (`include_fenced`) the stopped ones too; an unregistered node
+        is left out until it starts again (and registers)."""
+        listed = sorted(self.brokers) if include_fenced else sorted(self.live)
+        return [self.brokers[node_id] for node_id in listed if node_id not in self.unregistered]
+
+    def unregister(self, node_id: int) -> bool:
+        """Kafka's `ReplicationControlManager.unregisterBroker`: the node leaves every ISR
+        and ELR and its leaderships (a live node is fenced) and is no longer listed; False when
+        it is not registered."""
+        if node_id not in self.brokers or node_id in self.unregistered:
+            return False
+        self.unregistered.add(node_id)
+        if node_id in self.live:
+            self.fence(node_id)
+        else:
+            self._left(node_id)
+        owner = self.brokers[min(self.brokers)]
+        for partition in owner.cluster.replicated_partitions():
+            assert partition.replication is not None
+            partition.replication.forget(node_id)
+        owner.cluster.write_replication_state()
+        return True
 
     def controller_id(self) -> int:
         return min(self.live or self.brokers)
@@ -137,6 +167,8 @@ class Nodes:
             list(replica_set.assignment),
             list(replica_set.isr),
             [node for node in replica_set.assignment if node not in reachable],
+            list(replica_set.elr),
+            list(replica_set.last_known_elr),
         )
 
     def move_leader(self, partition: Partition, node_id: int) -> None:
@@ -229,6 +261,9 @@ class Nodes:
     # ---- liveness ------------------------------------------------------------------------
 
     def node_started(self, node_id: int) -> None:
+        if node_id in self.unregistered:  # a node that starts registers again
+            self.unregistered.discard(node_id)
+            self.fenced.discard(node_id)
         self.live.add(node_id)
         self._rejoined(node_id)
 
@@ -276,7 +311,10 @@ class Nodes:
             if node_id not in replica_set.replicas:
                 continue
             was_leader = replica_set.leader == node_id
-            if node_id in replica_set.isr and len(replica_set.isr) > 1:
+            # Kafka's controller keeps the last ISR member unless the ELR can take it
+            if node_id in replica_set.isr and (
+                len(replica_set.isr) > 1 or replica_set.elr_min_isr() is not None
+            ):
                 replica_set.shrink_isr([node_id])
             if was_leader:
                 self.elect(partition)

@@ -53,6 +53,10 @@ class ReplicationHelpers:
         """The partition's in-sync replicas."""
         return self._run(lambda: sorted(self._replica_set(topic, partition).isr))
 
+    def elr(self, topic: str, partition: int) -> list[int]:
+        """The partition's eligible leader replicas (KIP-966; empty while ELR is disabled)."""
+        return self._run(lambda: sorted(self._replica_set(topic, partition).elr))
+
     def high_watermark(self, topic: str, partition: int) -> int:
         return self._run(lambda: self._partition(topic, partition).high_watermark)
 

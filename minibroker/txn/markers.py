@@ -31,19 +31,24 @@ def write_end_txn_marker(
     producer_epoch: int,
     coordinator_epoch: int,
     commit: bool,
+    *,
+    transaction_version: int = 0,
 ) -> ErrorCode:
     """Append a COMMIT (or ABORT) marker for the producer's transaction to the partition's log.
 
     Errors as Kafka's WriteTxnMarkers answers them per partition: UNKNOWN_TOPIC_OR_PARTITION,
     INVALID_PRODUCER_EPOCH (the producer has written with a newer epoch),
     TRANSACTION_COORDINATOR_FENCED (a newer coordinator epoch wrote a marker already),
-    KAFKA_STORAGE_ERROR (the disk failed).
+    KAFKA_STORAGE_ERROR (the disk failed). `transaction_version` is the marker's (KIP-1228,
+    WriteTxnMarkers v2): from 2, its epoch must be newer than the producer's last.
     """
     target = broker.cluster.partition(topic, partition)
     if target is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     producers = broker.producers
-    check = producers.check_end_txn_marker(target, producer_id, producer_epoch, coordinator_epoch)
+    check = producers.check_end_txn_marker(
+        target, producer_id, producer_epoch, coordinator_epoch, transaction_version
+    )
     if check.error != ErrorCode.NO_ERROR:
         log.info("marker for %s-%d refused: %s", topic, partition, check.message)
         return check.error

@@ -83,6 +83,7 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_TIMESTAMP = -1
+TV2_MARKER_VERSION = 2  # a marker of transaction version 2+ must bump the epoch (KIP-1228)
 INT32_MAX = 2**31 - 1
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
 DEFAULT_EXPIRATION_CHECK_INTERVAL_MS = 600_000  # producer.id.expiration.check.interval.ms
@@ -446,16 +447,25 @@ class ProducerStateManager:
         producer_id: int,
         producer_epoch: int,
         coordinator_epoch: int,
+        transaction_version: int = 0,
     ) -> AppendCheck:
-        """Kafka's checks on a COMMIT/ABORT marker written by the transaction coordinator."""
+        """Kafka's checks on a COMMIT/ABORT marker written by the transaction coordinator.
+
+        A transactions V2 marker (KIP-1228: the marker names its transaction version) carries
+        the epoch the coordinator bumped at the transaction's end, so it must be newer than the
+        last seen epoch; an older marker's may be equal to it."""
         entry = self._table(partition).get(producer_id)
         if entry is None:
             return APPEND
-        if producer_epoch < entry.producer_epoch:
+        bumped = transaction_version >= TV2_MARKER_VERSION
+        if producer_epoch < entry.producer_epoch or (
+            bumped and producer_epoch == entry.producer_epoch
+        ):
+            comparison = "<=" if bumped else "<"
             return AppendCheck(
                 ErrorCode.INVALID_PRODUCER_EPOCH,
-                f"Epoch of producer {producer_id} is {producer_epoch}, which is smaller than the "
-                f"last seen epoch {entry.producer_epoch}",
+                f"Epoch of producer {producer_id} is {producer_epoch}, which is {comparison} the "
+                f"last seen epoch {entry.producer_epoch} (TV{transaction_version})",
             )
         if coordinator_epoch < entry.coordinator_epoch:
             return AppendCheck(

@@ -907,6 +907,33 @@ def delete_acls(job: Job) -> Result:
     return {"ok": True, "filters": items}
 
 
+def abort_hanging(job: Job) -> Result:
+    """kafka-transactions.sh abort --start-offset with kafka-python 3's admin (KIP-664):
+    describe_producers, then abort_transaction of the producer whose open transaction starts
+    at `start_offset` (its coordinator epoch, 0 when it has none, as Kafka's tool takes it)."""
+    from kafka.admin import AbortTransactionSpec
+
+    admin = admin_for(job)
+    tp = TopicPartition(job["topic"], int(job["partition"]))
+    try:
+        producers = admin.describe_producers([tp])[tp].active_producers
+        hanging = next(
+            p for p in producers if p.current_transaction_start_offset == job["start_offset"]
+        )
+        spec = AbortTransactionSpec(
+            tp, hanging.producer_id, hanging.producer_epoch, max(hanging.coordinator_epoch, 0)
+        )
+        admin.abort_transaction(spec)
+    finally:
+        admin.close()
+    return {
+        "ok": True,
+        "producer_id": spec.producer_id,
+        "producer_epoch": spec.producer_epoch,
+        "coordinator_epoch": spec.coordinator_epoch,
+    }
+
+
 OPS = {
     "produce": produce,
     "produce_paced": produce_paced,
@@ -929,6 +956,7 @@ OPS = {
     "create_acls": create_acls,
     "describe_acls": describe_acls,
     "delete_acls": delete_acls,
+    "abort_hanging": abort_hanging,
 }
 
 

@@ -35,7 +35,20 @@ NO_SHARE_CONSUMER = {
     "kafkajs": "kafkajs 2.2.4 has no share consumer",
 }
 
+# Aborting a hanging transaction (WriteTxnMarkers from an admin client, KIP-664): Java's Admin
+# and kafka-python 3's admin have it; the harness's Java program for it (java/ClusterAdmin.java)
+# is built for kafka-clients 4.x only.
+NO_ABORT_TRANSACTION = {
+    "java-3.9": "the harness's cluster-admin program (ClusterAdmin.java) is kafka-clients 4.x only",
+    "kafka-python-2": "kafka-python 2.3.3 has no abort-transaction admin call",
+    "aiokafka": "aiokafka 0.14.0 has no abort-transaction admin call",
+    "confluent-kafka": "confluent-kafka 2.16.1 has no abort-transaction admin call",
+    "kcat": "kcat has no admin API",
+    "kafkajs": "kafkajs 2.2.4 has no abort-transaction admin call",
+}
+
 NOT_APPLICABLE: dict[tuple[str, str], str] = {
+    **{(client, "hanging-transaction"): reason for client, reason in NO_ABORT_TRANSACTION.items()},
     ("kcat", "transactions"): "kcat has no transactional producer",
     ("kcat", "acls"): "kcat has no admin API",
     ("aiokafka", "acls"): "aiokafka 0.14.0's AIOKafkaAdminClient has no ACL calls",

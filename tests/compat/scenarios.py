@@ -569,6 +569,42 @@ def transactions(ctx: Context, client: str) -> None:
     )
 
 
+def hanging_transaction(ctx: Context, client: str) -> None:
+    """A producer halts inside a transaction (long timeout): `kafka-transactions.sh abort`'s
+    way (describeProducers, then abortTransaction, which sends WriteTxnMarkers to the partition
+    leader) ends it, and read_committed readers get past it."""
+    topic = tools.unique_topic("hanging", client)
+    tools.create_topic(ctx.bootstrap, topic)
+    sent = [record(None, b"h0") | {"partition": 0}]
+    produce(
+        client,
+        ctx.bootstrap,
+        topic,
+        sent,
+        transactional_id=f"{topic}-halted",
+        transaction="open",
+        transaction_timeout_ms=600_000,
+    )
+    committed = [record(None, b"c0") | {"partition": 0}]
+    produce(client, ctx.bootstrap, topic, committed, transactional_id=f"{topic}-ok")
+    held = consume(
+        client,
+        ctx.bootstrap,
+        topic,
+        1,
+        isolation="read_committed",
+        timeout_ms=2000,
+        expect_timeout=True,
+    )
+    check(
+        values(held["records"]) == [],
+        f"read_committed read {values(held['records'])} past the open transaction",
+    )
+    run(client, "abort_hanging", ctx.bootstrap, topic=topic, partition=0, start_offset=0)
+    got = consume(client, ctx.bootstrap, topic, 1, isolation="read_committed")["records"]
+    check(values(got) == [b"c0"], f"read_committed read {values(got)} after the abort")
+
+
 def delete_records(ctx: Context, client: str) -> None:
     topic = tools.unique_topic("delrec", client)
     tools.create_topic(ctx.bootstrap, topic)
@@ -934,6 +970,7 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "seek-timestamp": ("seek by timestamp", seek_by_timestamp),
     "admin": ("admin topics and configs", admin_topics_and_configs),
     "transactions": ("transactions commit/abort, read_committed", transactions),
+    "hanging-transaction": ("abort a hanging transaction (admin)", hanging_transaction),
     "delete-records": ("DeleteRecords", delete_records),
     "acls": ("ACLs: create, describe (MATCH, PREFIXED), delete", acls_scenario),
     "quota-throttle": ("produce quota throttles the producer", quota_throttle),

@@ -29,8 +29,9 @@ MESSAGE_DIR = "clients/src/main/resources/common/message"
 
 KRAFT_RELEASES = ("3.3", "3.4", "3.5", "3.6", "3.7", "3.8", "3.9")
 
-# Broker-to-broker and controller APIs: never answered to a client.
-INTER_BROKER_KEYS = frozenset({4, 5, 6, 7, 27, 52, 53, 54, 56, 58, 59, 62, 63, 67, 70, 73, 82})
+# Broker-to-broker, controller and share-coordinator APIs: never answered to a client.
+# WriteTxnMarkers is not one: brokers advertise it, and admin clients send it (KIP-664).
+INTER_BROKER_KEYS = frozenset({4, 5, 6, 7, 52, 53, 54, 56, 58, 59, 62, 63, 67, 70, 73, 82})
 
 Ranges = dict[int, tuple[int, int]]
 
@@ -50,6 +51,7 @@ CHANGES_4X: list[tuple[str, int, tuple[int, int] | None]] = [
     ("4.0", 20, (1, 6)),
     ("4.0", 23, (2, 4)),
     ("4.0", 26, (0, 5)),  # v5: KIP-890 transactions V2
+    ("4.0", 27, (1, 1)),
     ("4.0", 28, (0, 5)),  # v5: KIP-890 transactions V2
     ("4.0", 29, (1, 3)),
     ("4.0", 30, (1, 3)),
@@ -85,6 +87,7 @@ CHANGES_4X: list[tuple[str, int, tuple[int, int] | None]] = [
     ("4.2", 2, (1, 11)),  # v11: KIP-1023
     ("4.2", 8, (2, 10)),  # v10: KIP-848 (topic ids)
     ("4.2", 9, (1, 10)),
+    ("4.2", 27, (1, 2)),  # v2: KIP-1228
     ("4.2", 78, (1, 2)),  # v2: KIP-1206, KIP-1222
     ("4.2", 79, (1, 2)),
     ("4.2", 80, (0, 1)),  # v1: KIP-1186

@@ -174,6 +174,10 @@ SERVED: frozenset[ApiKey] = frozenset(
         ApiKey.ReadShareGroupStateSummary,
         ApiKey.StreamsGroupHeartbeat,
         ApiKey.StreamsGroupDescribe,
+        ApiKey.WriteTxnMarkers,
+        ApiKey.UnregisterBroker,
+        ApiKey.AddRaftVoter,
+        ApiKey.RemoveRaftVoter,
     }
 )
 

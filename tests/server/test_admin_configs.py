@@ -251,7 +251,9 @@ def test_broker_configs(client: WireClient) -> None:
 
 def test_broker_resource_names(client: WireClient) -> None:
     cluster_default = describe(client, BROKER, "")
-    assert (cluster_default.error_code, cluster_default.configs) == (ErrorCode.NO_ERROR, [])
+    # a 4.3 cluster (eligible leader replicas) sets min.insync.replicas at the cluster level
+    assert cluster_default.error_code == ErrorCode.NO_ERROR
+    assert [(c.name, c.value) for c in cluster_default.configs] == [("min.insync.replicas", "1")]
     other = describe(client, BROKER, "2")
     assert other.error_code == ErrorCode.INVALID_REQUEST
     assert other.error_message == "Unexpected broker id, expected 1 or empty string, but received 2"

@@ -34,6 +34,7 @@ from tests.wire import WireClient
 
 BROKER = ResourceType.BROKER
 TOPIC = ResourceType.TOPIC
+ELR_MIN_ISR = "min.insync.replicas"  # the cluster level has it while ELR is enabled (4.3)
 _ProduceTopic = struct_type(ApiKey.Produce, "request", "TopicProduceData")
 _ProducePartition = struct_type(
     ApiKey.Produce, "request", "TopicProduceData", "PartitionProduceData"
@@ -77,7 +78,8 @@ def test_cluster_default_and_node_levels(static_broker: ThreadedBroker) -> None:
         assert (ok.error_code, ok.error_message) == (ErrorCode.NO_ERROR, None)
         default_level = describe(wire, BROKER, "")
         assert [(c.name, c.value, c.config_source) for c in default_level.configs] == [
-            ("log.retention.ms", "7000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+            ("log.retention.ms", "7000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+            (ELR_MIN_ISR, "1", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
         ]
         ok = incremental(wire, BROKER, "1", [("log.retention.ms", OpType.SET, "9000")])
         assert (ok.error_code, ok.error_message) == (ErrorCode.NO_ERROR, None)
@@ -94,7 +96,7 @@ def test_cluster_default_and_node_levels(static_broker: ThreadedBroker) -> None:
             ("log.retention.hours", "168", ConfigSource.DEFAULT_CONFIG),
         ]
         # the cluster-default resource never shows a node's own value
-        (default_entry,) = describe(wire, BROKER, "").configs
+        (default_entry, _min_isr) = describe(wire, BROKER, "").configs
         assert [s[2] for s in synonyms_of(default_entry)] == [
             ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
             ConfigSource.STATIC_BROKER_CONFIG,
@@ -202,7 +204,7 @@ def test_refused_changes(
 ) -> None:
     result = incremental(client, BROKER, name, ops)
     assert (result.error_code, result.error_message) == (ErrorCode.INVALID_REQUEST, message)
-    assert describe(client, BROKER, "").configs == []
+    assert [c.name for c in describe(client, BROKER, "").configs] == [ELR_MIN_ISR]
 
 
 def test_list_ops_validate_only_and_legacy_alter(client: WireClient) -> None:
@@ -300,7 +302,13 @@ def test_java_admin_client(bootstrap: str) -> None:
             "source": "DYNAMIC_DEFAULT_BROKER_CONFIG",
             "read_only": False,
             "sensitive": False,
-        }
+        },
+        ELR_MIN_ISR: {
+            "value": "1",
+            "source": "DYNAMIC_DEFAULT_BROKER_CONFIG",
+            "read_only": False,
+            "sensitive": False,
+        },
     }
 
 

@@ -168,7 +168,7 @@ def test_3_9_reports_its_features_without_transaction_or_group_version(
     broker_3_9: KafkaBroker,
 ) -> None:
     supported, finalized, _ = _features(broker_3_9.bootstrap_servers)
-    assert supported == {"metadata.version": (1, 21), "kraft.version": (0, 0)}
+    assert supported == {"metadata.version": (1, 21), "kraft.version": (0, 1)}  # as Kafka 3.9
     assert finalized == {"metadata.version": 21}
 
 
@@ -189,6 +189,7 @@ def test_the_default_features_are_4_3s() -> None:
     with KafkaBroker() as broker:
         supported, finalized, epoch = _features(broker.bootstrap_servers)
     assert finalized == {
+        "eligible.leader.replicas.version": 1,
         "group.version": 1,
         "metadata.version": 30,
         "share.version": 1,

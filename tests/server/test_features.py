@@ -86,7 +86,8 @@ def test_api_versions_v4_lists_kafka_4_3_features_and_finalizes_tv2(broker: Kafk
     assert set(supported(response)) == KAFKA_4_3_FEATURES
     assert supported(response)["transaction.version"] == (0, 2)
     assert supported(response)["metadata.version"] == (7, 30)
-    # Only what minibroker serves can be finalized: KIP-848, share and streams groups.
+    # Only what minibroker serves can be finalized: KIP-848, share and streams groups,
+    # eligible leader replicas.
     assert supported(response)["group.version"] == (0, 1)
     assert supported(response)["share.version"] == (0, 1)
     assert supported(response)["streams.version"] == (0, 1)
@@ -96,6 +97,7 @@ def test_api_versions_v4_lists_kafka_4_3_features_and_finalizes_tv2(broker: Kafk
         "group.version": 1,
         "share.version": 1,
         "streams.version": 1,
+        "eligible.leader.replicas.version": 1,
     }
     assert response.finalized_features_epoch == 1
 
@@ -109,6 +111,7 @@ def test_below_v4_a_supported_range_from_0_is_left_out(broker: KafkaBroker) -> N
         "group.version": 1,
         "share.version": 1,
         "streams.version": 1,
+        "eligible.leader.replicas.version": 1,
     }
 
 
@@ -122,6 +125,7 @@ def test_the_setting_chooses_tv1(tmp_path: Path, level: int) -> None:
         "group.version": 1,
         "share.version": 1,
         "streams.version": 1,
+        "eligible.leader.replicas.version": 1,
     }
     expected |= {"transaction.version": 1} if level else {}
     assert finalized(response) == expected
@@ -275,6 +279,7 @@ def test_a_downgrade_and_an_upgrade_are_kept_across_restarts(broker: KafkaBroker
         "group.version": 1,
         "share.version": 1,
         "streams.version": 1,
+        "eligible.leader.replicas.version": 1,
     }
     assert after.finalized_features_epoch == 2
     # level 0 removes the feature from the finalized list; then back to TV2

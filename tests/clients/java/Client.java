@@ -207,6 +207,16 @@ public final class Client {
         return describeAcls(job);
       case "delete_acls":
         return deleteAcls(job);
+      case "describe_producers":
+      case "abort_transaction":
+      case "abort_hanging":
+      case "unregister_broker":
+      case "describe_cluster_nodes":
+      case "add_raft_voter":
+      case "remove_raft_voter":
+      case "describe_quorum_voters":
+      case "describe_topics_elr":
+        return clusterAdmin(job);
       default:
         ObjectNode unsupported = JSON.createObjectNode().put("ok", false);
         unsupported.put("error", "unsupported op '" + job.get("op").asText() + "'");
@@ -616,6 +626,18 @@ public final class Client {
       return (ObjectNode)
           Class.forName("TokenClient")
               .getMethod("tokenAdmin", JsonNode.class, Admin.class, ObjectMapper.class)
+              .invoke(null, job, admin, JSON);
+    } catch (java.lang.reflect.InvocationTargetException e) {
+      throw e.getCause() instanceof Exception cause ? cause : e;
+    }
+  }
+
+  /** Cluster administration jobs, in ClusterAdmin.java (kafka-clients 4.x only): by name. */
+  private static ObjectNode clusterAdmin(JsonNode job) throws Exception {
+    try (Admin admin = admin(job)) {
+      return (ObjectNode)
+          Class.forName("ClusterAdmin")
+              .getMethod("run", JsonNode.class, Admin.class, ObjectMapper.class)
               .invoke(null, job, admin, JSON);
     } catch (java.lang.reflect.InvocationTargetException e) {
       throw e.getCause() instanceof Exception cause ? cause : e;
