@@ -113,9 +113,12 @@ def test_image_metadata(image: str, report: list[str]) -> None:
     config = engine.container_config(image)
     assert config["User"] == "1000:1000"  # numeric, so runAsNonRoot can verify it
     defaults = ["--config", "/etc/minibroker/server.properties"]
-    assert config["Entrypoint"] == ["minibroker", "serve", *defaults]
+    # `minibroker serve --config ...` with the options given, or a program given instead.
+    assert config["Entrypoint"] == ["docker-entrypoint"]
     assert "/var/lib/minibroker" in config["Volumes"]
-    assert config["Healthcheck"]["Test"] == ["CMD", "minibroker", "healthcheck", *defaults]
+    healthcheck = ["CMD", "python", "-m", "minibroker.healthcheck", *defaults]
+    assert config["Healthcheck"]["Test"] == healthcheck
+    assert config["Healthcheck"]["Interval"] == 1_000_000_000  # ns: healthy within 2 s
     assert "9092/tcp" in config["ExposedPorts"]
     assert "8080/tcp" in config["ExposedPorts"]  # the web console and the Schema Registry,
     assert "8081/tcp" in config["ExposedPorts"]  # on by default:
