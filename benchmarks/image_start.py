@@ -1,6 +1,9 @@
 """The image's start: `docker run` to the first ApiVersions answer, and to Docker's healthy.
 
-    python -m benchmarks.image_start [--image minibroker] [--runs 10]
+    python -m benchmarks.image_start [--image minibroker] [--runs 10] [-- ARGUMENTS ...]
+
+ARGUMENTS replace the image's command (its default starts the web console and the Schema
+Registry too; `-- --log-level INFO` starts the broker alone, as the Kafka images do).
 
 Each run starts a container on Docker's default bridge with the broker's port published on
 127.0.0.1 (as Testcontainers does), asks ApiVersions every 5 ms from the moment `docker run`
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 
 API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 1, 5) + b"bench"
 REQUEST = struct.pack(">i", len(API_VERSIONS_V0)) + API_VERSIONS_V0
-PROBE_INTERVAL_S = 0.005
+PROBE_INTERVAL_S = 0.02
 HEALTH_POLL_INTERVAL_S = 0.05
 TIMEOUT_S = 60.0
 # KIP-974 ("Docker Image for GraalVM based Native Kafka Broker"), average broker start-up:
@@ -81,11 +84,21 @@ def docker_timestamp(text: str) -> float:
     return seconds + float(f"0.{fraction or 0}")
 
 
-def one_run(image: str) -> Run:
+def one_run(image: str, arguments: list[str]) -> Run:
     port, name = free_port(), f"minibroker-bench-{uuid.uuid4().hex[:12]}"
     started = time.monotonic()
     subprocess.Popen(
-        ["docker", "run", "--detach", "--name", name, "-p", f"127.0.0.1:{port}:9092", image],
+        [
+            "docker",
+            "run",
+            "--detach",
+            "--name",
+            name,
+            "-p",
+            f"127.0.0.1:{port}:9092",
+            image,
+            *arguments,
+        ],
         stdout=subprocess.DEVNULL,
     )
     try:
@@ -118,10 +131,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--image", default="minibroker")
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("arguments", nargs="*", help="the container's command (after --)")
     args = parser.parse_args()
     size = int(docker("image", "inspect", "--format", "{{.Size}}", args.image))
-    runs = [one_run(args.image) for _ in range(args.runs)]
-    print(f"image {args.image}: {size / 1e6:.0f} MB; {args.runs} runs")
+    runs = [one_run(args.image, args.arguments) for _ in range(args.runs)]
+    command = " ".join(args.arguments) or "the image's default command"
+    print(f"image {args.image}: {size / 1e6:.0f} MB; {args.runs} runs of {command}")
     print(f"docker run -> first ApiVersions answer: {spread([r.answered_s for r in runs])}")
     print(f"container process start -> answer: {spread([r.process_to_answer_s for r in runs])}")
     print(f"docker run -> Docker reports healthy: {spread([r.healthy_s for r in runs])}")
