@@ -14,8 +14,8 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import NewTopic
 from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from tests.docker import engine
 from tests.docker.conftest import Containers
