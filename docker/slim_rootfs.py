@@ -249,6 +249,8 @@ def install_image_files(rootfs: RootFs, files: Path) -> None:
     tmp = rootfs.root / "tmp"
     tmp.mkdir(exist_ok=True)
     tmp.chmod(0o1777)
+    # Testcontainers' Go module copies its start script into /usr/sbin.
+    rootfs.replicate(Path("/usr/sbin"))
     for relative in WRITABLE_DIRECTORIES:
         directory = rootfs.root / relative
         directory.mkdir(parents=True, exist_ok=True)
