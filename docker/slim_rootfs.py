@@ -43,6 +43,7 @@ STDLIB_EXCLUDED = {
     "ensurepip",
     "pydoc_data",
     "sqlite3",
+    "sitecustomize.py",  # Debian's: looks for apport's crash handler at every start
     "site-packages",
     "dist-packages",
     "__pycache__",
