@@ -137,6 +137,27 @@ def test_image_runs_the_native_produce_path_without_a_compiler(image: str) -> No
     assert no_compiler.strip() == "None"
 
 
+PROTOBUF_SCHEMA = """syntax = "proto3";
+import "google/protobuf/timestamp.proto";
+message Order { string id = 1; google.protobuf.Timestamp at = 2; }
+"""
+
+
+def test_image_parses_protobuf_schemas_without_grpcio(image: str) -> None:
+    """The image leaves grpcio out (nothing imports it): the Schema Registry's Protobuf
+    parsing, `python -m grpc_tools.protoc`, still reads a schema and its well-known import."""
+    probe = (
+        "import sys; from minibroker.registry.formats.protobuf import ProtobufFormat; "
+        "schema = ProtobufFormat().parse(sys.stdin.read(), {}); "
+        "print(schema.message_descriptor([0]).full_name)"
+    )
+    run = ["run", "--rm", "-i", "--network", "none", "--entrypoint", "python", image, "-c", probe]
+    done = engine.run([engine.DOCKER, *run], input_bytes=PROTOBUF_SCHEMA.encode())
+    assert done.stdout.decode().strip() == "Order"
+    no_grpc = "import importlib.util as u; print(u.find_spec('grpc'))"
+    assert engine.docker("run", "--rm", "--entrypoint", "python", image, "-c", no_grpc) == "None"
+
+
 def test_produce_stop_and_restart_on_the_same_volume(
     containers: Containers, report: list[str]
 ) -> None:
