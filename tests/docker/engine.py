@@ -308,8 +308,18 @@ def _build(*args: str) -> None:
     """`docker build` with BuildKit, the default builder since Docker 23. docker.io 20.10's
     legacy builder commits a container for every instruction, and on the vfs storage driver
     each commit copies the whole root filesystem: 180 s for the Dockerfile here, 23 s with
-    BuildKit."""
-    run([DOCKER, *args], timeout=900, env={"DOCKER_BUILDKIT": "1"})
+    BuildKit.
+
+    BuildKit's cache (/var/lib/docker/buildkit) outlives a change of the daemon's storage
+    driver, and its entries then name layers the new driver lacks ("failed to prepare ...
+    no such file or directory"): that cache is dropped and the build run once more."""
+    try:
+        run([DOCKER, *args], timeout=900, env={"DOCKER_BUILDKIT": "1"})
+    except DockerUnavailable as exc:
+        if "failed to prepare" not in str(exc):
+            raise
+        docker("builder", "prune", "--all", "--force", timeout=300)
+        run([DOCKER, *args], timeout=900, env={"DOCKER_BUILDKIT": "1"})
 
 
 def image_size_bytes(image: str) -> int:
