@@ -167,10 +167,20 @@ def docker_engine() -> Iterator[None]:
         _install_packages()
         daemon = None if _daemon_answers() else _start_daemon()
         try:
+            _check_default_bridge()
             yield
         finally:
             if daemon is not None:
                 _stop_daemon(daemon)
+
+
+def _check_default_bridge() -> None:
+    """The Testcontainers tests publish ports from Docker's default bridge network."""
+    if run([DOCKER, "network", "inspect", "bridge"], check=False).returncode != 0:
+        raise DockerUnavailable(
+            "the running dockerd has no default bridge network (started with --bridge=none?); "
+            "stop it and the tests start one with its bridge"
+        )
 
 
 def _os_release() -> dict[str, str]:
