@@ -75,6 +75,8 @@ def testcontainers_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         testcontainers_config, "connection_mode_override", ConnectionMode.docker_host
     )
+    # Cached at its first read, which an earlier test in this process may have made.
+    monkeypatch.setattr(testcontainers_config, "_ryuk_disabled", True)
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
