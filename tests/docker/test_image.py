@@ -137,6 +137,19 @@ def test_image_runs_the_native_produce_path_without_a_compiler(image: str) -> No
     assert no_compiler.strip() == "None"
 
 
+def test_entrypoint_runs_a_given_program_or_the_broker(image: str) -> None:
+    """Options go to `minibroker serve --config ...`; a program (Testcontainers' `sh -c`
+    wait loop) runs instead, with the tools Kafka images' start scripts use."""
+    run = ["run", "--rm", image]  # on the default bridge, where `hostname -i` has an address
+    assert "usage: minibroker serve" in engine.docker(*run, "--help")
+    tools = ["bash", "sed", "awk", "grep", "cut", "nc", "kafka-storage", "zookeeper-server-start"]
+    script = f"sleep 0.1; hostname -i; for tool in {' '.join(tools)}; do command -v $tool; done"
+    address, *found = engine.docker(*run, "sh", "-c", script).splitlines()
+    assert address.count(".") == 3, address
+    assert [Path(path).name for path in found] == tools
+    assert len(engine.docker(*run, "kafka-storage", "random-uuid")) == 22  # as Kafka's
+
+
 PROTOBUF_SCHEMA = """syntax = "proto3";
 import "google/protobuf/timestamp.proto";
 message Order { string id = 1; google.protobuf.Timestamp at = 2; }
