@@ -13,7 +13,7 @@ import sys
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minibroker import healthcheck
 from minibroker.config import (
@@ -25,6 +25,9 @@ from minibroker.config import (
     parse_overrides,
 )
 from minibroker.protocol.lazy_import import defer_package_init
+
+if TYPE_CHECKING:
+    from minibroker.server.broker import Broker
 
 
 def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -68,6 +71,11 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         type=_host_port,
         metavar="HOST:PORT",
         help="serve a Confluent-compatible Schema Registry there (e.g. 127.0.0.1:8081)",
+    )
+    serve.add_argument(
+        "--kafka-ready-log",
+        action="store_true",
+        help="once ready, also print the lines Kafka logs then (for tools waiting for them)",
     )
 
 
@@ -161,6 +169,8 @@ async def _serve(config: BrokerConfig, args: argparse.Namespace) -> None:
     gc.set_threshold(20_000, 20, 20)
     gc.enable()
     print(f"minibroker ready on {addresses}", flush=True)
+    if args.kafka_ready_log:
+        _print_kafka_ready_lines(brokers)
     if web_console is not None:
         print(f"minibroker console on {web_console.url}", flush=True)
     if registry is not None:
@@ -173,6 +183,16 @@ async def _serve(config: BrokerConfig, args: argparse.Namespace) -> None:
         await web_console.stop()
     for node in reversed(brokers):
         await node.stop()
+
+
+def _print_kafka_ready_lines(brokers: list[Broker]) -> None:
+    from datetime import datetime
+
+    from minibroker.kafka_image import kafka_ready_lines
+
+    for node in brokers:
+        for line in kafka_ready_lines(node.config.node_id, os.environ, datetime.now()):
+            print(line, flush=True)
 
 
 @contextmanager

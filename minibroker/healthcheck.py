@@ -106,7 +106,10 @@ def check(host: str, port: int, timeout: float) -> ApiVersionsResult:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("healthcheck", help="exit 0 if the broker answers ApiVersions")
+    _add_arguments(sub.add_parser("healthcheck", help="exit 0 if the broker answers ApiVersions"))
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap", metavar="HOST:PORT", help="default: the first listener")
     parser.add_argument("--config", type=Path, help="a server.properties file")
     parser.add_argument(
@@ -128,3 +131,11 @@ def main(args: argparse.Namespace) -> int:
         print(f"minibroker healthcheck: unhealthy: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+if __name__ == "__main__":
+    # `python -m minibroker.healthcheck`: the image's HEALTHCHECK, which Docker runs every
+    # second, without the imports of the `minibroker` command's other subcommands.
+    _parser = argparse.ArgumentParser(prog="minibroker healthcheck")
+    _add_arguments(_parser)
+    sys.exit(main(_parser.parse_args()))

@@ -34,7 +34,7 @@ def docker_engine() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def image(docker_engine: None) -> str:
     try:
-        return engine.build_image(engine.base_image(), engine.build_base_image())
+        return engine.build_image(engine.build_base_image())
     except engine.DockerUnavailable as exc:
         pytest.fail(f"the image cannot be built: {exc}", pytrace=False)
 

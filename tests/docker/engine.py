@@ -1,20 +1,23 @@
 """A Docker engine for the image tests, set up on this machine from Debian's packages.
 
 `docker_engine()` installs docker.io, docker-compose and debootstrap with apt-get when they
-are missing and starts `dockerd --storage-driver=vfs --iptables=false --bridge=none` when no
-daemon answers (only host networking works here), stopping it again on exit. Registry
-images cannot be pulled, so `base_image()` builds a stand-in for `python:3.12-slim` with
-debootstrap (kept between runs under a fixed tag), `build_base_image()` the same with a C
-compiler and Python's headers (what python:3.12-slim's build stage gets from apt-get), and
-`build_image()` builds docker/Dockerfile on them with BuildKit from a wheelhouse made with
-this machine's own pip settings, passed to the build through pip's environment variables.
-Nothing about this machine's package index goes into the repository. Every failure raises
-`DockerUnavailable` with the reason.
+are missing and starts `dockerd --ip=127.0.0.1` (on overlay2, or vfs where the kernel lacks
+overlayfs) when no daemon answers: its default bridge with ports published on 127.0.0.1 for
+Testcontainers, host networking for the other tests; it stops that daemon again on exit.
+Registry images cannot be pulled, so `build_base_image()` builds a stand-in for
+`python:3.12-slim`'s build stage with debootstrap (this Debian release's python3 and venv, a
+C compiler, Python's headers and busybox, what the Dockerfile's build stage would get from
+apt-get; kept between runs under a tag naming its packages), and `build_image()` builds
+docker/Dockerfile on it with BuildKit from a wheelhouse made with this machine's own pip
+settings, passed to the build through pip's environment variables. Nothing about this
+machine's package index goes into the repository. Every failure raises `DockerUnavailable`
+with the reason.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -38,6 +41,7 @@ TEST_LABEL = "org.minibroker.e2e-test=1"
 LOCK_FILE = Path(tempfile.gettempdir()) / "minibroker-docker-tests.lock"
 DAEMON_LOG = Path(tempfile.gettempdir()) / "minibroker-dockerd.log"
 DAEMON_START_TIMEOUT_S = 60.0
+STORAGE_DRIVERS = ["overlay2", "vfs"]
 # What the stand-in base image does not need: package lists and caches, docs, translations.
 BASE_ROOTFS_TRIM = [
     "var/cache/apt",
@@ -108,11 +112,25 @@ def _daemon_answers() -> bool:
 
 
 def _start_daemon() -> subprocess.Popen[bytes]:
+    """dockerd on overlay2 where the kernel has overlayfs (containers start without copying
+    the image), on vfs otherwise."""
     if os.geteuid() != 0:
         raise DockerUnavailable("no Docker daemon answers and starting dockerd needs root")
+    failures: list[str] = []
+    for driver in STORAGE_DRIVERS:
+        try:
+            return _start_daemon_with(driver)
+        except DockerUnavailable as exc:
+            failures.append(str(exc))
+    raise DockerUnavailable("\n".join(failures))
+
+
+def _start_daemon_with(storage_driver: str) -> subprocess.Popen[bytes]:
     with DAEMON_LOG.open("wb") as log:
         daemon = subprocess.Popen(
-            ["dockerd", "--storage-driver=vfs", "--iptables=false", "--bridge=none"],
+            # --ip: ports published without an address (Testcontainers' exposed ports) bind
+            # to 127.0.0.1 only, as clients here connect only through 127.0.0.1.
+            ["dockerd", f"--storage-driver={storage_driver}", "--ip=127.0.0.1"],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -124,7 +142,10 @@ def _start_daemon() -> subprocess.Popen[bytes]:
             daemon.kill()
             daemon.wait()
             tail = DAEMON_LOG.read_text(errors="replace")[-3000:]
-            raise DockerUnavailable(f"dockerd did not come up (exit {daemon.returncode}):\n{tail}")
+            raise DockerUnavailable(
+                f"dockerd --storage-driver={storage_driver} did not come up "
+                f"(exit {daemon.returncode}):\n{tail}"
+            )
         time.sleep(0.2)
     return daemon
 
@@ -146,10 +167,20 @@ def docker_engine() -> Iterator[None]:
         _install_packages()
         daemon = None if _daemon_answers() else _start_daemon()
         try:
+            _check_default_bridge()
             yield
         finally:
             if daemon is not None:
                 _stop_daemon(daemon)
+
+
+def _check_default_bridge() -> None:
+    """The Testcontainers tests publish ports from Docker's default bridge network."""
+    if run([DOCKER, "network", "inspect", "bridge"], check=False).returncode != 0:
+        raise DockerUnavailable(
+            "the running dockerd has no default bridge network (started with --bridge=none?); "
+            "stop it and the tests start one with its bridge"
+        )
 
 
 def _os_release() -> dict[str, str]:
@@ -173,15 +204,13 @@ def debian_mirror() -> str:
     raise DockerUnavailable("no Debian mirror found in /etc/apt sources")
 
 
-def base_image() -> str:
-    """A local stand-in for `python:3.12-slim`: this Debian release's python3 and venv."""
-    return _debootstrap_image("minibroker-python-base", ["python3", "python3-venv"])
+BUILD_STAGE_PACKAGES = ["python3", "python3-venv", "python3-dev", "gcc", "libc6-dev", "busybox"]
 
 
 def build_base_image() -> str:
-    """The base image with gcc and Python's headers, for the Dockerfile's build stage."""
-    packages = ["python3", "python3-venv", "python3-dev", "gcc", "libc6-dev"]
-    return _debootstrap_image("minibroker-python-build", packages)
+    """A stand-in for the Dockerfile's build stage on python:3.12-slim: python3 and its venv,
+    a C compiler and Python's headers, and busybox (the image's shell and tools)."""
+    return _debootstrap_image("minibroker-python-build", BUILD_STAGE_PACKAGES)
 
 
 def _debootstrap_image(name: str, packages: list[str]) -> str:
@@ -189,7 +218,9 @@ def _debootstrap_image(name: str, packages: list[str]) -> str:
     codename = _os_release().get("VERSION_CODENAME")
     if not codename:
         raise DockerUnavailable("/etc/os-release has no VERSION_CODENAME")
-    tag = f"local/{name}:{codename}"
+    # The tag names the packages: a changed list builds a new image instead of reusing one.
+    packages_hash = hashlib.sha256(" ".join(packages).encode()).hexdigest()[:8]
+    tag = f"local/{name}:{codename}-{packages_hash}"
     if run([DOCKER, "image", "inspect", tag], check=False).returncode == 0:
         return tag
     with tempfile.TemporaryDirectory(prefix="minibroker-rootfs-") as scratch:
@@ -239,10 +270,11 @@ def build_context(directory: Path) -> Path:
     for entry in _context_entries():
         source = REPO / entry
         if source.is_dir():
-            shutil.copytree(source, directory / entry, ignore=ignore)
+            shutil.copytree(source, directory / entry, ignore=ignore, symlinks=True)
         else:
+            (directory / entry).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, directory / entry)
-    (directory / "docker").mkdir()
+    (directory / "docker").mkdir(exist_ok=True)
     shutil.copy2(REPO / "docker" / "Dockerfile", directory / "docker" / "Dockerfile")
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
     wheels = directory / "wheels"
@@ -255,9 +287,9 @@ def build_context(directory: Path) -> Path:
     return directory
 
 
-def build_image(base: str, build_base: str) -> str:
-    """docker/Dockerfile built without network, its build stage on `build_base` and the image
-    on `base`; returns the image tag."""
+def build_image(build_base: str) -> str:
+    """docker/Dockerfile built without network, its build stage on `build_base`; returns the
+    image tag."""
     with tempfile.TemporaryDirectory(prefix="minibroker-context-") as scratch:
         context = build_context(Path(scratch))
         build = [
@@ -266,8 +298,6 @@ def build_image(base: str, build_base: str) -> str:
             "none",
             "-f",
             str(context / "docker" / "Dockerfile"),
-            "--build-arg",
-            f"BASE_IMAGE={base}",
             "--build-arg",
             f"BUILD_IMAGE={build_base}",
             "--build-arg",
@@ -288,8 +318,18 @@ def _build(*args: str) -> None:
     """`docker build` with BuildKit, the default builder since Docker 23. docker.io 20.10's
     legacy builder commits a container for every instruction, and on the vfs storage driver
     each commit copies the whole root filesystem: 180 s for the Dockerfile here, 23 s with
-    BuildKit."""
-    run([DOCKER, *args], timeout=900, env={"DOCKER_BUILDKIT": "1"})
+    BuildKit.
+
+    BuildKit's cache (/var/lib/docker/buildkit) outlives a change of the daemon's storage
+    driver, and its entries then name layers the new driver lacks ("failed to prepare ...
+    no such file or directory"): that cache is dropped and the build run once more."""
+    try:
+        run([DOCKER, *args], timeout=900, env={"DOCKER_BUILDKIT": "1"})
+    except DockerUnavailable as exc:
+        if "failed to prepare" not in str(exc):
+            raise
+        docker("builder", "prune", "--all", "--force", timeout=300)
+        run([DOCKER, *args], timeout=900, env={"DOCKER_BUILDKIT": "1"})
 
 
 def image_size_bytes(image: str) -> int:

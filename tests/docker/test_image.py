@@ -113,9 +113,12 @@ def test_image_metadata(image: str, report: list[str]) -> None:
     config = engine.container_config(image)
     assert config["User"] == "1000:1000"  # numeric, so runAsNonRoot can verify it
     defaults = ["--config", "/etc/minibroker/server.properties"]
-    assert config["Entrypoint"] == ["minibroker", "serve", *defaults]
+    # `minibroker serve --config ...` with the options given, or a program given instead.
+    assert config["Entrypoint"] == ["docker-entrypoint"]
     assert "/var/lib/minibroker" in config["Volumes"]
-    assert config["Healthcheck"]["Test"] == ["CMD", "minibroker", "healthcheck", *defaults]
+    healthcheck = ["CMD", "python", "-m", "minibroker.healthcheck", *defaults]
+    assert config["Healthcheck"]["Test"] == healthcheck
+    assert config["Healthcheck"]["Interval"] == 1_000_000_000  # ns: healthy within 2 s
     assert "9092/tcp" in config["ExposedPorts"]
     assert "8080/tcp" in config["ExposedPorts"]  # the web console and the Schema Registry,
     assert "8081/tcp" in config["ExposedPorts"]  # on by default:
@@ -132,6 +135,40 @@ def test_image_runs_the_native_produce_path_without_a_compiler(image: str) -> No
     assert engine.docker(*run, image, "-c", probe).strip() == "native"
     no_compiler = engine.docker(*run, image, "-c", "import shutil; print(shutil.which('cc'))")
     assert no_compiler.strip() == "None"
+
+
+def test_entrypoint_runs_a_given_program_or_the_broker(image: str) -> None:
+    """Options go to `minibroker serve --config ...`; a program (Testcontainers' `sh -c`
+    wait loop) runs instead, with the tools Kafka images' start scripts use."""
+    run = ["run", "--rm", image]  # on the default bridge, where `hostname -i` has an address
+    assert "usage: minibroker serve" in engine.docker(*run, "--help")
+    tools = ["bash", "sed", "awk", "grep", "cut", "nc", "kafka-storage", "zookeeper-server-start"]
+    script = f"sleep 0.1; hostname -i; for tool in {' '.join(tools)}; do command -v $tool; done"
+    address, *found = engine.docker(*run, "sh", "-c", script).splitlines()
+    assert address.count(".") == 3, address
+    assert [Path(path).name for path in found] == tools
+    assert len(engine.docker(*run, "kafka-storage", "random-uuid")) == 22  # as Kafka's
+
+
+PROTOBUF_SCHEMA = """syntax = "proto3";
+import "google/protobuf/timestamp.proto";
+message Order { string id = 1; google.protobuf.Timestamp at = 2; }
+"""
+
+
+def test_image_parses_protobuf_schemas_without_grpcio(image: str) -> None:
+    """The image leaves grpcio out (nothing imports it): the Schema Registry's Protobuf
+    parsing, `python -m grpc_tools.protoc`, still reads a schema and its well-known import."""
+    probe = (
+        "import sys; from minibroker.registry.formats.protobuf import ProtobufFormat; "
+        "schema = ProtobufFormat().parse(sys.stdin.read(), {}); "
+        "print(schema.message_descriptor([0]).full_name)"
+    )
+    run = ["run", "--rm", "-i", "--network", "none", "--entrypoint", "python", image, "-c", probe]
+    done = engine.run([engine.DOCKER, *run], input_bytes=PROTOBUF_SCHEMA.encode())
+    assert done.stdout.decode().strip() == "Order"
+    no_grpc = "import importlib.util as u; print(u.find_spec('grpc'))"
+    assert engine.docker("run", "--rm", "--entrypoint", "python", image, "-c", no_grpc) == "None"
 
 
 def test_produce_stop_and_restart_on_the_same_volume(

@@ -1,8 +1,10 @@
 """The image configured the Kafka images' way, on a real Docker engine.
 
 A compose file written for apache/kafka (tests/docker/compose/apache-kafka-style.yml: KRaft
-combined mode, KAFKA_* names, CLUSTER_ID) runs with the image name as its only change, and a
-Bitnami-style `docker run -e KAFKA_CFG_...` too; confluent-kafka on the host sees the
+combined mode, KAFKA_* names, CLUSTER_ID) and one written for confluentinc/cp-kafka
+(cp-kafka-style.yml: Confluent's cp-all-in-one broker, an internal and a host listener) run
+with the image name as their only change, and a Bitnami-style `docker run -e KAFKA_CFG_...`
+too; confluent-kafka on the host sees the
 advertised listener, the cluster id and the partition count of an auto-created topic those
 variables ask for, produces and consumes, and finds no one serving the controller listener.
 The container's log says the fast path runs (uvloop, native produce path) and names the
@@ -33,7 +35,9 @@ from tests.docker.test_image import (
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 APACHE_KAFKA_COMPOSE_FILE = Path(__file__).parent / "compose" / "apache-kafka-style.yml"
+CP_KAFKA_COMPOSE_FILE = Path(__file__).parent / "compose" / "cp-kafka-style.yml"
 APACHE_CLUSTER_ID = "4L6g3nShT-eMCtK--X86sw"
+CP_KAFKA_CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qk"
 BITNAMI_CLUSTER_ID = "abcdefghijklmnopqrstuv"
 FAST_PATH_LOG = "event loop: uvloop"
 NATIVE_PRODUCE_LOG = "produce path: native"
@@ -120,6 +124,31 @@ def test_compose_file_written_for_apache_kafka(image: str, tmp_path: Path) -> No
         ) in logs
         data_dirs = engine.docker("exec", container, "ls", "/tmp/kraft-combined-logs")
         assert "auto-created-0" in data_dirs.split()  # KAFKA_LOG_DIRS
+    finally:
+        engine.run([*compose, "down", "--volumes", "--timeout", "10"], env=env, check=False)
+
+
+def test_compose_file_written_for_cp_kafka(image: str, tmp_path: Path) -> None:
+    port, internal_port, controller_port = free_port(), free_port(), free_port()
+    override = web_ports_override(tmp_path, free_port(), free_port())
+    project = f"minibrokercpkafka{uuid.uuid4().hex[:8]}"
+    env = {
+        "IMAGE": image,
+        "BROKER_PORT": str(port),
+        "INTERNAL_PORT": str(internal_port),
+        "CONTROLLER_PORT": str(controller_port),
+    }
+    compose = [engine.COMPOSE, "-p", project, "-f", str(CP_KAFKA_COMPOSE_FILE), "-f", str(override)]
+    try:
+        started = time.monotonic()
+        engine.run([*compose, "up", "--detach"], env=env, timeout=300)
+        container = engine.run([*compose, "ps", "-q"], env=env).stdout.decode().strip()
+        wait_healthy(container, port, started)
+
+        assert_serves_kafka_clients(f"localhost:{port}", port)
+        assert advertised_brokers(f"localhost:{internal_port}") == {("localhost", internal_port)}
+        assert cluster_id(f"localhost:{port}") == CP_KAFKA_CLUSTER_ID
+        assert refuses_connections(controller_port)
     finally:
         engine.run([*compose, "down", "--volumes", "--timeout", "10"], env=env, check=False)
 
