@@ -47,8 +47,21 @@ NO_ABORT_TRANSACTION = {
     "kafkajs": "kafkajs 2.2.4 has no abort-transaction admin call",
 }
 
+# Streams groups (KIP-1071) through an admin client: Java's Admin from 4.1 has the calls; the
+# harness's program for them (java/StreamsClient.java) is built for kafka-clients 4.x only.
+NO_STREAMS_GROUP_ADMIN = {
+    "java-3.9": "kafka-clients 3.9 has no streams-group admin calls (Kafka 4.1+)",
+    "kafka-python-3": "kafka-python 3.0.12 has no streams-group admin calls",
+    "kafka-python-2": "kafka-python 2.3.3 has no streams-group admin calls",
+    "aiokafka": "aiokafka 0.14.0 has no streams-group admin calls",
+    "confluent-kafka": "confluent-kafka 2.16.1 has no streams-group admin calls",
+    "kcat": "kcat has no admin API",
+    "kafkajs": "kafkajs 2.2.4 has no streams-group admin calls",
+}
+
 NOT_APPLICABLE: dict[tuple[str, str], str] = {
     **{(client, "hanging-transaction"): reason for client, reason in NO_ABORT_TRANSACTION.items()},
+    **{(client, "streams-group-admin"): why for client, why in NO_STREAMS_GROUP_ADMIN.items()},
     ("kcat", "transactions"): "kcat has no transactional producer",
     ("kcat", "acls"): "kcat has no admin API",
     ("aiokafka", "acls"): "aiokafka 0.14.0's AIOKafkaAdminClient has no ACL calls",

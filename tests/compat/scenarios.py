@@ -18,6 +18,8 @@ from tests.clients.runner import CAPABILITIES, ClientRunError, run_client
 from tests.compat import share_setup, tools
 from tests.compat.target import OwnBroker, own_cluster
 from tests.compat.tools import SetupRecord, b64, unb64
+from tests.groups import streamshelp
+from tests.wire import WireClient
 
 LARGE_VALUE_BYTES = 1 << 20
 LARGE_LIMIT = 3 * LARGE_VALUE_BYTES
@@ -605,6 +607,40 @@ def hanging_transaction(ctx: Context, client: str) -> None:
     check(values(got) == [b"c0"], f"read_committed read {values(got)} after the abort")
 
 
+def streams_group_admin(ctx: Context, client: str) -> None:
+    """A KIP-1071 streams group formed by raw StreamsGroupHeartbeat requests, as a Kafka
+    Streams application's member sends them (no Kafka Streams client runs here): the client's
+    admin lists it as a streams group and describes its topology, member and tasks."""
+    app = tools.unique_topic("streams", client)
+    source = f"{app}-in"
+    with WireClient(ctx.bootstrap) as wire:
+        streamshelp.create_topic(wire, source, 2)
+        plan = streamshelp.topology(streamshelp.subtopology("0", [source]), epoch=1)
+        member = streamshelp.Member(wire, app, plan, process_id="p1")
+        deadline = time.monotonic() + 30
+        while not member.active:  # past group.streams.initial.rebalance.delay.ms
+            check(time.monotonic() < deadline, "the streams member never got its tasks")
+            time.sleep(0.2)
+            member.beat()
+        listed = run(client, "list_streams_groups", ctx.bootstrap)["groups"]
+        check(
+            {"group": app, "state": "Stable", "type": "streams"} in listed,
+            f"list_streams_groups: {app} not listed as a stable streams group in {listed}",
+        )
+        [group] = run(client, "describe_streams_groups", ctx.bootstrap, groups=[app])["groups"]
+        check(group["error"] is None, f"describe_streams_groups: {group['error']}")
+        [described] = group["members"]
+        check(
+            (described["member_id"], described["process_id"]) == (member.member_id, "p1"),
+            f"describe_streams_groups: member {described}",
+        )
+        check(
+            [sub["source_topics"] for sub in group["subtopologies"]] == [[source]],
+            f"describe_streams_groups: subtopologies {group['subtopologies']}",
+        )
+        member.leave()
+
+
 def delete_records(ctx: Context, client: str) -> None:
     topic = tools.unique_topic("delrec", client)
     tools.create_topic(ctx.bootstrap, topic)
@@ -971,6 +1007,7 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "admin": ("admin topics and configs", admin_topics_and_configs),
     "transactions": ("transactions commit/abort, read_committed", transactions),
     "hanging-transaction": ("abort a hanging transaction (admin)", hanging_transaction),
+    "streams-group-admin": ("KIP-1071 streams group: list, describe", streams_group_admin),
     "delete-records": ("DeleteRecords", delete_records),
     "acls": ("ACLs: create, describe (MATCH, PREFIXED), delete", acls_scenario),
     "quota-throttle": ("produce quota throttles the producer", quota_throttle),
