@@ -539,13 +539,14 @@ def test_a_deleted_partition_stays_deleted_after_power_loss(scratch: Path) -> No
 
 
 def test_partitions_created_and_deleted_together_survive_power_loss_whole(
-    scratch: Path,
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Many partitions created, then deleted, in one request each (grouped syncs, made with one
-    `syncfs` each step at this count): at every crash point each partition comes back whole
-    (an empty log) or not at all; once a request completed, all of them are
-    there, or all gone."""
-    count = syncs.SYNCFS_FROM + 6
+    `syncfs` each step at this count, the threshold lowered to keep the crash images few): at
+    every crash point each partition comes back whole (an empty log) or not at all; once a
+    request completed, all of them are there, or all gone."""
+    monkeypatch.setattr(syncs, "SYNCFS_FROM", 8)
+    count = 3 * syncs.SYNCFS_FROM
     data_dir = scratch / "data"
     data_dir.mkdir()
     model = PowerLossModel(data_dir, scratch / "graveyard", SEED)
