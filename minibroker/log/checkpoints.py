@@ -102,10 +102,19 @@ def write_partition_metadata(directory: Path, topic_id: uuid.UUID) -> None:
 
 
 def read_partition_metadata(directory: Path) -> uuid.UUID | None:
+    path = os.path.join(directory, PARTITION_METADATA)  # read at every start: no pathlib
     try:
-        lines = _read_text(directory / PARTITION_METADATA).splitlines()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
+    try:
+        data = b"".join(iter(lambda: os.read(fd, 4096), b""))
+    finally:
+        os.close(fd)
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise CorruptCheckpointError(f"{path}: {error}") from error
     fields = dict(line.split(": ", 1) for line in lines if ": " in line)
     try:
         return parse_kafka_uuid(fields["topic_id"].strip())
