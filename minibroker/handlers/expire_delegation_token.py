@@ -17,29 +17,17 @@ from __future__ import annotations
 from typing import Any
 
 from minibroker.handlers.registry import handles
+from minibroker.handlers.token_expiry import expiry_answer
 from minibroker.protocol.api_keys import ApiKey
-from minibroker.protocol.codec import new_response
-from minibroker.protocol.errors import ErrorCode
-from minibroker.security.delegation_tokens import token_requests_allowed
 from minibroker.server.context import RequestContext
 
 
 @handles(ApiKey.ExpireDelegationToken, 1, 2)
 async def handle_expire_delegation_token(ctx: RequestContext, request: Any) -> Any:
-    protocol = ctx.broker.security[ctx.listener.name].protocol
-    tokens = ctx.broker.delegation_tokens
-    if not token_requests_allowed(protocol, ctx.principal, ctx.session.token_authenticated):
-        error, expiry = ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, -1
-    elif not tokens.enabled:
-        error, expiry = ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED, 0
-    else:
-        error, expiry = tokens.expire(
-            bytes(request.hmac), ctx.principal, request.expiry_time_period_ms, ctx.now_ms()
-        )
-    return new_response(
+    return expiry_answer(
+        ctx,
         ApiKey.ExpireDelegationToken,
-        ctx.api_version,
-        error_code=error,
-        expiry_timestamp_ms=expiry,
-        throttle_time_ms=0,
+        lambda tokens: tokens.expire(
+            bytes(request.hmac), ctx.principal, request.expiry_time_period_ms, ctx.now_ms()
+        ),
     )
