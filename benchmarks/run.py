@@ -418,6 +418,8 @@ def sc() -> dict[str, Any]:
     in_memory = scale.in_memory(10_000, 50)
     print(scale.report_in_memory(in_memory), flush=True)
     result["in_memory"] = dataclasses.asdict(in_memory)
+    result["fetch_session"] = scale.fetch_session_cost(5000)
+    print(f"SC fetch session: {result['fetch_session']}", flush=True)
     result["groups"] = scale.groups_restart(1000)
     print(f"SC 1,000 groups: {result['groups']}", flush=True)
     result["idle_connections"] = scale.idle_connections(10_000)

@@ -4,9 +4,10 @@ and open descriptors. No mock reference: librdkafka's mock cluster names no cont
 its CreateTopics cannot be driven by an admin client, and it keeps nothing across restarts.
 
 python -m benchmarks.scale [--partitions 10000] [--per-topic 50] [--groups 1000]
-    [--connections 10000] [--memory]
+    [--connections 10000] [--memory] [--session 5000]
 
-`--memory` also runs the partitions on an in-process `KafkaBroker` in memory storage.
+`--memory` also runs the partitions on an in-process `KafkaBroker` in memory storage;
+`--session N` measures the broker's CPU per incremental fetch of an N-partition session.
 """
 
 from __future__ import annotations
@@ -216,6 +217,82 @@ def report_in_memory(r: InProcessRun) -> str:
     )
 
 
+SESSION_PARTITIONS_PER_TOPIC = 50
+SESSION_FETCHES = 200
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _compact_string(text: str) -> bytes:
+    data = text.encode()
+    return _varint(len(data) + 1) + data
+
+
+def _fetch_v12(
+    correlation_id: int, session_id: int, epoch: int, topics: dict[str, int], offset: int
+) -> bytes:
+    """Fetch v12 (flexible, topics by name), max_wait 0: every partition of `topics` from
+    `offset` (an incremental fetch with topics {} names none)."""
+    body = struct.pack(">iiiibii", -1, 0, 1, 16 << 20, 0, session_id, epoch)
+    body += _varint(len(topics) + 1)
+    for name, partitions in topics.items():
+        body += _compact_string(name) + _varint(partitions + 1)
+        for index in range(partitions):
+            body += struct.pack(">iiqiqi", index, -1, offset, -1, -1, 1 << 20) + b"\x00"
+        body += b"\x00"
+    body += _varint(1) + _compact_string("") + b"\x00"  # no forgotten topics, no rack
+    header = struct.pack(">hhih", 1, 12, correlation_id, 5) + b"bench" + b"\x00"
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def _fetch(sock: socket.socket, request: bytes) -> bytes:
+    sock.sendall(request)
+    return _receive_exactly(sock, struct.unpack(">i", _receive_exactly(sock, 4))[0])
+
+
+def fetch_session_cost(partitions: int) -> dict[str, float]:
+    """Broker CPU per incremental fetch of a session holding `partitions` partitions, all idle,
+    and with one of them appended to before each fetch (`serve --in-memory`, raw Fetch v12)."""
+    names = topic_names(partitions, SESSION_PARTITIONS_PER_TOPIC)
+    broker = start_minibroker(Path("."), in_memory=True)
+    try:
+        admin = _admin(broker)
+        new = [NewTopic(name, SESSION_PARTITIONS_PER_TOPIC, 1) for name in names]
+        for future in admin.create_topics(new, request_timeout=120).values():
+            future.result()
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "log_level": 0})
+        host, port = broker.bootstrap.rsplit(":", 1)
+        with socket.create_connection((host, int(port))) as sock:
+            topics = dict.fromkeys(names, SESSION_PARTITIONS_PER_TOPIC)
+            full = _fetch(sock, _fetch_v12(1, 0, 0, topics, 0))
+            session_id = struct.unpack_from(">i", full, 4 + 1 + 4 + 2)[0]
+            if session_id == 0:
+                raise RuntimeError("the broker made no fetch session")
+            epoch = 1
+            result: dict[str, float] = {"partitions": partitions}
+            for label, appending in (("idle_cpu_ms", False), ("one_changed_cpu_ms", True)):
+                used = 0.0
+                for _ in range(SESSION_FETCHES):
+                    if appending:
+                        producer.produce(names[0], b"x", partition=0)
+                        producer.flush(10)
+                    before = procstat.cpu_seconds(broker.pid)
+                    _fetch(sock, _fetch_v12(epoch + 1, session_id, epoch, {}, 0))
+                    used += procstat.cpu_seconds(broker.pid) - before
+                    epoch += 1
+                result[label] = used / SESSION_FETCHES * 1000
+        return result
+    finally:
+        broker.stop()
+
+
 _API_VERSIONS = struct.pack(">hhih", 18, 0, 1, 5) + b"bench"
 _API_VERSIONS_REQUEST = struct.pack(">i", len(_API_VERSIONS)) + _API_VERSIONS
 
@@ -330,6 +407,9 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=0, help="also: groups' restart")
     parser.add_argument("--connections", type=int, default=0, help="also: idle connections")
     parser.add_argument("--memory", action="store_true", help="also: in-process, in memory")
+    parser.add_argument(
+        "--session", type=int, default=0, help="also: a fetch session of this many partitions"
+    )
     args = parser.parse_args()
     if args.partitions:
         result = run(args.partitions, args.per_topic)
@@ -337,6 +417,8 @@ def main() -> None:
         print(asdict(result))
     if args.partitions and args.memory:
         print(report_in_memory(in_memory(args.partitions, args.per_topic)))
+    if args.session:
+        print("SC fetch session:", fetch_session_cost(args.session))
     if args.groups:
         print("SC groups:", groups_restart(args.groups))
     if args.connections:
