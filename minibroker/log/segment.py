@@ -158,21 +158,26 @@ class LogSegment:
 
     def position_of(self, offset: int) -> int | None:
         """Position of the first batch whose last offset is >= `offset`, via the offset index."""
+        found = self._batch_holding(offset)
+        return None if found is None else found[0]
+
+    def _batch_holding(self, offset: int) -> tuple[int, BatchHeader] | None:
         if offset >= self.next_offset:
             return None
         for position, header in self.iter_headers(self.offset_index.lookup(offset)):
             if header.last_offset >= offset:
-                return position
+                return position, header
         return None
 
     def read(self, offset: int, max_bytes: int, upper_offset: int) -> StoredBatches | None:
         """Whole batches from the one holding `offset`: at least one, then while within max_bytes;
         none whose base offset is >= upper_offset. Their bounds come from the offset index and
         a few batch headers; the bytes themselves are not read (a FileRegion for a file)."""
-        start = self.position_of(offset)
-        if start is None:
+        found = self._batch_holding(offset)
+        if found is None:
             return None
-        first_base_offset, first_size = self._offset_and_size_at(start)
+        start, first = found
+        first_base_offset, first_size = first.base_offset, first.size
         if first_base_offset >= upper_offset:
             return None
         stop = start + max(max_bytes, first_size)
@@ -183,9 +188,6 @@ class LogSegment:
         else:
             end, next_offset = self._last_boundary_within(start, stop)
         return StoredBatches(self.log.region(start, end - start), next_offset)
-
-    def _offset_and_size_at(self, position: int) -> tuple[int, int]:
-        return next(self._offsets_and_sizes(position))[1:]
 
     def _offsets_and_sizes(self, start: int) -> Iterator[tuple[int, int, int]]:
         """(position, base offset, size) of each batch from `start`, from their first 12 bytes
