@@ -23,6 +23,9 @@ from minibroker.records.batch import (
 )
 
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
+# baseOffset, batchLength, (the leader epoch skipped) magic, (CRC, attributes) lastOffsetDelta.
+_SPAN = struct.Struct(">qi4xb6xi")
+SPAN_PREFIX = _SPAN.size
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 
@@ -41,6 +44,16 @@ def offset_and_size(buf: Buffer, pos: int) -> tuple[int, int]:
     """(base offset, whole batch size) of the batch at `pos`, from its first 12 bytes."""
     base_offset, length = _OFFSET_AND_LENGTH.unpack_from(buf, pos)
     return base_offset, length + LOG_OVERHEAD
+
+
+def batch_span(buf: Buffer, pos: int, available: int) -> tuple[int, int, int] | None:
+    """(base offset, last offset, whole batch size) of the batch at `pos` from its first 27
+    bytes, None unless they pass `header_is_plausible`'s checks."""
+    base_offset, length, magic, last_offset_delta = _SPAN.unpack_from(buf, pos)
+    size = length + LOG_OVERHEAD
+    if size < HEADER_SIZE or size > available or magic != MAGIC_V2 or last_offset_delta < 0:
+        return None
+    return base_offset, base_offset + last_offset_delta, size
 
 
 def stamp(batch: WritableBuffer, base_offset: int, leader_epoch: int) -> None:

@@ -9,7 +9,9 @@ from minibroker.records.batch import HEADER_SIZE, LOG_OVERHEAD, NO_TIMESTAMP, Ba
 
 from .base import SCAN_CHUNK_BYTES, StoredBatches
 from .batch import (
+    SPAN_PREFIX,
     batch_is_valid,
+    batch_span,
     header_is_plausible,
     offset_after,
     offset_and_size,
@@ -161,12 +163,15 @@ class LogSegment:
         found = self._batch_holding(offset)
         return None if found is None else found[0]
 
-    def _batch_holding(self, offset: int) -> tuple[int, BatchHeader] | None:
+    def _batch_holding(self, offset: int) -> tuple[int, int, int] | None:
+        """(position, base offset, size) of the batch holding `offset`."""
         if offset >= self.next_offset:
             return None
-        for position, header in self.iter_headers(self.offset_index.lookup(offset)):
-            if header.last_offset >= offset:
-                return position, header
+        for position, base_offset, last_offset, size in self._spans(
+            self.offset_index.lookup(offset)
+        ):
+            if last_offset >= offset:
+                return position, base_offset, size
         return None
 
     def read(self, offset: int, max_bytes: int, upper_offset: int) -> StoredBatches | None:
@@ -176,8 +181,7 @@ class LogSegment:
         found = self._batch_holding(offset)
         if found is None:
             return None
-        start, first = found
-        first_base_offset, first_size = first.base_offset, first.size
+        start, first_base_offset, first_size = found
         if first_base_offset >= upper_offset:
             return None
         stop = start + max(max_bytes, first_size)
@@ -206,6 +210,26 @@ class LogSegment:
             if size < HEADER_SIZE:
                 raise CorruptSegmentError(f"no valid batch at position {position}")
             yield position, base_offset, size
+            position += size
+
+    def _spans(self, start: int) -> Iterator[tuple[int, int, int, int]]:
+        """(position, base offset, last offset, size) of each batch from `start`: the checks
+        of iter_headers from the first 27 bytes of each header, not a whole parse."""
+        end = self.log.size
+        position = start
+        chunk, chunk_start = b"", start
+        while position < end:
+            relative = position - chunk_start
+            if relative + SPAN_PREFIX > len(chunk):
+                chunk = self.log.read_at(min(_HEADER_WALK_CHUNK, end - position), position)
+                chunk_start, relative = position, 0
+            if relative + SPAN_PREFIX > len(chunk):
+                raise CorruptSegmentError(f"torn batch header at position {position}")
+            span = batch_span(chunk, relative, end - position)
+            if span is None:
+                raise CorruptSegmentError(f"no valid batch at position {position}")
+            base_offset, last_offset, size = span
+            yield position, base_offset, last_offset, size
             position += size
 
     def _position_of_first_batch_from(self, offset: int) -> int:
