@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from minibroker.records.batch import HEADER_SIZE, LOG_OVERHEAD, NO_TIMESTAMP, BatchHeader
+from minibroker.records.batch import HEADER_SIZE, NO_TIMESTAMP, BatchHeader
 
 from .base import SCAN_CHUNK_BYTES, StoredBatches
 from .batch import (
@@ -14,7 +14,6 @@ from .batch import (
     batch_span,
     header_is_plausible,
     offset_after,
-    offset_and_size,
     parse_header,
 )
 from .blob import Blob
@@ -193,25 +192,6 @@ class LogSegment:
             end, next_offset = self._last_boundary_within(start, stop)
         return StoredBatches(self.log.region(start, end - start), next_offset)
 
-    def _offsets_and_sizes(self, start: int) -> Iterator[tuple[int, int, int]]:
-        """(position, base offset, size) of each batch from `start`, from their first 12 bytes
-        only (the lighter walk reads use; iter_headers checks whole headers)."""
-        end = self.log.size
-        position = start
-        chunk, chunk_start = b"", start
-        while position < end:
-            relative = position - chunk_start
-            if relative + LOG_OVERHEAD > len(chunk):
-                chunk = self.log.read_at(min(_HEADER_WALK_CHUNK, end - position), position)
-                chunk_start, relative = position, 0
-            if relative + LOG_OVERHEAD > len(chunk):
-                raise CorruptSegmentError(f"torn batch header at position {position}")
-            base_offset, size = offset_and_size(chunk, relative)
-            if size < HEADER_SIZE:
-                raise CorruptSegmentError(f"no valid batch at position {position}")
-            yield position, base_offset, size
-            position += size
-
     def _spans(self, start: int) -> Iterator[tuple[int, int, int, int]]:
         """(position, base offset, last offset, size) of each batch from `start`: the checks
         of iter_headers from the first 27 bytes of each header, not a whole parse."""
@@ -234,9 +214,7 @@ class LogSegment:
 
     def _position_of_first_batch_from(self, offset: int) -> int:
         """Position of the first batch whose base offset is >= `offset` (else the size)."""
-        for position, base_offset, _size in self._offsets_and_sizes(
-            self.offset_index.lookup(offset)
-        ):
+        for position, base_offset, _last, _size in self._spans(self.offset_index.lookup(offset)):
             if base_offset >= offset:
                 return position
         return self.size
@@ -246,7 +224,7 @@ class LogSegment:
         (< size), walking from the indexed batch nearest below `stop`: the end of a read and
         the offset that follows it."""
         walk_from = max(start, self.offset_index.position_at_or_before(stop))
-        for position, base_offset, size in self._offsets_and_sizes(walk_from):
+        for position, base_offset, _last, size in self._spans(walk_from):
             if position + size > stop:
                 return position, base_offset
         raise CorruptSegmentError(f"no batch ends after position {stop}")
