@@ -32,6 +32,8 @@ class _ValueSerializer(Serializer):
 
 
 def _typed(name: str, raw: str, default: object) -> object:
+    if name == "acks" and raw.strip().lower() == "all":
+        return -1
     if isinstance(default, bool):
         return raw.strip().lower() == "true"
     if isinstance(default, int):
@@ -70,13 +72,13 @@ def consumer(properties: Mapping[str, str], **overrides: object) -> Any:
 
 
 def producer(properties: Mapping[str, str]) -> Any:
-    """An idempotent producer that waits for all in-sync replicas (acks=all)."""
+    """Kafka's producer defaults (acks=all, idempotence); `kafka.*` options override them."""
     settings: dict[str, object] = {
         "linger_ms": 5,
         "batch_size": 256 * 1024,
-        **kafka_python_settings(properties, KafkaProducer.DEFAULT_CONFIG),
         "acks": "all",
         "enable_idempotence": True,
+        **kafka_python_settings(properties, KafkaProducer.DEFAULT_CONFIG),
         "value_serializer": _ValueSerializer(),
     }
     return KafkaProducer(**settings)
