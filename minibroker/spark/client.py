@@ -16,6 +16,8 @@ from typing import Any
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.serializer import Serializer
 
+from minibroker.spark.options import idempotent_by_default
+
 log = logging.getLogger(__name__)
 
 
@@ -77,7 +79,7 @@ def producer(properties: Mapping[str, str]) -> Any:
         "linger_ms": 5,
         "batch_size": 256 * 1024,
         "acks": "all",
-        "enable_idempotence": True,
+        "enable_idempotence": idempotent_by_default(properties),
         **kafka_python_settings(properties, KafkaProducer.DEFAULT_CONFIG),
         "value_serializer": _ValueSerializer(),
     }

@@ -130,6 +130,11 @@ class SinkOptions:
     python_client: str = "auto"
 
 
+def idempotent_by_default(properties: Mapping[str, str]) -> bool:
+    """As Kafka's Java producer: idempotence is on unless `acks` other than all is given."""
+    return properties.get("acks", "all").strip().lower() in ("all", "-1")
+
+
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
     return {key.lower(): value for key, value in options.items()}
 

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from minibroker.spark.offsets import OffsetRange, report_data_loss
+from minibroker.spark.options import idempotent_by_default
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,7 @@ _OFFSET_OUT_OF_RANGE = 1
 _NO_SUCH_PROPERTY = re.compile(r'No such configuration property: "([^"]+)"')
 _JAVA_ONLY = ("ssl.truststore.", "ssl.keystore.type", "ssl.key.password", "sasl.jaas.config")
 _UNASSIGNED_PARTITION = -1
+_WARNINGS = 4  # syslog levels: librdkafka's notices (telemetry, ...) flood executor logs
 
 
 def available() -> bool:
@@ -77,6 +79,7 @@ def consumer(properties: Mapping[str, str], group_id: str) -> Any:
     settings: dict[str, Any] = {
         "max.partition.fetch.bytes": 8 * 1024 * 1024,
         "queued.max.messages.kbytes": 64 * 1024,
+        "log_level": _WARNINGS,
         **properties,
         "group.id": group_id,
         "enable.auto.commit": False,
@@ -93,10 +96,11 @@ def producer(properties: Mapping[str, str], on_failure: Callable[[Any, Any], Non
 
     settings: dict[str, Any] = {
         "acks": "all",
-        "enable.idempotence": True,
+        "enable.idempotence": idempotent_by_default(properties),
         "linger.ms": 5,
         "batch.size": 1024 * 1024,
         "queue.buffering.max.messages": 1_000_000,
+        "log_level": _WARNINGS,
         **properties,
         "delivery.report.only.error": True,
         "on_delivery": on_failure,
