@@ -128,6 +128,8 @@ class SinkOptions:
     include_headers: bool
     client: dict[str, str] = field(default_factory=dict)
     python_client: str = "auto"
+    exactly_once: bool = False
+    transactional_id_prefix: str | None = None
 
 
 def idempotent_by_default(properties: Mapping[str, str]) -> bool:
@@ -347,7 +349,18 @@ def parse_source_options(raw: Mapping[str, str], streaming: bool) -> SourceOptio
 def parse_sink_options(raw: Mapping[str, str]) -> SinkOptions:
     options = _lower(raw)
     _check_client_options(options, _SINK_REJECTED)
+    exactly_once = _bool(options, "exactlyOnce", False)
+    prefix = options.get("transactionalidprefix")
+    if exactly_once and not prefix:
+        raise KafkaOptionError(
+            "Option 'exactlyOnce' needs 'transactionalIdPrefix': a name unique to the query "
+            "and the same at every restart (its transactional ids are <prefix>-<task>)"
+        )
+    if exactly_once and "kafka.transactional.id" in options:
+        raise KafkaOptionError("Set transactionalIdPrefix, not kafka.transactional.id")
     return SinkOptions(
+        exactly_once=exactly_once,
+        transactional_id_prefix=prefix,
         topic=options.get("topic"),
         include_headers=_bool(options, "includeHeaders", False),
         client=client_settings(options),

@@ -34,6 +34,8 @@ _OFFSET_OUT_OF_RANGE = 1
 _NO_SUCH_PROPERTY = re.compile(r'No such configuration property: "([^"]+)"')
 _JAVA_ONLY = ("ssl.truststore.", "ssl.keystore.type", "ssl.key.password", "sasl.jaas.config")
 _UNASSIGNED_PARTITION = -1
+# A row for the sink: topic, value, key, partition, headers, timestamp (ms).
+Row = tuple[str, bytes | None, bytes | None, int | None, Any, int | None]
 _WARNINGS = 4  # syslog levels: librdkafka's notices (telemetry, ...) flood executor logs
 
 
@@ -192,10 +194,7 @@ def _skip_lost(consumer: Any, span: OffsetRange, position: int, fail_on_data_los
     return skipped
 
 
-def produce_rows(
-    producer: Any,
-    rows: Iterator[tuple[str, bytes | None, bytes | None, int | None, Any, int | None]],
-) -> int:
+def produce_rows(producer: Any, rows: Iterator[Row]) -> int:
     """Queue every row (topic, value, key, partition, headers, timestamp ms); waits for room
     when librdkafka's queue is full. Returns the number of rows."""
     produce = producer.produce

@@ -89,6 +89,8 @@ class KafkaDataSource(DataSource):
                 "ErrorIfExists (default)."
             )
         options = parse_sink_options(self.options)
+        if options.exactly_once:
+            raise ValueError("Option 'exactlyOnce' is for streaming writes")
         return KafkaWriter(options, _sink_columns(schema, options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> KafkaStreamWriter:

@@ -18,8 +18,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from minibroker.spark import client, rdkafka
+from minibroker.spark import client, exactly_once, rdkafka
 from minibroker.spark.options import SinkOptions
+from minibroker.spark.rdkafka import Row
 
 _BYTES_TYPES = ("string", "binary")
 _TIMESTAMP_TYPES = ("timestamp", "timestamp_ntz")
@@ -106,6 +107,8 @@ def produce_batches(
 ) -> int:
     """Produce every row, wait for every acknowledgement; returns the number of records."""
     rows = (row for batch in batches for row in _rows(options, columns, batch))
+    if options.exactly_once:
+        return exactly_once.produce(options, rows)
     if rdkafka.chosen(options.python_client):
         return _produce_rdkafka(options, rows)
     return _produce_kafka_python(options, rows)
@@ -150,9 +153,6 @@ def _until_failure(rows: Iterator[Row], failures: list[Any]) -> Iterator[Row]:
         if failures:
             return
         yield row
-
-
-Row = tuple[str, bytes | None, bytes | None, int | None, Any, int | None]
 
 
 def _rows(options: SinkOptions, columns: SinkColumns, batch: pa.RecordBatch) -> Iterator[Row]:
