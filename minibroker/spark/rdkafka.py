@@ -32,7 +32,8 @@ _PARTITION_EOF = -191
 _AUTO_OFFSET_RESET = -140
 _OFFSET_OUT_OF_RANGE = 1
 _NO_SUCH_PROPERTY = re.compile(r'No such configuration property: "([^"]+)"')
-_JAVA_ONLY = ("ssl.truststore.", "ssl.keystore.type", "ssl.key.password", "sasl.jaas.config")
+# Properties librdkafka knows but refuses (Java trust stores, JAAS); unknown ones are dropped below.
+_JAVA_ONLY = ("ssl.truststore.", "sasl.jaas.config")
 _UNASSIGNED_PARTITION = -1
 # A row for the sink: topic, value, key, partition, headers, timestamp (ms).
 Row = tuple[str, bytes | None, bytes | None, int | None, Any, int | None]
