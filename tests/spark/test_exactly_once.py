@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaException, Producer
 from kafka import KafkaProducer
 
 from tests.spark.test_batch import read
@@ -87,3 +88,38 @@ def test_exactly_once_needs_a_prefix_and_a_stream(spark: Any, bootstrap: str) ->
         frame.write.format("minikafka").option("kafka.bootstrap.servers", bootstrap).option(
             "topic", "x"
         ).option("exactlyOnce", "true").option("transactionalIdPrefix", "p").mode("append").save()
+
+
+def test_an_earlier_attempt_is_fenced_and_its_records_aborted(
+    spark: Any, bootstrap: str, new_topic: Any, producer: KafkaProducer, tmp_path: Path
+) -> None:
+    """An attempt of task 0 that died inside its transaction (here: a producer with the
+    task's transactional id, left open) is fenced by the next attempt, its records aborted."""
+    source, sink = new_topic(1), new_topic(1)
+    for n in range(5):
+        producer.send(source, key=b"k", value=f"m{n}".encode())
+    producer.flush()
+    prefix = f"eos-{uuid.uuid4().hex[:8]}"
+    zombie = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{prefix}-0"})
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    zombie.produce(sink, value=b"from the dead attempt")
+    zombie.flush(10)
+
+    copy(
+        spark,
+        bootstrap,
+        source,
+        sink,
+        tmp_path / "cp",
+        exactlyOnce="true",
+        transactionalIdPrefix=prefix,
+    )
+
+    written = [f"m{n}" for n in range(5)]
+    assert values(spark, bootstrap, sink, "read_committed") == written
+    assert values(spark, bootstrap, sink, "read_uncommitted") == sorted(
+        [*written, "from the dead attempt"]
+    )
+    with pytest.raises(KafkaException):
+        zombie.commit_transaction(30)
