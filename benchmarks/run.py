@@ -464,20 +464,31 @@ def rf(runs: int) -> dict[str, Any]:
 
 
 def spark_rows(rows: int = 200_000) -> dict[str, Any]:
-    """Rows/s of a Spark batch write and read through the minikafka source (local[2])."""
+    """Rows/s of a Spark batch write and read through the minikafka source (local[2]); with
+    SPARK_KAFKA_JARS naming a directory of Spark's JVM Kafka connector jars, through it too."""
     from benchmarks.spark_rows import local_spark, measure
     from minibroker.testing import KafkaBroker
 
     settle("SPARK")
-    spark = local_spark()
+    jars = os.environ.get("SPARK_KAFKA_JARS")
+    spark = local_spark(Path(jars) if jars else None)
     try:
         with KafkaBroker(storage="memory", record_requests=False) as broker:
             figures = measure(spark, broker.bootstrap_servers, rows)
+            if jars:
+                jvm = measure(spark, broker.bootstrap_servers, rows, connector="kafka")
+                figures |= {f"jvm_{name}": value for name, value in jvm.items()}
     finally:
         spark.stop()
     print(
         f"SPARK {rows:,} rows: write {figures['write_rows_per_s']:,.0f} rows/s, "
-        f"read {figures['read_rows_per_s']:,.0f} rows/s",
+        f"read {figures['read_rows_per_s']:,.0f} rows/s"
+        + (
+            f"; JVM connector write {figures['jvm_write_rows_per_s']:,.0f} rows/s, "
+            f"read {figures['jvm_read_rows_per_s']:,.0f} rows/s"
+            if jars
+            else ""
+        ),
         flush=True,
     )
     return figures

@@ -2,7 +2,7 @@
 `spark.read.format("minikafka")` / `df.write.format("minikafka")` (and their streaming
 forms) with the schema and options of Spark's own Kafka connector.
 
-Needs the `minibroker[spark]` extra (pyspark, pyarrow, pandas).
+Needs the `minibroker[spark]` extra (pyspark, pyarrow, pandas, confluent-kafka).
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ from typing import Any
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.serializer import Serializer
 
+from minibroker.spark.options import idempotent_by_default
+
 log = logging.getLogger(__name__)
 
 
@@ -32,6 +34,8 @@ class _ValueSerializer(Serializer):
 
 
 def _typed(name: str, raw: str, default: object) -> object:
+    if name == "acks" and raw.strip().lower() == "all":
+        return -1
     if isinstance(default, bool):
         return raw.strip().lower() == "true"
     if isinstance(default, int):
@@ -70,13 +74,13 @@ def consumer(properties: Mapping[str, str], **overrides: object) -> Any:
 
 
 def producer(properties: Mapping[str, str]) -> Any:
-    """An idempotent producer that waits for all in-sync replicas (acks=all)."""
+    """Kafka's producer defaults (acks=all, idempotence); `kafka.*` options override them."""
     settings: dict[str, object] = {
         "linger_ms": 5,
         "batch_size": 256 * 1024,
-        **kafka_python_settings(properties, KafkaProducer.DEFAULT_CONFIG),
         "acks": "all",
-        "enable_idempotence": True,
+        "enable_idempotence": idempotent_by_default(properties),
+        **kafka_python_settings(properties, KafkaProducer.DEFAULT_CONFIG),
         "value_serializer": _ValueSerializer(),
     }
     return KafkaProducer(**settings)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kafka import TopicPartition as KafkaTopicPartition
 
@@ -35,6 +36,7 @@ from minibroker.spark.options import (
 log = logging.getLogger(__name__)
 
 Offsets = dict[TopicPartition, int]
+T = TypeVar("T")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
@@ -105,7 +107,25 @@ class OffsetReader:
             self._consumer.close()
             self._consumer = None
 
+    def _retried(self, fetch: Callable[[], T]) -> T:
+        """Spark's `fetchOffset.numRetries` attempts, `fetchOffset.retryIntervalMs` apart,
+        each after a failure on a new consumer."""
+        attempts = max(self.options.fetch_offset_num_retries, 1)
+        for attempt in range(1, attempts + 1):
+            try:
+                return fetch()
+            except Exception as exc:
+                if attempt == attempts:
+                    raise
+                log.warning("Error in attempt %d getting Kafka offsets: %r", attempt, exc)
+                self.close()
+                time.sleep(self.options.fetch_offset_retry_interval_ms / 1000)
+        raise AssertionError("unreachable")
+
     def topic_partitions(self) -> list[TopicPartition]:
+        return self._retried(self._topic_partitions)
+
+    def _topic_partitions(self) -> list[TopicPartition]:
         subscription = self.options.subscription
         if subscription.assigned:
             return list(subscription.assigned)
@@ -120,7 +140,7 @@ class OffsetReader:
         wanted = [KafkaTopicPartition(topic, partition) for topic, partition in partitions]
         if not wanted:
             return {}
-        answered = getattr(self.consumer, method)(wanted)
+        answered = self._retried(lambda: getattr(self.consumer, method)(wanted))
         return {(tp.topic, tp.partition): offset for tp, offset in answered.items()}
 
     def earliest(self, partitions: Iterable[TopicPartition]) -> Offsets:
@@ -134,7 +154,7 @@ class OffsetReader:
         """Offsets of the first records at or after each timestamp; none found means latest,
         or an error when starting with startingOffsetsByTimestampStrategy=error."""
         wanted = {KafkaTopicPartition(t, p): ts for (t, p), ts in timestamps.items()}
-        answered = self.consumer.offsets_for_times(wanted) if wanted else {}
+        answered = self._retried(lambda: self.consumer.offsets_for_times(wanted)) if wanted else {}
         resolved: Offsets = {}
         missing: list[TopicPartition] = []
         for tp, found in answered.items():

@@ -30,6 +30,18 @@ _SINK_REJECTED = {
 }
 _STRATEGIES = ("error", "latest")
 _ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+PYTHON_CLIENTS = ("auto", "confluent-kafka", "kafka-python")
+# Spark's defaults: `KafkaSourceProvider` (groupIdPrefix) and `KafkaMicroBatchStream`.
+STREAM_GROUP_PREFIX = "spark-kafka-source"
+BATCH_GROUP_PREFIX = "spark-kafka-relation"
+DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
+_DURATION_UNITS_MS = {
+    "ms": 1, "millisecond": 1, "milliseconds": 1,
+    "s": 1000, "second": 1000, "seconds": 1000,
+    "m": 60_000, "min": 60_000, "minute": 60_000, "minutes": 60_000,
+    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+}  # fmt: skip
 
 
 class KafkaOptionError(ValueError):
@@ -97,6 +109,17 @@ class SourceOptions:
     include_headers: bool
     poll_timeout_ms: int
     client: dict[str, str] = field(default_factory=dict)
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
+    group_id_prefix: str = STREAM_GROUP_PREFIX
+    fetch_offset_num_retries: int = 3
+    fetch_offset_retry_interval_ms: int = 1000
+    python_client: str = "auto"
+
+    def executor_group_id(self, unique: str) -> str:
+        """Spark's executor consumers: `kafka.group.id` if given, else `<prefix>-<unique>-executor`
+        (they only assign partitions: the group never gets members or offsets)."""
+        return self.client.get("group.id") or f"{self.group_id_prefix}-{unique}-executor"
 
 
 @dataclass(frozen=True)
@@ -104,6 +127,14 @@ class SinkOptions:
     topic: str | None
     include_headers: bool
     client: dict[str, str] = field(default_factory=dict)
+    python_client: str = "auto"
+    exactly_once: bool = False
+    transactional_id_prefix: str | None = None
+
+
+def idempotent_by_default(properties: Mapping[str, str]) -> bool:
+    """As Kafka's Java producer: idempotence is on unless `acks` other than all is given."""
+    return properties.get("acks", "all").strip().lower() in ("all", "-1")
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -137,6 +168,37 @@ def _positive_int(options: Mapping[str, str], name: str) -> int | None:
     if value <= 0:
         raise KafkaOptionError(f"Option '{name}' must be a positive integer, not {raw!r}")
     return value
+
+
+def _non_negative_int(options: Mapping[str, str], name: str, default: int) -> int:
+    raw = options.get(name.lower())
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise KafkaOptionError(f"Option '{name}' must be a non-negative integer, not {raw!r}")
+    return value
+
+
+def _duration_ms(options: Mapping[str, str], name: str, default: int) -> int:
+    """Spark's `JavaUtils.timeStringAsMs`: `15m`, `30s`, `100ms`, or a bare number of ms."""
+    raw = options.get(name.lower())
+    if raw is None:
+        return default
+    found = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", raw.lower())
+    if found is None or (found.group(2) and found.group(2) not in _DURATION_UNITS_MS):
+        raise KafkaOptionError(f"Option '{name}' must be a duration such as 15m or 30s: {raw!r}")
+    return int(found.group(1)) * _DURATION_UNITS_MS.get(found.group(2) or "ms", 1)
+
+
+def _python_client(options: Mapping[str, str]) -> str:
+    chosen = options.get("pythonclient", "auto").strip().lower()
+    if chosen not in PYTHON_CLIENTS:
+        raise KafkaOptionError(f"Option 'pythonClient' must be one of {PYTHON_CLIENTS}")
+    return chosen
 
 
 def _json_object(name: str, raw: str) -> dict[str, Any]:
@@ -271,14 +333,36 @@ def parse_source_options(raw: Mapping[str, str], streaming: bool) -> SourceOptio
         include_headers=_bool(options, "includeHeaders", False),
         poll_timeout_ms=_positive_int(options, "kafkaConsumer.pollTimeoutMs") or 120_000,
         client=client_settings(options),
+        min_offsets_per_trigger=_positive_int(options, "minOffsetsPerTrigger"),
+        max_trigger_delay_ms=_duration_ms(options, "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY_MS),
+        group_id_prefix=options.get(
+            "groupidprefix", STREAM_GROUP_PREFIX if streaming else BATCH_GROUP_PREFIX
+        ),
+        fetch_offset_num_retries=_positive_int(options, "fetchOffset.numRetries") or 3,
+        fetch_offset_retry_interval_ms=_non_negative_int(
+            options, "fetchOffset.retryIntervalMs", 1000
+        ),
+        python_client=_python_client(options),
     )
 
 
 def parse_sink_options(raw: Mapping[str, str]) -> SinkOptions:
     options = _lower(raw)
     _check_client_options(options, _SINK_REJECTED)
+    exactly_once = _bool(options, "exactlyOnce", False)
+    prefix = options.get("transactionalidprefix")
+    if exactly_once and not prefix:
+        raise KafkaOptionError(
+            "Option 'exactlyOnce' needs 'transactionalIdPrefix': a name unique to the query "
+            "and the same at every restart (its transactional ids are <prefix>-<task>)"
+        )
+    if exactly_once and "kafka.transactional.id" in options:
+        raise KafkaOptionError("Set transactionalIdPrefix, not kafka.transactional.id")
     return SinkOptions(
+        exactly_once=exactly_once,
+        transactional_id_prefix=prefix,
         topic=options.get("topic"),
         include_headers=_bool(options, "includeHeaders", False),
         client=client_settings(options),
+        python_client=_python_client(options),
     )

@@ -16,7 +16,7 @@ import pyarrow as pa
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import OffsetOutOfRangeError
 
-from minibroker.spark import client
+from minibroker.spark import client, rdkafka
 from minibroker.spark.offsets import OffsetRange, report_data_loss
 from minibroker.spark.options import SourceOptions
 
@@ -95,7 +95,24 @@ class _Columns:
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
 
-def read_range(options: SourceOptions, span: OffsetRange) -> Iterator[pa.RecordBatch]:
+def read_range(
+    options: SourceOptions, span: OffsetRange, group_id: str
+) -> Iterator[pa.RecordBatch]:
+    """With confluent-kafka when chosen (see `rdkafka`), kafka-python otherwise."""
+    if rdkafka.chosen(options.python_client):
+        fast = rdkafka.consumer(options.client, group_id)
+        try:
+            yield from rdkafka.fetch(
+                fast,
+                span,
+                arrow_schema(options.include_headers),
+                options.include_headers,
+                options.fail_on_data_loss,
+                options.poll_timeout_ms,
+            )
+        finally:
+            fast.close()
+        return
     consumer = client.consumer(options.client)
     try:
         yield from _fetch(consumer, options, span)

@@ -8,6 +8,8 @@ their own, created inside the task, because readers and writers are pickled to t
 from __future__ import annotations
 
 import logging
+import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +28,7 @@ from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 from pyspark.sql.types import StructType
@@ -86,6 +89,8 @@ class KafkaDataSource(DataSource):
                 "ErrorIfExists (default)."
             )
         options = parse_sink_options(self.options)
+        if options.exactly_once:
+            raise ValueError("Option 'exactlyOnce' is for streaming writes")
         return KafkaWriter(options, _sink_columns(schema, options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> KafkaStreamWriter:
@@ -98,14 +103,17 @@ def _sink_columns(schema: StructType, options: SinkOptions) -> SinkColumns:
     return check_columns(types, options.topic)
 
 
-def _read(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+def _read(
+    options: SourceOptions, partition: InputPartition, group_id: str
+) -> Iterator[pa.RecordBatch]:
     assert isinstance(partition, KafkaInputPartition)
-    return read_range(options, partition.span)
+    return read_range(options, partition.span, group_id)
 
 
 class KafkaBatchReader(DataSourceReader):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
+        self.group_id = options.executor_group_id(str(uuid.uuid4()))
 
     def partitions(self) -> Sequence[KafkaInputPartition]:
         offsets = OffsetReader(self.options)
@@ -127,24 +135,34 @@ class KafkaBatchReader(DataSourceReader):
         return [KafkaInputPartition(span) for span in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _read(self.options, partition)
+        return _read(self.options, partition, self.group_id)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Offsets are `{"topic": {"partition": nextOffset}}`, as in the connector's checkpoint."""
+    """Offsets are `{"topic": {"partition": nextOffset}}`, as in the connector's checkpoint.
+
+    Admission control as Spark's `KafkaMicroBatchStream`: `minOffsetsPerTrigger` delays a
+    batch until that many offsets are available or `maxTriggerDelay` has passed since the
+    last batch; `maxOffsetsPerTrigger` caps a batch. The Python API carries one read limit,
+    so the default one only tells Spark a limit exists; both come from the options."""
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
+        self.group_id = options.executor_group_id(str(uuid.uuid4()))
         self.offsets = OffsetReader(options)
         self.target: Offsets | None = None
+        self.last_trigger_ms = time.time() * 1000
 
     def initialOffset(self) -> dict[str, dict[str, int]]:
         found = self.offsets.topic_partitions()
         return to_json(self.offsets.resolve(self.options.starting, found, starting=True))
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        limit = self.options.max_offsets_per_trigger
-        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+        if self.options.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.options.max_offsets_per_trigger)
+        if self.options.min_offsets_per_trigger is not None:
+            return ReadMinRows(self.options.min_offsets_per_trigger)
+        return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.target = self._available()
@@ -161,9 +179,28 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         new = [tp for tp in available if tp not in begin]
         begin.update(self.offsets.earliest(new))
         end = {tp: available.get(tp, offset) for tp, offset in begin.items()}
-        if isinstance(limit, ReadMaxRows):
-            end = rate_limit(begin, end, limit.max_rows)
+        if isinstance(limit, ReadAllAvailable):
+            return to_json(end)
+        if self.target is None and self._delay(begin, end):
+            return to_json(begin)
+        if self.options.max_offsets_per_trigger is not None:
+            end = rate_limit(begin, end, self.options.max_offsets_per_trigger)
         return to_json(end)
+
+    def _delay(self, begin: Offsets, end: Offsets) -> bool:
+        """Too few new offsets for minOffsetsPerTrigger, and maxTriggerDelay not yet over
+        (Spark's `delayBatch`; Trigger.AvailableNow never waits)."""
+        minimum = self.options.min_offsets_per_trigger
+        if minimum is None:
+            return False
+        now = time.time() * 1000
+        if now - self.last_trigger_ms >= self.options.max_trigger_delay_ms:
+            self.last_trigger_ms = now
+            return False
+        if sum(end[tp] - begin[tp] for tp in end) < minimum:
+            return True
+        self.last_trigger_ms = now
+        return False
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[KafkaInputPartition]:
         begin, until = from_json(start), from_json(end)
@@ -184,7 +221,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [KafkaInputPartition(span) for span in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _read(self.options, partition)
+        return _read(self.options, partition, self.group_id)
 
     def commit(self, end: dict[str, Any]) -> None:
         """The checkpoint is the truth; nothing is committed to Kafka (as Spark's source)."""

@@ -2,9 +2,11 @@
 
 Columns: `value` (string or binary, required), `key` (string or binary), `topic` (string;
 the `topic` option wins over it), `partition` (int; null lets the producer's partitioner
-decide) and `headers` (array<struct<key string, value binary>>); other columns are
-ignored. Each task produces with acks=all and idempotence, flushes, and fails if any
-record failed: delivery is at-least-once, as with Spark's own sink.
+decide), `headers` (array<struct<key string, value binary>>) and `timestamp` (timestamp:
+the record's CreateTime; null or absent lets the producer stamp it); other columns are
+ignored. Each task produces with Kafka's producer defaults (acks=all, idempotence) unless
+`kafka.*` options say otherwise, flushes, and fails if any record failed: delivery is
+at-least-once, as with Spark's own sink.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from minibroker.spark import client
+from minibroker.spark import client, exactly_once, rdkafka
 from minibroker.spark.options import SinkOptions
+from minibroker.spark.rdkafka import Row
 
 _BYTES_TYPES = ("string", "binary")
+_TIMESTAMP_TYPES = ("timestamp", "timestamp_ntz")
 
 
 class KafkaSinkSchemaError(ValueError):
@@ -33,6 +38,7 @@ class SinkColumns:
     topic: bool
     partition: bool
     headers: bool
+    timestamp: bool = False
 
 
 def check_columns(types: dict[str, str], topic_option: str | None) -> SinkColumns:
@@ -58,7 +64,10 @@ def check_columns(types: dict[str, str], topic_option: str | None) -> SinkColumn
         raise KafkaSinkSchemaError(
             "headers attribute type must be an array<struct<key:string,value:binary>>"
         )
+    if types.get("timestamp", "timestamp") not in _TIMESTAMP_TYPES:
+        raise KafkaSinkSchemaError("timestamp attribute type must be a timestamp")
     return SinkColumns(
+        timestamp="timestamp" in types,
         key="key" in types,
         topic="topic" in types,
         partition="partition" in types,
@@ -73,6 +82,13 @@ def _column(batch: pa.RecordBatch, name: str, present: bool) -> list[Any]:
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
         column = column.cast(pa.binary())
     return column.to_pylist()  # type: ignore[no-any-return]
+
+
+def _milliseconds(batch: pa.RecordBatch, present: bool) -> list[int | None]:
+    if not present:
+        return [None] * batch.num_rows
+    micros = batch.column("timestamp").cast(pa.timestamp("us")).cast(pa.int64())
+    return pc.divide(micros, 1000).to_pylist()  # type: ignore[no-any-return]
 
 
 def _headers(raw: list[dict[str, Any]] | None) -> list[tuple[str, bytes]] | None:
@@ -90,20 +106,40 @@ def produce_batches(
     options: SinkOptions, columns: SinkColumns, batches: Iterable[pa.RecordBatch]
 ) -> int:
     """Produce every row, wait for every acknowledgement; returns the number of records."""
+    rows = (row for batch in batches for row in _rows(options, columns, batch))
+    if options.exactly_once:
+        return exactly_once.produce(options, rows)
+    if rdkafka.chosen(options.python_client):
+        return _produce_rdkafka(options, rows)
+    return _produce_kafka_python(options, rows)
+
+
+def _produce_rdkafka(options: SinkOptions, rows: Iterator[Row]) -> int:
+    failures: list[Any] = []
+    producer = rdkafka.producer(options.client, lambda error, _: failures.append(error))
+    count = rdkafka.produce_rows(producer, _until_failure(rows, failures))
+    producer.flush()
+    if failures:
+        raise RuntimeError(f"Writing to Kafka failed: {failures[0]}")
+    return count
+
+
+def _produce_kafka_python(options: SinkOptions, rows: Iterator[Row]) -> int:
     producer = client.producer(options.client)
     failures: list[BaseException] = []
     count = 0
     try:
-        for batch in batches:
-            for record in _records(options, columns, batch):
-                topic, value, key, partition, headers = record
-                future = producer.send(
-                    topic, value=value, key=key, partition=partition, headers=headers
-                )
-                future.add_errback(failures.append)
-                count += 1
-            if failures:
-                break
+        for topic, value, key, partition, headers, timestamp in _until_failure(rows, failures):
+            future = producer.send(
+                topic,
+                value=client.NULL_VALUE if value is None else value,
+                key=key,
+                partition=partition,
+                headers=_headers(headers),
+                timestamp_ms=timestamp,
+            )
+            future.add_errback(failures.append)
+            count += 1
         producer.flush()
     finally:
         producer.close()
@@ -112,20 +148,29 @@ def produce_batches(
     return count
 
 
-def _records(
-    options: SinkOptions, columns: SinkColumns, batch: pa.RecordBatch
-) -> Iterator[tuple[str, Any, bytes | None, int | None, list[tuple[str, bytes]] | None]]:
+def _until_failure(rows: Iterator[Row], failures: list[Any]) -> Iterator[Row]:
+    for row in rows:
+        if failures:
+            return
+        yield row
+
+
+def _rows(options: SinkOptions, columns: SinkColumns, batch: pa.RecordBatch) -> Iterator[Row]:
+    """(topic, value, key, partition, headers, timestamp ms) of each row of a batch."""
     values = _column(batch, "value", True)
     keys = _column(batch, "key", columns.key)
-    topics = _column(batch, "topic", columns.topic and options.topic is None)
     partitions = _column(batch, "partition", columns.partition)
     headers = _column(batch, "headers", columns.headers)
-    for value, key, topic, partition, header in zip(
-        values, keys, topics, partitions, headers, strict=True
+    stamps = _milliseconds(batch, columns.timestamp)
+    if options.topic is not None or not columns.topic:
+        topics: list[Any] = [options.topic] * batch.num_rows
+    else:
+        topics = [None if t is None else t.decode() for t in _column(batch, "topic", True)]
+    for topic, value, key, partition, header, stamp in zip(
+        topics, values, keys, partitions, headers, stamps, strict=True
     ):
-        name = options.topic or (topic.decode() if topic is not None else None)
-        if name is None:
+        if topic is None:
             raise ValueError(
                 "null topic present in the data. Use the topic option for setting a topic."
             )
-        yield name, client.NULL_VALUE if value is None else value, key, partition, _headers(header)
+        yield topic, value, key, partition, header, stamp

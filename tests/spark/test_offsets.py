@@ -89,3 +89,51 @@ def test_defaults_and_precedence_follow_the_connector() -> None:
 def test_bad_options_are_refused(options: dict[str, str], streaming: bool, message: str) -> None:
     with pytest.raises(KafkaOptionError, match=message):
         parse_source_options(options, streaming)
+
+
+def test_trigger_options_parse_as_spark_does() -> None:
+    options = parse_source_options(
+        {**SERVERS, "subscribe": "a", "minOffsetsPerTrigger": "5", "maxTriggerDelay": "30s"},
+        streaming=True,
+    )
+    assert (options.min_offsets_per_trigger, options.max_trigger_delay_ms) == (5, 30_000)
+    default = parse_source_options({**SERVERS, "subscribe": "a"}, streaming=True)
+    assert (default.min_offsets_per_trigger, default.max_trigger_delay_ms) == (None, 900_000)
+    for delay, ms in (("100ms", 100), ("2m", 120_000), ("250", 250), ("1 h", 3_600_000)):
+        parsed = parse_source_options({**SERVERS, "subscribe": "a", "maxTriggerDelay": delay}, True)
+        assert parsed.max_trigger_delay_ms == ms
+    with pytest.raises(KafkaOptionError, match="maxTriggerDelay"):
+        parse_source_options({**SERVERS, "subscribe": "a", "maxTriggerDelay": "soon"}, True)
+    with pytest.raises(KafkaOptionError, match="minOffsetsPerTrigger"):
+        parse_source_options({**SERVERS, "subscribe": "a", "minOffsetsPerTrigger": "0"}, True)
+
+
+def test_executor_group_ids_follow_spark() -> None:
+    def group(streaming: bool, **extra: str) -> str:
+        options = parse_source_options({**SERVERS, "subscribe": "a", **extra}, streaming)
+        return options.executor_group_id("u1")
+
+    assert group(True) == "spark-kafka-source-u1-executor"
+    assert group(False) == "spark-kafka-relation-u1-executor"
+    assert group(True, groupIdPrefix="app") == "app-u1-executor"
+    assert group(False, groupIdPrefix="app", **{"kafka.group.id": "fixed"}) == "fixed"
+
+
+def test_fetch_offset_and_client_options() -> None:
+    options = parse_source_options({**SERVERS, "subscribe": "a"}, streaming=False)
+    assert (options.fetch_offset_num_retries, options.fetch_offset_retry_interval_ms) == (3, 1000)
+    assert options.python_client == "auto"
+    tuned = parse_source_options(
+        {
+            **SERVERS,
+            "subscribe": "a",
+            "fetchOffset.numRetries": "5",
+            "fetchOffset.retryIntervalMs": "10",
+            "pythonClient": "kafka-python",
+        },
+        streaming=False,
+    )
+    assert (tuned.fetch_offset_num_retries, tuned.fetch_offset_retry_interval_ms) == (5, 10)
+    assert tuned.python_client == "kafka-python"
+    with pytest.raises(KafkaOptionError, match="pythonClient"):
+        parse_source_options({**SERVERS, "subscribe": "a", "pythonClient": "java"}, False)

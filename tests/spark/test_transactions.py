@@ -34,19 +34,21 @@ def transaction(producer: Producer, topic: str, values: list[str], commit: bool)
         producer.abort_transaction(30)
 
 
-def values(spark: Any, bootstrap: str, topic: str, isolation: str) -> list[str]:
+def values(spark: Any, bootstrap: str, topic: str, isolation: str, client: str) -> list[str]:
     frame = (
         spark.read.format("minikafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", topic)
         .option("kafka.isolation.level", isolation)
+        .option("pythonClient", client)
         .load()
     )
     return [bytes(row.value).decode() for row in frame.orderBy("offset").collect()]
 
 
+@pytest.mark.parametrize("client", ["confluent-kafka", "kafka-python"])
 def test_read_committed_skips_aborted_and_stops_at_the_stable_offset(
-    spark: Any, bootstrap: str, new_topic: Any, transactional: Producer
+    spark: Any, bootstrap: str, new_topic: Any, transactional: Producer, client: str
 ) -> None:
     topic = new_topic(1)
     committed = [f"c{i}" for i in range(10)]
@@ -58,9 +60,9 @@ def test_read_committed_skips_aborted_and_stops_at_the_stable_offset(
     transactional.produce(topic, value=b"open", partition=0)
     transactional.flush(10)
 
-    assert values(spark, bootstrap, topic, "read_committed") == committed
+    assert values(spark, bootstrap, topic, "read_committed", client) == committed
     everything = committed[:5] + aborted + committed[5:] + ["open"]
-    assert values(spark, bootstrap, topic, "read_uncommitted") == everything
+    assert values(spark, bootstrap, topic, "read_uncommitted", client) == everything
 
     transactional.commit_transaction(30)
-    assert values(spark, bootstrap, topic, "read_committed") == [*committed, "open"]
+    assert values(spark, bootstrap, topic, "read_committed", client) == [*committed, "open"]
