@@ -1,8 +1,9 @@
 """The checker: reads a whole history (benchmarks.jepsen.history) and reports anomalies.
 
-- `lost-write`: an acknowledged send whose value no read ever saw, though reads of its key
-  reached past its offset (the final drain reads every key to its end, so every acknowledged
-  write is covered by the end of a run);
+- `lost-write`: an acknowledged send whose value is missing from its key's log though reads
+  reached past its offset: from the final drain's reads where it read the key (process
+  `FINAL`, every key to its end after the faults are healed: a value read earlier and gone
+  since is lost too), from every read otherwise;
 - `duplicate`: one value at two or more offsets of a key (or in two keys);
 - `inconsistent-offset`: two values read (or acknowledged) at one offset of a key;
 - `out-of-order`: one poll returning a key's records in non-increasing offset order;
@@ -32,6 +33,7 @@ from benchmarks.jepsen.elle import Graph, cycles
 from benchmarks.jepsen.history import Op, pairs, write_ops
 
 CLIENT_FUNCTIONS = ("send", "poll", "txn")
+FINAL = "final"
 ANOMALY_TYPES = (
     "lost-write",
     "duplicate",
@@ -62,6 +64,7 @@ class Read:
     committed: bool  # the reading operation completed ok
     key: str
     records: list[tuple[int, str]]
+    final: bool = False  # by the final drain
 
 
 @dataclass
@@ -96,7 +99,15 @@ def analyse(ops: Iterable[Op]) -> Analysis:
             elif mop[0] == "poll" and len(mop) > 1:
                 for key, records in mop[1].items():
                     pairs_read = [(int(offset), value) for offset, value in records]
-                    found.reads.append(Read(invoked.index, outcome == "ok", key, pairs_read))
+                    found.reads.append(
+                        Read(
+                            invoked.index,
+                            outcome == "ok",
+                            key,
+                            pairs_read,
+                            final=invoked.process == FINAL and outcome == "ok",
+                        )
+                    )
     return found
 
 
@@ -176,15 +187,18 @@ def _read_anomalies(found: Analysis) -> list[Anomaly]:
 
 def _lost_writes(found: Analysis) -> tuple[list[Anomaly], int]:
     """Lost acknowledged writes, and how many acknowledged writes no read reached."""
-    seen = {value for read in found.reads for _offset, value in read.records}
+    drained = {read.key for read in found.reads if read.final}
+    seen: dict[str, set[str]] = defaultdict(set)
     reached: dict[str, int] = defaultdict(lambda: -1)
     for read in found.reads:
+        if read.final or read.key not in drained:
+            seen[read.key].update(value for _offset, value in read.records)
         for offset, _value in read.records:
             reached[read.key] = max(reached[read.key], offset)
     lost: list[Anomaly] = []
     unreached = 0
     for write in found.writes.values():
-        if write.outcome != "ok" or write.offset is None or write.value in seen:
+        if write.outcome != "ok" or write.offset is None or write.value in seen[write.key]:
             continue
         if reached[write.key] >= write.offset:
             lost.append(
