@@ -1,9 +1,9 @@
 """The checker: reads a whole history (benchmarks.jepsen.history) and reports anomalies.
 
 - `lost-write`: an acknowledged send whose value is missing from its key's log though reads
-  reached past its offset: from the final drain's reads where it read the key (process
-  `FINAL`, every key to its end after the faults are healed: a value read earlier and gone
-  since is lost too), from every read otherwise;
+  reached past its offset: where the final drain read the key (process `FINAL`, ok: every
+  key read to its end after the faults are healed), every acknowledged value missing from it
+  is lost (read earlier and gone since, or past its end); elsewhere, from every read;
 - `duplicate`: one value at two or more offsets of a key (or in two keys);
 - `inconsistent-offset`: two values read (or acknowledged) at one offset of a key;
 - `out-of-order`: one poll returning a key's records in non-increasing offset order;
@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ class Analysis:
     writes: dict[str, Write] = field(default_factory=dict)
     reads: list[Read] = field(default_factory=list)
     committed_ops: set[int] = field(default_factory=set)
+    transactions: Counter[str] = field(default_factory=Counter)  # outcome -> count
 
 
 def _mops(value: Any) -> list[list[Any]]:
@@ -86,6 +88,8 @@ def analyse(ops: Iterable[Op]) -> Analysis:
         outcome = completed.type if completed is not None else "info"
         if outcome == "ok":
             found.committed_ops.add(invoked.index)
+        if invoked.f == "txn":
+            found.transactions[outcome] += 1
         for mop in _mops(invoked.value):
             if mop[0] == "send":
                 key, value = mop[1], mop[2]
@@ -195,6 +199,8 @@ def _lost_writes(found: Analysis) -> tuple[list[Anomaly], int]:
             seen[read.key].update(value for _offset, value in read.records)
         for offset, _value in read.records:
             reached[read.key] = max(reached[read.key], offset)
+    for key in drained:  # read to its end: nothing acknowledged lies beyond
+        reached[key] = sys.maxsize
     lost: list[Anomaly] = []
     unreached = 0
     for write in found.writes.values():
@@ -334,6 +340,11 @@ def check(ops: list[Op]) -> Result:
             "indeterminate": outcomes["info"],
             "acknowledged_unread": unreached,
         },
+        "transactions": {
+            "committed": found.transactions["ok"],
+            "aborted": found.transactions["fail"],
+            "indeterminate": found.transactions["info"],
+        },
         "reads": len(found.reads),
         "committed_operations": len(found.committed_ops),
         "anomalies": {name: counts[name] for name in ANOMALY_TYPES},
@@ -343,12 +354,14 @@ def check(ops: list[Op]) -> Result:
 
 def summary_text(result: Result) -> str:
     summary = result.summary
-    writes = summary["writes"]
+    writes, txns = summary["writes"], summary["transactions"]
     lines = [
         f"operations: {summary['operations']}   fault events: {summary['fault_events']}",
         f"writes: {writes['acknowledged']} acknowledged, {writes['failed']} failed, "
         f"{writes['indeterminate']} indeterminate ({writes['acknowledged_unread']} "
         "acknowledged but never reached by a read)",
+        f"transactions: {txns['committed']} committed, {txns['aborted']} aborted, "
+        f"{txns['indeterminate']} indeterminate",
         f"reads: {summary['reads']}   committed operations: {summary['committed_operations']}",
         "anomalies: "
         + (

@@ -312,12 +312,13 @@ def drain(history: History, bootstrap: str, ends: dict[str, dict[int, int]]) -> 
         for topic, partitions in ends.items():
             for partition, high_watermark in partitions.items():
                 end = _stable_end(consumer, topic, partition, high_watermark)
-                _drain_partition(history, consumer, topic, partition, end)
+                _drain_partition(history, consumer, topic, partition, end, high_watermark)
     finally:
         consumer.close()
 
 
 def _stable_end(consumer: Consumer, topic: str, partition: int, high_watermark: int) -> int:
+    """The last stable offset, once it reaches the high watermark or the wait ends."""
     deadline = time.monotonic() + TXN_TIMEOUT_MS / 1000 + 2
     while True:
         _low, stable = consumer.get_watermark_offsets(
@@ -329,8 +330,10 @@ def _stable_end(consumer: Consumer, topic: str, partition: int, high_watermark: 
 
 
 def _drain_partition(
-    history: History, consumer: Consumer, topic: str, partition: int, end: int
+    history: History, consumer: Consumer, topic: str, partition: int, end: int, high: int
 ) -> None:
+    """One poll entry: ok when read to the high watermark (info: only to `end`, an open
+    transaction holding the last stable offset back, or the read ran out of time)."""
     invoked = history.invoke(FINAL, "poll", [["poll"]])
     consumer.assign([TopicPartition(topic, partition, 0)])
     records: list[list[Any]] = []
@@ -341,6 +344,6 @@ def _drain_partition(
         position = consumer.position([TopicPartition(topic, partition)])[0].offset or 0
     history.complete(
         invoked,
-        "ok" if position >= end else "info",
+        "ok" if position >= end >= high else "info",
         [["poll", {key_of(topic, partition): records}]],
     )

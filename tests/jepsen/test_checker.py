@@ -215,3 +215,30 @@ def test_results_are_written_and_the_history_reads_back(tmp_path: Path) -> None:
     text = summary_text(result)
     assert "phantom-read 1" in text
     assert text.endswith("INVALID")
+
+
+def test_a_write_read_once_then_missing_from_the_final_drain_is_lost() -> None:
+    b = clean_queue()
+    b.send(0, "q/0", "e", 2)
+    b.poll(2, {"q/0": [[2, "e"]]})
+    assert types(b) == []
+    drain = b.history.invoke("final", "poll", [["poll"]])
+    b.history.complete(drain, "ok", [["poll", {"q/0": [[0, "a"], [1, "b"], [2, "f"]]}]])
+    assert types(b) == ["inconsistent-offset", "lost-write", "phantom-read"]
+
+
+def test_an_acknowledged_write_past_the_final_drain_is_lost() -> None:
+    b = clean_queue()
+    b.send(0, "q/0", "e", 2)
+    drain = b.history.invoke("final", "poll", [["poll"]])
+    b.history.complete(drain, "ok", [["poll", {"q/0": [[0, "a"], [1, "b"]]}]])
+    anomalies = check(b.ops).anomalies
+    assert [(a["type"], a["value"]) for a in anomalies] == [("lost-write", "e")]
+
+
+def test_an_unfinished_drain_does_not_count_as_the_end() -> None:
+    b = clean_queue()
+    b.send(0, "q/0", "e", 2)
+    drain = b.history.invoke("final", "poll", [["poll"]])
+    b.history.complete(drain, "info", [["poll", {"q/0": [[0, "a"], [1, "b"]]}]])
+    assert types(b) == []
