@@ -345,6 +345,7 @@ def check(ops: list[Op]) -> Result:
             "aborted": found.transactions["fail"],
             "indeterminate": found.transactions["info"],
         },
+        "share_accepted": sum(1 for op in ops if op.f == "share-ack" and op.type == "ok"),
         "reads": len(found.reads),
         "committed_operations": len(found.committed_ops),
         "anomalies": {name: counts[name] for name in ANOMALY_TYPES},
@@ -362,7 +363,8 @@ def summary_text(result: Result) -> str:
         "acknowledged but never reached by a read)",
         f"transactions: {txns['committed']} committed, {txns['aborted']} aborted, "
         f"{txns['indeterminate']} indeterminate",
-        f"reads: {summary['reads']}   committed operations: {summary['committed_operations']}",
+        f"reads: {summary['reads']}   committed operations: {summary['committed_operations']}"
+        f"   share records accepted: {summary['share_accepted']}",
         "anomalies: "
         + (
             ", ".join(f"{name} {count}" for name, count in summary["anomalies"].items() if count)

@@ -1,7 +1,8 @@
-"""`scripts/jepsen --minutes N --seed S [--unsafe]`: the queue and read-write transaction
-workloads on an in-process 3-node cluster under a seeded nemesis, then a final drain, then the
-checker over the whole history: the summary printed, history.jsonl, anomalies.json and
-summary.json written under `--out` (default results/jepsen/<safe|unsafe>-seed<S>).
+"""`scripts/jepsen --minutes N --seed S [--unsafe]`: the queue, read-write transaction and
+share-group workloads on an in-process 3-node cluster under a seeded nemesis, then a final
+drain, then the checker over the whole history: the summary printed, history.jsonl,
+anomalies.json and summary.json written under `--out` (default
+results/jepsen/<safe|unsafe>-seed<S>).
 
 Safe: acks=all idempotent producers, min.insync.replicas=2, replication factor 3, internal
 topics at replication factor 3 / min ISR 2, no unclean election. Unsafe: acks=1 producers,
@@ -31,6 +32,7 @@ from benchmarks.jepsen.workloads import (
     QueueConsumer,
     QueueProducer,
     Settings,
+    ShareWorker,
     TxnWorker,
     Worker,
     drain,
@@ -68,6 +70,7 @@ class Options:
     producers: int = 2
     consumers: int = 2
     transactors: int = 2
+    share_consumers: int = 2
 
 
 def _committed(cluster: KafkaCluster) -> dict[str, int]:
@@ -90,6 +93,8 @@ def _workers(
         workers.append(QueueProducer(settings, history, stop, next(process)))
     for _ in range(options.consumers):
         workers.append(QueueConsumer(settings, history, stop, next(process)))
+    for _ in range(options.share_consumers):
+        workers.append(ShareWorker(settings, history, stop, next(process)))
     for _ in range(options.transactors):
         workers.append(TxnWorker(settings, write_lock, history, stop, next(process)))
     workers.append(CommittedObserver(lambda: _committed(cluster), history, stop, -1))

@@ -11,6 +11,8 @@
   the dependency graph follows that order and any cycle is an anomaly (without it, two
   concurrent transactions appending to two partitions in opposite orders form a write-write
   cycle that Kafka allows).
+- share: share-group consumers (KIP-932) of the queue topic accept every record explicitly
+  and commit; each record whose commit succeeded is recorded as accepted ("share-ack").
 - drain: after the run, a read_committed consumer reads every partition to its end (process
   `final`).
 """
@@ -25,7 +27,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import (
+    AcknowledgeType,
+    Consumer,
+    IllegalStateException,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    ShareConsumer,
+    TopicPartition,
+)
 
 from benchmarks.jepsen.checker import FINAL
 from benchmarks.jepsen.history import History, Op
@@ -33,6 +45,7 @@ from benchmarks.jepsen.history import History, Op
 QUEUE_TOPIC = "jepsen-queue"
 TXN_TOPIC = "jepsen-wr"
 QUEUE_GROUP = "jepsen-queue-group"
+SHARE_GROUP = "jepsen-share-group"
 QUIET = {"log_level": 0, "logger": lambda *_args: None}
 TIMEOUT_MS = 6000
 TXN_TIMEOUT_MS = 10000  # at least message.timeout.ms (librdkafka)
@@ -177,6 +190,54 @@ class CommittedObserver(Worker):
             self.history.record(
                 "observer", "committed", {"group": QUEUE_GROUP, "offsets": self.read()}
             )
+
+
+class ShareWorker(Worker):
+    """A share-group consumer: every record accepted, then committed; a record is recorded as
+    accepted once its partition's commit succeeded."""
+
+    def __init__(self, settings: Settings, *args: Any) -> None:
+        super().__init__("share-consumer", *args)
+        self.settings = settings
+
+    def work(self) -> None:
+        consumer = ShareConsumer(
+            {
+                "bootstrap.servers": self.settings.bootstrap,
+                "group.id": SHARE_GROUP,
+                "share.acknowledgement.mode": "explicit",
+                "log_level": 0,
+            }
+        )
+        consumer.subscribe([QUEUE_TOPIC])
+        try:
+            while not self.stop_event.is_set():
+                self._poll_accept_commit(consumer)
+        finally:
+            consumer.close()
+
+    def _poll_accept_commit(self, consumer: ShareConsumer) -> None:
+        try:
+            messages = [m for m in consumer.poll(0.2) if m.error() is None]
+            for message in messages:
+                consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+            if not messages:
+                return
+            results = consumer.commit_sync(TIMEOUT_MS / 1000)
+        except (KafkaException, IllegalStateException):
+            time.sleep(0.1)  # unknown outcome: nothing recorded as accepted
+            return
+        for message in messages:
+            topic, partition, value = message.topic(), message.partition(), message.value()
+            assert topic is not None and partition is not None and value is not None
+            if results.get(TopicPartition(topic, partition), "missing") is None:
+                accepted = {
+                    "group": SHARE_GROUP,
+                    "key": key_of(topic, partition),
+                    "offset": message.offset(),
+                    "value": value.decode(),
+                }
+                self.history.record(self.process, "share-ack", accepted)
 
 
 class TxnWorker(Worker):

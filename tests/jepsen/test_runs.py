@@ -34,6 +34,7 @@ def short_run(tmp_path: Path, *, unsafe: bool) -> dict[str, int]:
     assert result.summary["fault_events"] >= 1
     assert result.summary["writes"]["acknowledged"] > 100
     assert result.summary["transactions"]["committed"] > 10
+    assert result.summary["share_accepted"] > 0
     return dict(result.counts())
 
 
