@@ -25,7 +25,6 @@ from benchmarks.jepsen.checker import Result, check, summary_text, write_results
 from benchmarks.jepsen.history import History
 from benchmarks.jepsen.nemesis import FAULTS, Nemesis, heal_all, schedule
 from benchmarks.jepsen.workloads import (
-    QUEUE_GROUP,
     QUEUE_TOPIC,
     TXN_TOPIC,
     CommittedObserver,
@@ -68,15 +67,15 @@ class Options:
     faults: Sequence[str] = FAULTS
     fault_interval_s: float = 2.0
     producers: int = 2
-    consumers: int = 2
+    consumers: int = 4  # alternately classic and KIP-848 group members
     transactors: int = 2
     share_consumers: int = 2
 
 
-def _committed(cluster: KafkaCluster) -> dict[str, int]:
+def _committed(cluster: KafkaCluster, group: str) -> dict[str, int]:
     return {
         key_of(topic, partition): offset
-        for (topic, partition), offset in cluster.committed_offsets(QUEUE_GROUP).items()
+        for (topic, partition), offset in cluster.committed_offsets(group).items()
     }
 
 
@@ -91,13 +90,15 @@ def _workers(
     workers: list[Worker] = []
     for _ in range(options.producers):
         workers.append(QueueProducer(settings, history, stop, next(process)))
-    for _ in range(options.consumers):
-        workers.append(QueueConsumer(settings, history, stop, next(process)))
+    for index in range(options.consumers):
+        protocol = ("classic", "consumer")[index % 2]
+        workers.append(QueueConsumer(settings, protocol, history, stop, next(process)))
     for _ in range(options.share_consumers):
         workers.append(ShareWorker(settings, history, stop, next(process)))
     for _ in range(options.transactors):
         workers.append(TxnWorker(settings, write_lock, history, stop, next(process)))
-    workers.append(CommittedObserver(lambda: _committed(cluster), history, stop, -1))
+    observer = CommittedObserver(lambda group: _committed(cluster, group), history, stop, -1)
+    workers.append(observer)
     return workers
 
 

@@ -3,8 +3,8 @@
 "topic/partition".
 
 - queue: producers (idempotent acks=all, or acks=1 in the unsafe configuration) send one
-  value at a time to a random partition; consumers of one group poll and commit after each
-  poll; an observer records the group's committed offsets.
+  value at a time to a random partition; consumers of two groups (one classic, one KIP-848)
+  poll and commit after each poll; an observer records the groups' committed offsets.
 - wr (Jepsen's read-write transactions over Kafka): each transaction polls a read_committed
   consumer assigned to every partition of the topic, then appends to a few random partitions
   and commits. The write-and-commit phase is serialised between processes, so every edge of
@@ -44,7 +44,8 @@ from benchmarks.jepsen.history import History, Op
 
 QUEUE_TOPIC = "jepsen-queue"
 TXN_TOPIC = "jepsen-wr"
-QUEUE_GROUP = "jepsen-queue-group"
+# one group per rebalance protocol: classic, and KIP-848's consumer protocol
+QUEUE_GROUPS = {"classic": "jepsen-queue-group", "consumer": "jepsen-queue-group-848"}
 SHARE_GROUP = "jepsen-share-group"
 QUIET = {"log_level": 0, "logger": lambda *_args: None}
 TIMEOUT_MS = 6000
@@ -148,18 +149,20 @@ def _send(
 
 
 class QueueConsumer(Worker):
-    def __init__(self, settings: Settings, *args: Any) -> None:
-        super().__init__("queue-consumer", *args)
+    def __init__(self, settings: Settings, protocol: str, *args: Any) -> None:
+        super().__init__(f"queue-consumer-{protocol}", *args)
         self.settings = settings
+        self.protocol = protocol
 
     def work(self) -> None:
         consumer = Consumer(
             {
                 "bootstrap.servers": self.settings.bootstrap,
-                "group.id": QUEUE_GROUP,
+                "group.id": QUEUE_GROUPS[self.protocol],
+                "group.protocol": self.protocol,
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": False,
-                "session.timeout.ms": 6000,
+                **({"session.timeout.ms": 6000} if self.protocol == "classic" else {}),
                 "isolation.level": "read_committed",
                 **QUIET,
             }
@@ -179,17 +182,17 @@ class QueueConsumer(Worker):
 
 
 class CommittedObserver(Worker):
-    """Records the group's committed offsets as the cluster holds them."""
+    """Records each queue group's committed offsets as the cluster holds them."""
 
-    def __init__(self, read: Callable[[], dict[str, int]], *args: Any) -> None:
+    def __init__(self, read: Callable[[str], dict[str, int]], *args: Any) -> None:
         super().__init__("committed-observer", *args)
         self.read = read
 
     def work(self) -> None:
         while not self.stop_event.wait(0.25):
-            self.history.record(
-                "observer", "committed", {"group": QUEUE_GROUP, "offsets": self.read()}
-            )
+            for group in QUEUE_GROUPS.values():
+                observed = {"group": group, "offsets": self.read(group)}
+                self.history.record("observer", "committed", observed)
 
 
 class ShareWorker(Worker):
