@@ -324,7 +324,7 @@ class TxnWorker(Worker):
                 return self._abort(producer, invoked, reads, sends, exc, committing)
         done = [
             ["poll", reads],
-            *[["send", key, [delivered[value], value]] for key, _p, value in sends],
+            *[["send", key, [delivered.get(value), value]] for key, _p, value in sends],
         ]
         self.history.complete(invoked, "ok", done)
         return True
