@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,19 +42,17 @@ class Fault:
 
 def schedule(
     seed: int, nodes: Sequence[int], partitions: int, kinds: Sequence[str], interval_s: float
-) -> list[Fault]:
-    """The first faults of the seed's schedule (enough for any run: callers stop early)."""
+) -> Iterator[Fault]:
+    """The seed's faults, without end (the nemesis stops taking them when the run ends)."""
     rng = random.Random(seed)
-    return [
-        Fault(
+    while True:
+        yield Fault(
             kind=rng.choice(list(kinds)),
             node=rng.choice(list(nodes)),
             duration_s=rng.uniform(0.5, 1.5) * interval_s,
             partition=rng.randrange(partitions),
             gap_s=rng.uniform(0.25, 1.0) * interval_s,
         )
-        for _ in range(100_000)
-    ]
 
 
 class Nemesis(threading.Thread):
@@ -62,7 +60,7 @@ class Nemesis(threading.Thread):
         self,
         cluster: KafkaCluster,
         history: History,
-        faults: list[Fault],
+        faults: Iterator[Fault],
         stop: threading.Event,
         topic: str,
         lag_time_s: float,
