@@ -12,7 +12,10 @@ One fault at a time, healed before the next, so a majority of nodes is always up
 - `leader-alone`: a partition's followers stop fetching until the ISR is its leader alone,
   then the leader stops (with acks=1 and unclean election this loses the records only the
   leader had, as Kafka documents; with acks=all and min.insync.replicas=2 the writes are
-  refused instead), then everything is healed.
+  refused instead), then everything is healed;
+- `internal-leader-alone` (only when asked for, not in the default set): the same on a
+  partition of `__consumer_offsets` (even nodes drawn) or `__transaction_state` (odd ones),
+  where the group and transaction coordinators write.
 Every injection and heal is recorded in the history (`f` "nemesis" and "heal").
 """
 
@@ -28,6 +31,8 @@ from benchmarks.jepsen.history import History
 from minibroker.testing import KafkaCluster
 
 FAULTS = ("stop-node", "isolate-node", "pause-replication", "slow-node", "leader-alone")
+EXTRA_FAULTS = ("internal-leader-alone",)
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 SLOW_S = 0.2
 
 
@@ -91,7 +96,10 @@ class Nemesis(threading.Thread):
     def _inject(self, fault: Fault) -> None:
         self.injected += 1
         if fault.kind == "leader-alone":
-            self._leader_alone(fault)
+            self._leader_alone(fault, self.topic)
+            return
+        if fault.kind == "internal-leader-alone":
+            self._leader_alone(fault, INTERNAL_TOPICS[fault.node % 2])
             return
         start, heal = {
             "stop-node": (self.cluster.stop_node, self.cluster.start_node),
@@ -111,20 +119,22 @@ class Nemesis(threading.Thread):
     def _fast(self, node: int) -> None:
         self.cluster.set_latency(0.0, node=node)
 
-    def _leader_alone(self, fault: Fault) -> None:
-        leader = self.cluster.leader(self.topic, fault.partition)
+    def _leader_alone(self, fault: Fault, topic: str) -> None:
+        if topic not in self.cluster.topics():
+            return
+        leader = self.cluster.leader(topic, fault.partition)
         if leader not in self.cluster.live_nodes:
             return
-        followers = [n for n in self.cluster.replicas(self.topic, fault.partition) if n != leader]
-        detail = {"topic": self.topic, "partition": fault.partition, "leader": leader}
+        followers = [n for n in self.cluster.replicas(topic, fault.partition) if n != leader]
+        detail = {"topic": topic, "partition": fault.partition, "leader": leader}
         self._record("nemesis", fault, detail)
         for follower in followers:
-            self.cluster.pause_replication(follower, self.topic, fault.partition)
+            self.cluster.pause_replication(follower, topic, fault.partition)
         self.stop_event.wait(self.lag_time_s + fault.duration_s)
         self.cluster.stop_node(leader)
         self.stop_event.wait(fault.duration_s / 2)
         for follower in followers:
-            self.cluster.resume_replication(follower, self.topic, fault.partition)
+            self.cluster.resume_replication(follower, topic, fault.partition)
         self.stop_event.wait(fault.duration_s / 2)
         self.cluster.start_node(leader)
         self._record("heal", fault, detail)

@@ -23,7 +23,7 @@ from typing import Any
 
 from benchmarks.jepsen.checker import Result, check, summary_text, write_results
 from benchmarks.jepsen.history import History
-from benchmarks.jepsen.nemesis import FAULTS, Nemesis, heal_all, schedule
+from benchmarks.jepsen.nemesis import EXTRA_FAULTS, FAULTS, Nemesis, heal_all, schedule
 from benchmarks.jepsen.workloads import (
     QUEUE_TOPIC,
     TXN_TOPIC,
@@ -47,6 +47,9 @@ SAFE_CONFIG = {
     "offsets.topic.replication.factor": 3,
     "transaction.state.log.replication.factor": 3,
     "transaction.state.log.min.isr": 2,
+    # few internal partitions, so that internal-leader-alone hits the ones in use
+    "offsets.topic.num.partitions": PARTITIONS,
+    "transaction.state.log.num.partitions": PARTITIONS,
     "unclean.leader.election.enable": "false",
     "replica.lag.time.max.ms": LAG_TIME_MS,
 }
@@ -151,9 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     kinds = [kind for kind in args.faults.split(",") if kind]
-    unknown = set(kinds) - set(FAULTS)
+    unknown = set(kinds) - set(FAULTS) - set(EXTRA_FAULTS)
     if unknown or not kinds:
-        parser.error(f"--faults: kinds are {', '.join(FAULTS)}")
+        parser.error(f"--faults: kinds are {', '.join(FAULTS + EXTRA_FAULTS)}")
     name = f"{'unsafe' if args.unsafe else 'safe'}-seed{args.seed}"
     options = Options(
         seconds=args.minutes * 60,
