@@ -124,6 +124,10 @@ def elr_disabled() -> int | None:
     return None
 
 
+def no_min_isr() -> int:
+    return 1
+
+
 @dataclass(eq=False)
 class ReplicaSet:
     assignment: list[int]  # the replicas, the preferred leader first
@@ -136,6 +140,8 @@ class ReplicaSet:
     last_known_elr: list[int] = field(default_factory=list)
     # the topic's min.insync.replicas while eligible leader replicas are enabled, else None
     elr_min_isr: Callable[[], int | None] = elr_disabled
+    # Kafka's effective min.insync.replicas: the topic's, at most the replication factor
+    min_isr: Callable[[], int] = no_min_isr
     _waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
 
     @property
@@ -174,8 +180,11 @@ class ReplicaSet:
         return joined, self.advance_high_watermark()
 
     def advance_high_watermark(self) -> bool:
+        """Kafka's `maybeIncrementLeaderHW`: never while the ISR is under min.insync.replicas,
+        so that a record the ISR alone holds is not read (nor acknowledged) when an election
+        may still pick a replica without it."""
         leader = self.leader_replica()
-        if leader is None:
+        if leader is None or len(self.isr) < self.min_isr():
             return False
         ends = [self.replicas[node].log_end_offset for node in self.isr if node in self.replicas]
         candidate = min(ends, default=leader.log_end_offset)

@@ -272,6 +272,7 @@ class Cluster:
     def _attach(self, partition: Partition, replica_set: ReplicaSet) -> None:
         partition.replication = replica_set
         replica_set.elr_min_isr = functools.partial(self.elr_min_isr, partition)
+        replica_set.min_isr = functools.partial(self.effective_min_isr, partition)
 
     def clear_elr(self, topic: str | None = None) -> None:
         """Kafka's ClearElrRecord: the ELR and last-known ELR of the topic's partitions (of
@@ -281,6 +282,13 @@ class Cluster:
                 assert partition.replication is not None
                 partition.replication.elr, partition.replication.last_known_elr = [], []
         self.write_replication_state()
+
+    def effective_min_isr(self, partition: Partition) -> int:
+        """Kafka's `Partition.effectiveMinIsr`: min.insync.replicas, at most the replication
+        factor (1 once the topic is deleted)."""
+        if partition.topic not in self.topics or partition.replication is None:
+            return 1
+        return min(self.min_isr(partition), len(partition.replication.replicas))
 
     def elr_min_isr(self, partition: Partition) -> int | None:
         """The min.insync.replicas the controller keeps the partition's ELR against; None

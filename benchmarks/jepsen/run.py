@@ -1,0 +1,178 @@
+"""`scripts/jepsen --minutes N --seed S [--unsafe]`: the queue, read-write transaction and
+share-group workloads on an in-process 3-node cluster under a seeded nemesis, then a final
+drain, then the checker over the whole history: the summary printed, history.jsonl,
+anomalies.json and summary.json written under `--out` (default
+results/jepsen/<safe|unsafe>-seed<S>).
+
+Safe: acks=all idempotent producers, min.insync.replicas=2, replication factor 3, internal
+topics at replication factor 3 / min ISR 2, no unclean election. Unsafe: acks=1 producers,
+min.insync.replicas=1, unclean.leader.election.enable=true. Exits 1 when the checker found an
+anomaly (expected in the unsafe configuration), 2 when a client or the nemesis crashed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.jepsen.checker import Result, check, summary_text, write_results
+from benchmarks.jepsen.history import History
+from benchmarks.jepsen.nemesis import EXTRA_FAULTS, FAULTS, Nemesis, heal_all, schedule
+from benchmarks.jepsen.workloads import (
+    QUEUE_TOPIC,
+    TXN_TOPIC,
+    CommittedObserver,
+    QueueConsumer,
+    QueueProducer,
+    Settings,
+    ShareWorker,
+    TxnWorker,
+    Worker,
+    drain,
+    key_of,
+)
+from minibroker.testing import KafkaCluster
+
+LAG_TIME_MS = 1000
+PARTITIONS = 3
+SAFE_CONFIG = {
+    "min.insync.replicas": 2,
+    "default.replication.factor": 3,
+    "offsets.topic.replication.factor": 3,
+    "transaction.state.log.replication.factor": 3,
+    "transaction.state.log.min.isr": 2,
+    # few internal partitions, so that internal-leader-alone hits the ones in use
+    "offsets.topic.num.partitions": PARTITIONS,
+    "transaction.state.log.num.partitions": PARTITIONS,
+    "unclean.leader.election.enable": "false",
+    "replica.lag.time.max.ms": LAG_TIME_MS,
+}
+UNSAFE_CONFIG = {
+    **SAFE_CONFIG,
+    "min.insync.replicas": 1,
+    "transaction.state.log.min.isr": 1,
+    "unclean.leader.election.enable": "true",
+}
+
+
+@dataclass
+class Options:
+    seconds: float
+    seed: int
+    unsafe: bool
+    out: Path
+    faults: Sequence[str] = FAULTS
+    fault_interval_s: float = 2.0
+    producers: int = 2
+    consumers: int = 4  # alternately classic and KIP-848 group members
+    transactors: int = 2
+    share_consumers: int = 2
+
+
+def _committed(cluster: KafkaCluster, group: str) -> dict[str, int]:
+    return {
+        key_of(topic, partition): offset
+        for (topic, partition), offset in cluster.committed_offsets(group).items()
+    }
+
+
+def _workers(
+    cluster: KafkaCluster, options: Options, history: History, stop: threading.Event
+) -> list[Worker]:
+    settings = Settings(
+        cluster.bootstrap_servers, "1" if options.unsafe else "all", PARTITIONS, options.seed
+    )
+    process = iter(range(1_000))
+    write_lock = threading.Lock()
+    workers: list[Worker] = []
+    for _ in range(options.producers):
+        workers.append(QueueProducer(settings, history, stop, next(process)))
+    for index in range(options.consumers):
+        protocol = ("classic", "consumer")[index % 2]
+        workers.append(QueueConsumer(settings, protocol, history, stop, next(process)))
+    for _ in range(options.share_consumers):
+        workers.append(ShareWorker(settings, history, stop, next(process)))
+    for _ in range(options.transactors):
+        workers.append(TxnWorker(settings, write_lock, history, stop, next(process)))
+    observer = CommittedObserver(lambda group: _committed(cluster, group), history, stop, -1)
+    workers.append(observer)
+    return workers
+
+
+def run(options: Options) -> Result:
+    history = History()
+    config: dict[str, Any] = UNSAFE_CONFIG if options.unsafe else SAFE_CONFIG
+    with KafkaCluster(nodes=3, storage="memory", config=config, record_requests=False) as cluster:
+        for topic in (QUEUE_TOPIC, TXN_TOPIC):
+            cluster.create_topic(topic, PARTITIONS, replication_factor=3)
+        cluster.wait_in_sync()
+        stop = threading.Event()
+        workers = _workers(cluster, options, history, stop)
+        faults = schedule(
+            options.seed, cluster.node_ids, PARTITIONS, options.faults, options.fault_interval_s
+        )
+        nemesis = Nemesis(cluster, history, faults, stop, QUEUE_TOPIC, LAG_TIME_MS / 1000)
+        threads: list[Worker | Nemesis] = [*workers, nemesis]
+        for thread in threads:
+            thread.start()
+        time.sleep(options.seconds)
+        stop.set()
+        nemesis.join()
+        for worker in workers:
+            worker.join(60)
+        heal_all(cluster)
+        cluster.wait_in_sync(timeout_s=60)
+        ends = {topic: cluster.end_offsets(topic) for topic in (QUEUE_TOPIC, TXN_TOPIC)}
+        drain(history, cluster.bootstrap_servers, ends)
+        crashed = [t.name for t in threads if t.error is not None or t.is_alive()]
+        for thread in threads:
+            if thread.error is not None:
+                print(f"{thread.name}: {thread.error!r}", file=sys.stderr)
+    ops = history.ops
+    result = check(ops)
+    result.summary["configuration"] = "unsafe" if options.unsafe else "safe"
+    result.summary["seed"] = options.seed
+    result.summary["seconds"] = options.seconds
+    result.summary["crashed_threads"] = crashed
+    write_results(options.out, ops, result)
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/jepsen", description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--unsafe", action="store_true", help="acks=1 and unclean election")
+    parser.add_argument("--fault-interval", type=float, default=2.0, help="seconds")
+    parser.add_argument("--faults", default=",".join(FAULTS), help="comma-separated kinds")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    kinds = [kind for kind in args.faults.split(",") if kind]
+    unknown = set(kinds) - set(FAULTS) - set(EXTRA_FAULTS)
+    if unknown or not kinds:
+        parser.error(f"--faults: kinds are {', '.join(FAULTS + EXTRA_FAULTS)}")
+    name = f"{'unsafe' if args.unsafe else 'safe'}-seed{args.seed}"
+    options = Options(
+        seconds=args.minutes * 60,
+        seed=args.seed,
+        unsafe=args.unsafe,
+        out=args.out or Path("results/jepsen") / name,
+        faults=kinds,
+        fault_interval_s=args.fault_interval,
+    )
+    result = run(options)
+    print(summary_text(result))
+    print(f"results: {options.out}")
+    if result.summary["crashed_threads"]:
+        return 2
+    return 0 if result.valid else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""The nemesis schedule is drawn from the seed alone: the same seed gives the same faults."""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import islice
+
+from benchmarks.jepsen.nemesis import FAULTS, schedule
+
+
+def test_the_same_seed_gives_the_same_schedule() -> None:
+    first = list(islice(schedule(5, [1, 2, 3], 3, FAULTS, 2.0), 50))
+    assert first == list(islice(schedule(5, [1, 2, 3], 3, FAULTS, 2.0), 50))
+    assert first != list(islice(schedule(6, [1, 2, 3], 3, FAULTS, 2.0), 50))
+
+
+def test_the_schedule_draws_every_kind_node_and_partition_in_bounds() -> None:
+    faults = list(islice(schedule(1, [1, 2, 3], 3, FAULTS, 2.0), 500))
+    assert set(Counter(fault.kind for fault in faults)) == set(FAULTS)
+    assert {fault.node for fault in faults} == {1, 2, 3}
+    assert {fault.partition for fault in faults} == {0, 1, 2}
+    assert all(1.0 <= fault.duration_s <= 3.0 for fault in faults)
+    assert all(0.5 <= fault.gap_s <= 2.0 for fault in faults)
+
+
+def test_a_schedule_limited_to_some_kinds_draws_only_those() -> None:
+    faults = list(islice(schedule(1, [1, 2, 3], 3, ["leader-alone"], 1.0), 100))
+    assert {fault.kind for fault in faults} == {"leader-alone"}
