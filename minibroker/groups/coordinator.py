@@ -70,7 +70,6 @@ from minibroker.groups.group import (
     Member,
     SyncResult,
 )
-from minibroker.groups.loading import GroupTable
 from minibroker.groups.records import (
     GroupKey,
     GroupValue,
@@ -101,7 +100,6 @@ from minibroker.groups.streams.records import tombstones as streams_tombstones
 from minibroker.groups.timers import Deadline
 from minibroker.groups.txn_offsets import PendingTxnOffsets
 from minibroker.groups.zookeeper_offsets import ZooKeeperOffsets
-from minibroker.internal.topic import partition_for
 from minibroker.protocol.errors import ErrorCode
 from minibroker.txn.producers import ProducerStateManager
 
@@ -186,7 +184,7 @@ class GroupCoordinator:
     def __init__(
         self, config: BrokerConfig, cluster: Cluster, producers: ProducerStateManager
     ) -> None:
-        self.groups = GroupTable(self)
+        self.groups: dict[str, Group] = {}
         self.store = OffsetsTopic(
             cluster,
             config.get_int("offsets.topic.num.partitions"),
@@ -227,27 +225,10 @@ class GroupCoordinator:
     # ---- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the expiry timer; groups are loaded from `__consumer_offsets` when first
-        used, a partition at a time (loading.py)."""
-        self._schedule_retention_check()
-
-    # PartitionLoader (loading.py): where the groups come from.
-
-    def partition_index(self, group_id: str) -> int | None:
-        topic = self.store.topic()
-        return None if topic is None else partition_for(group_id, len(topic.partitions))
-
-    def partition_indexes(self) -> list[int]:
-        topic = self.store.topic()
-        return [] if topic is None else [partition.index for partition in topic.partitions]
-
-    def load_partition(self, index: int) -> None:
-        """Replay one `__consumer_offsets` partition: its groups, offsets and pending
-        transactional offsets, then arm its members' sessions."""
+        """Reload groups and offsets from `__consumer_offsets` and start the expiry timer."""
         consumer_records: dict[str, dict[ConsumerGroupKey, ConsumerGroupValue]] = {}
         streams_records: dict[str, dict[bytes, bytes]] = {}
-        touched: set[str] = set()
-        for loaded in self.store.load_partition(index):
+        for loaded in self.store.load_with_consumer_records():
             if isinstance(loaded, LoadedConsumerRecord):
                 _collect(consumer_records, loaded.record)
             elif isinstance(loaded, LoadedStreamsRecord):
@@ -263,19 +244,16 @@ class GroupCoordinator:
                     )
             elif isinstance(loaded, LoadedOffset):
                 self._load_offset(loaded.key, loaded.value)
-                touched.add(loaded.key.group)
             else:
                 self._load_group(loaded.key, loaded.value)
-                touched.add(loaded.key.group)
         for group_id, records in consumer_records.items():
             self._load_consumer_group(group_id, records)
         for group_id, raw in streams_records.items():
             self._load_streams_group(group_id, raw)
-        for group_id in touched:
-            group = self.groups.get(group_id)
-            if group is not None:
-                for member in group.members.values():
-                    self._arm_session(group, member)
+        for group in self.groups.values():
+            for member in group.members.values():
+                self._arm_session(group, member)
+        self._schedule_retention_check()
 
     def _load_consumer_group(
         self, group_id: str, records: dict[ConsumerGroupKey, ConsumerGroupValue]
@@ -322,7 +300,7 @@ class GroupCoordinator:
     def stop(self) -> None:
         """Answer every waiting member NOT_COORDINATOR (as Kafka on unload) and stop timers."""
         self._retention_check.cancel()
-        for group in self.groups.loaded():
+        for group in self.groups.values():
             if group.consumer is not None:
                 self.consumer.stop(group.consumer)
             if group.share is not None:
@@ -1184,7 +1162,6 @@ class GroupCoordinator:
 
     def complete_txn_offsets(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
         """A COMMIT/ABORT marker of `producer_id` is in that `__consumer_offsets` partition."""
-        self.groups.load_partition(offsets_partition)  # its pending offsets, first
         completed = self.txn_offsets.complete(
             producer_id, lambda group_id: self.offsets_partition_for(group_id) == offsets_partition
         )

@@ -141,32 +141,23 @@ class OffsetsTopic(InternalTopic):
         in their log order."""
         return self._load(consumer_records=True)
 
-    def load_partition(self, index: int) -> Iterator[Loaded]:
-        """As `load_with_consumer_records`, of one partition (nothing if it was never used)."""
-        for partition in self.created_partitions():
-            if partition.index == index:
-                yield from self._load_one(partition, consumer_records=True)
-
     def _load(self, consumer_records: bool) -> Iterator[Loaded]:
         for partition in self.created_partitions():
-            yield from self._load_one(partition, consumer_records)
-
-    def _load_one(self, partition: Partition, consumer_records: bool) -> Iterator[Loaded]:
-        for item in self.read(partition):
-            if isinstance(item, ReadMarker):
-                yield LoadedTxnMarker(partition.index, item.producer_id, item.commit)
-                continue
-            key, value, txn_producer_id = item
-            try:
-                if record_type(key) in STREAMS_GROUP_RECORD_TYPES:
-                    if consumer_records:
-                        yield LoadedStreamsRecord(streams_key(key)[1], key, value)
-                elif not _is_consumer_group_record(key):
-                    yield _decode(key, value, txn_producer_id)
-                elif consumer_records:
-                    yield LoadedConsumerRecord(decode_consumer_group_record(key, value))
-            except RecordFormatError as exc:
-                log.warning("skipping a %s record: %s", OFFSETS_TOPIC, exc)
+            for item in self.read(partition):
+                if isinstance(item, ReadMarker):
+                    yield LoadedTxnMarker(partition.index, item.producer_id, item.commit)
+                    continue
+                key, value, txn_producer_id = item
+                try:
+                    if record_type(key) in STREAMS_GROUP_RECORD_TYPES:
+                        if consumer_records:
+                            yield LoadedStreamsRecord(streams_key(key)[1], key, value)
+                    elif not _is_consumer_group_record(key):
+                        yield _decode(key, value, txn_producer_id)
+                    elif consumer_records:
+                        yield LoadedConsumerRecord(decode_consumer_group_record(key, value))
+                except RecordFormatError as exc:
+                    log.warning("skipping a %s record: %s", OFFSETS_TOPIC, exc)
 
 
 def _is_consumer_group_record(key: bytes) -> bool:
