@@ -18,7 +18,6 @@ from tests.groups.streamshelp import (
     STREAMS_SETTINGS,
     E,
     Member,
-    create_topic,
     describe,
     heartbeat,
     join,
@@ -27,7 +26,7 @@ from tests.groups.streamshelp import (
     topology,
 )
 from tests.groups.wirehelp import commit
-from tests.wire import WireClient
+from tests.wire import WireClient, create_topic
 
 INT32_MIN = -(2**31)
 

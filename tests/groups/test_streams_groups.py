@@ -14,7 +14,6 @@ from tests.groups.streamshelp import (
     STREAMS_SETTINGS,
     E,
     Member,
-    create_topic,
     describe,
     heartbeat,
     join,
@@ -27,7 +26,7 @@ from tests.groups.streamshelp import (
     topology,
     wait_for,
 )
-from tests.wire import WireClient
+from tests.wire import WireClient, create_topic
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,14 @@ import pytest
 
 from minibroker.testing import KafkaBroker
 from tests.clients.runner import run_ok
-from tests.groups.streamshelp import Member, create_topic, settle, subtopology, topic_info, topology
-from tests.wire import WireClient
+from tests.groups.streamshelp import (
+    Member,
+    settle,
+    subtopology,
+    topic_info,
+    topology,
+)
+from tests.wire import WireClient, create_topic
 
 pytestmark = pytest.mark.clients
 

@@ -13,7 +13,6 @@ from tests.groups.streamshelp import (
     STREAMS_SETTINGS,
     E,
     Member,
-    create_topic,
     describe,
     heartbeat,
     settle,
@@ -21,7 +20,7 @@ from tests.groups.streamshelp import (
     topology,
     wait_for,
 )
-from tests.wire import WireClient
+from tests.wire import WireClient, create_topic
 
 SETTINGS = {**STREAMS_SETTINGS, "group.streams.session.timeout.ms": "30000"}
 

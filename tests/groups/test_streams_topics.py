@@ -16,7 +16,6 @@ from tests.groups.streamshelp import (
     STREAMS_SETTINGS,
     E,
     Member,
-    create_topic,
     describe,
     join,
     ok,
@@ -27,7 +26,7 @@ from tests.groups.streamshelp import (
     topic_info,
     topology,
 )
-from tests.wire import WireClient
+from tests.wire import WireClient, create_topic
 
 MISSING_SOURCE_TOPICS = 1
 INCORRECTLY_PARTITIONED_TOPICS = 2
