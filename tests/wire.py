@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import socket
 import struct
-import uuid
 from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
 
-from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import is_flexible, request_class, response_class
-from minibroker.protocol.errors import ErrorCode
 
 
 def request_frame(
@@ -116,24 +113,3 @@ class WireClient:
             return self.sock.recv(1) == b""
         except ConnectionResetError:
             return True
-
-
-def create_topic(client: WireClient, name: str, partitions: int) -> uuid.UUID:
-    """CreateTopics v7 of one topic (replication factor 1) that must succeed: its topic id."""
-    response = client.call(
-        ApiKey.CreateTopics,
-        7,
-        topics=[
-            {
-                "name": name,
-                "num_partitions": partitions,
-                "replication_factor": 1,
-                "assignments": [],
-                "configs": [],
-            }
-        ],
-        timeout_ms=5000,
-        validate_only=False,
-    )
-    assert response.topics[0].error_code == ErrorCode.NO_ERROR, response.topics[0]
-    return uuid.UUID(str(response.topics[0].topic_id))

@@ -30,6 +30,25 @@ STREAMS_SETTINGS = {
 }
 
 
+def create_topic(client: WireClient, name: str, partitions: int) -> None:
+    response = client.call(
+        ApiKey.CreateTopics,
+        7,
+        topics=[
+            {
+                "name": name,
+                "num_partitions": partitions,
+                "replication_factor": 1,
+                "assignments": [],
+                "configs": [],
+            }
+        ],
+        timeout_ms=5000,
+        validate_only=False,
+    )
+    assert response.topics[0].error_code == E.NO_ERROR
+
+
 def partition_count(client: WireClient, name: str) -> int | None:
     response = client.call(
         ApiKey.Metadata, 12, topics=[{"name": name}], allow_auto_topic_creation=False

@@ -19,7 +19,7 @@ from minibroker.protocol.codec import struct_type
 from minibroker.protocol.errors import ErrorCode
 from minibroker.testing import KafkaBroker
 from minibroker.testing.threaded import ThreadedBroker
-from tests.wire import WireClient, create_topic
+from tests.wire import WireClient
 
 E = ErrorCode
 # Short timeouts (Kafka lets the bounds be lowered) keep expiry tests quick.
@@ -43,6 +43,26 @@ def broker() -> Iterator[ThreadedBroker]:
 def client(broker: ThreadedBroker) -> Iterator[WireClient]:
     with WireClient(broker.bootstrap_servers) as wire:
         yield wire
+
+
+def create_topic(client: WireClient, name: str, partitions: int) -> uuid.UUID:
+    response = client.call(
+        ApiKey.CreateTopics,
+        7,
+        topics=[
+            {
+                "name": name,
+                "num_partitions": partitions,
+                "replication_factor": 1,
+                "assignments": [],
+                "configs": [],
+            }
+        ],
+        timeout_ms=5000,
+        validate_only=False,
+    )
+    assert response.topics[0].error_code == E.NO_ERROR
+    return uuid.UUID(str(response.topics[0].topic_id))
 
 
 def grow_topic(client: WireClient, name: str, count: int) -> None:

@@ -18,6 +18,7 @@ from tests.groups.streamshelp import (
     STREAMS_SETTINGS,
     E,
     Member,
+    create_topic,
     describe,
     heartbeat,
     join,
@@ -26,7 +27,7 @@ from tests.groups.streamshelp import (
     topology,
 )
 from tests.groups.wirehelp import commit
-from tests.wire import WireClient, create_topic
+from tests.wire import WireClient
 
 INT32_MIN = -(2**31)
 

@@ -14,6 +14,7 @@ from tests.groups.streamshelp import (
     STREAMS_SETTINGS,
     E,
     Member,
+    create_topic,
     describe,
     heartbeat,
     join,
@@ -26,7 +27,7 @@ from tests.groups.streamshelp import (
     topology,
     wait_for,
 )
-from tests.wire import WireClient, create_topic
+from tests.wire import WireClient
 
 
 @pytest.fixture(scope="module")

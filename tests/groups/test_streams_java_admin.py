@@ -12,14 +12,8 @@ import pytest
 
 from minibroker.testing import KafkaBroker
 from tests.clients.runner import run_ok
-from tests.groups.streamshelp import (
-    Member,
-    settle,
-    subtopology,
-    topic_info,
-    topology,
-)
-from tests.wire import WireClient, create_topic
+from tests.groups.streamshelp import Member, create_topic, settle, subtopology, topic_info, topology
+from tests.wire import WireClient
 
 pytestmark = pytest.mark.clients
 

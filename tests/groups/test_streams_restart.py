@@ -13,6 +13,7 @@ from tests.groups.streamshelp import (
     STREAMS_SETTINGS,
     E,
     Member,
+    create_topic,
     describe,
     heartbeat,
     settle,
@@ -20,7 +21,7 @@ from tests.groups.streamshelp import (
     topology,
     wait_for,
 )
-from tests.wire import WireClient, create_topic
+from tests.wire import WireClient
 
 SETTINGS = {**STREAMS_SETTINGS, "group.streams.session.timeout.ms": "30000"}
 

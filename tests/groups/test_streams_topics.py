@@ -16,6 +16,7 @@ from tests.groups.streamshelp import (
     STREAMS_SETTINGS,
     E,
     Member,
+    create_topic,
     describe,
     join,
     ok,
@@ -26,7 +27,7 @@ from tests.groups.streamshelp import (
     topic_info,
     topology,
 )
-from tests.wire import WireClient, create_topic
+from tests.wire import WireClient
 
 MISSING_SOURCE_TOPICS = 1
 INCORRECTLY_PARTITIONED_TOPICS = 2
