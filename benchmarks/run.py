@@ -4,6 +4,7 @@ python -m benchmarks.run [--runs 3]
     [--only P1,PR,F1,FE,FM,L1,R1,TLS,CG,P2,S1,FC,M1,RF,SPARK,CO,SC]
     [--json F]
     [--chart F]
+    [--jvm-jars DIR]   (SPARK: Spark's JVM Kafka connector beside minikafka)
 """
 
 from __future__ import annotations
@@ -400,7 +401,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if "RF" in chosen:
         results["RF"] = rf(args.runs)
     if "SPARK" in chosen:
-        results["SPARK"] = spark_rows()
+        results["SPARK"] = spark_rows(args.jvm_jars)
     if "CO" in chosen:
         results["CO"] = co(args.runs)
     if "SC" in chosen:
@@ -463,35 +464,48 @@ def rf(runs: int) -> dict[str, Any]:
     return result
 
 
-def spark_rows(rows: int = 200_000) -> dict[str, Any]:
-    """Rows/s of a Spark batch write and read through the minikafka source (local[2]); with
-    SPARK_KAFKA_JARS naming a directory of Spark's JVM Kafka connector jars, through it too."""
+SPARK_VALUE_BYTES = (100, 1024)
+
+
+def spark_rows(jvm_jars: Path | None, rows: int = 200_000) -> dict[str, Any]:
+    """Rows/s of a Spark batch write and read (local[2]) through the minikafka source at each
+    value size; with `--jvm-jars` (a directory of Spark's JVM Kafka connector jars, which are
+    not on PyPI) through Spark's own connector too, side by side. Keys: `<bytes>B`."""
     from benchmarks.spark_rows import local_spark, measure
     from minibroker.testing import KafkaBroker
 
     settle("SPARK")
-    jars = os.environ.get("SPARK_KAFKA_JARS")
-    spark = local_spark(Path(jars) if jars else None)
+    spark = local_spark(jvm_jars)
+    results: dict[str, Any] = {}
     try:
         with KafkaBroker(storage="memory", record_requests=False) as broker:
-            figures = measure(spark, broker.bootstrap_servers, rows)
-            if jars:
-                jvm = measure(spark, broker.bootstrap_servers, rows, connector="kafka")
-                figures |= {f"jvm_{name}": value for name, value in jvm.items()}
+            for size in SPARK_VALUE_BYTES:
+                figures = measure(spark, broker.bootstrap_servers, rows, value_bytes=size)
+                if jvm_jars is not None:
+                    jvm = measure(
+                        spark, broker.bootstrap_servers, rows, value_bytes=size, connector="kafka"
+                    )
+                    figures |= {f"jvm_{name}": value for name, value in jvm.items()}
+                results[f"{size}B"] = figures
+                print(spark_line(rows, size, figures), flush=True)
     finally:
         spark.stop()
-    print(
-        f"SPARK {rows:,} rows: write {figures['write_rows_per_s']:,.0f} rows/s, "
-        f"read {figures['read_rows_per_s']:,.0f} rows/s"
-        + (
-            f"; JVM connector write {figures['jvm_write_rows_per_s']:,.0f} rows/s, "
-            f"read {figures['jvm_read_rows_per_s']:,.0f} rows/s"
-            if jars
-            else ""
-        ),
-        flush=True,
+    return results
+
+
+def spark_line(rows: int, size: int, figures: dict[str, float]) -> str:
+    line = (
+        f"SPARK {rows:,} rows of {size} B: minikafka write {figures['write_rows_per_s']:,.0f} "
+        f"rows/s, read {figures['read_rows_per_s']:,.0f} rows/s"
     )
-    return figures
+    if "jvm_write_rows_per_s" not in figures:
+        return line + " (no --jvm-jars: minikafka alone)"
+    return line + (
+        f"; JVM connector write {figures['jvm_write_rows_per_s']:,.0f} rows/s, "
+        f"read {figures['jvm_read_rows_per_s']:,.0f} rows/s (minikafka/JVM write "
+        f"{figures['write_rows_per_s'] / figures['jvm_write_rows_per_s']:.2f}x, read "
+        f"{figures['read_rows_per_s'] / figures['jvm_read_rows_per_s']:.2f}x)"
+    )
 
 
 def main() -> None:
@@ -500,6 +514,11 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated scenarios: " + ",".join(SCENARIOS))
     parser.add_argument("--json", type=Path, help="default: results/benchmarks.json")
     parser.add_argument("--chart", type=Path, help="default: results/benchmarks.png")
+    parser.add_argument(
+        "--jvm-jars",
+        type=Path,
+        help="SPARK: a directory of Spark's JVM Kafka connector jars, to compare with it",
+    )
     add_publish_flag(parser)
     args = parser.parse_args()
     args.json = args.json or output_path("benchmarks.json", args.publish)

@@ -1,7 +1,7 @@
-"""README.md stays short, and its examples are the ones CI runs: the test is
-examples/docs/test_first_test.py's, the compose file is docker/docker-compose.yml (without its
-comments), the commands are Getting started's (run by test_commands.py), and its links lead to
-files that exist."""
+"""README.md stays short, and its examples are the ones CI runs: the tests are
+examples/docs/test_first_test.py's and test_spark_streaming.py's, the compose file is
+docker/docker-compose.yml (without its comments), the commands are Getting started's (run by
+test_commands.py), and its links lead to files that exist."""
 
 from __future__ import annotations
 
@@ -23,10 +23,11 @@ def test_readme_is_short() -> None:
     assert len(README.splitlines()) <= MAX_LINES
 
 
-def test_readme_test_is_the_example_file() -> None:
-    (code,) = _blocks("python")
-    example = (REPO / "examples" / "docs" / "test_first_test.py").read_text()
-    assert code.strip() in example
+def test_readme_tests_are_the_example_files() -> None:
+    first, spark = _blocks("python")
+    examples = REPO / "examples" / "docs"
+    assert first.strip() in (examples / "test_first_test.py").read_text()
+    assert spark.strip() in (examples / "test_spark_streaming.py").read_text()
 
 
 def test_readme_compose_is_the_dev_compose_file() -> None:

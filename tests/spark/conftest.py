@@ -14,6 +14,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 
+from minibroker.server.faults import Faults
 from minibroker.testing.threaded import ThreadedBroker
 from tests.quick import require_external
 
@@ -56,6 +57,18 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 @pytest.fixture
 def bootstrap(spark_broker: ThreadedBroker) -> str:
     return spark_broker.bootstrap_servers
+
+
+@pytest.fixture
+def recorded(spark_broker: ThreadedBroker) -> Iterator[Faults]:
+    """The shared broker's request recording, on for this test only."""
+    assert spark_broker.broker is not None
+    faults = spark_broker.broker.faults
+    faults.clear_requests()
+    faults.set_recording(True, 100_000)
+    yield faults
+    faults.set_recording(False, faults.max_recorded_requests)
+    faults.clear_requests()
 
 
 @pytest.fixture

@@ -137,10 +137,15 @@ def test_offsets_by_timestamp_per_partition(spark: Any, bootstrap: str, timed_to
         no_match.collect()
 
 
-def test_min_partitions_splits_ranges(spark: Any, bootstrap: str, timed_topic: str) -> None:
+def test_min_partitions_and_max_records_split_ranges(
+    spark: Any, bootstrap: str, timed_topic: str
+) -> None:
     frame = read(spark, bootstrap, subscribe=timed_topic, minPartitions="6")
     assert frame.rdd.getNumPartitions() == 6
     assert positions(frame) == expected({p: range(10) for p in range(3)})
+    capped = read(spark, bootstrap, subscribe=timed_topic, maxRecordsPerPartition="4")
+    assert capped.rdd.getNumPartitions() == 9
+    assert positions(capped) == expected({p: range(10) for p in range(3)})
 
 
 def test_write_then_read_back(spark: Any, bootstrap: str, new_topic: Any) -> None:
@@ -180,6 +185,16 @@ def test_write_then_read_back(spark: Any, bootstrap: str, new_topic: Any) -> Non
         (None, b"\x00\xff", 2, None)
     ]
     assert sorted((r for r in back if r[0] != b"k5"), key=repr) == sorted(want, key=repr)
+
+    option_wins = new_topic(1)
+    spark.createDataFrame([("elsewhere", "v6")], "topic STRING, value STRING").write.format(
+        "minikafka"
+    ).option("kafka.bootstrap.servers", bootstrap).option("topic", option_wins).mode(
+        "append"
+    ).save()
+    assert [bytes(r.value) for r in read(spark, bootstrap, subscribe=option_wins).collect()] == [
+        b"v6"
+    ]
 
 
 def raw(text: str | None) -> bytes | None:

@@ -10,6 +10,10 @@ from typing import Any
 import pytest
 from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
 
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.records.batch import ATTR_COMPRESSION_MASK, ATTRIBUTES_OFFSET
+from minibroker.server.faults import Faults
+from minibroker.testing.threaded import ThreadedBroker
 from tests.spark.test_batch import read
 
 pytestmark = pytest.mark.spark
@@ -17,6 +21,7 @@ pytestmark = pytest.mark.spark
 CLIENTS = ["confluent-kafka", "kafka-python"]
 STAMP = datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
 STAMP_MS = 1_704_164_645_678
+GZIP = 1
 
 
 def write(frame: Any, bootstrap: str, topic: str, client: str, **options: str) -> None:
@@ -64,11 +69,20 @@ def test_write_and_read_back(spark: Any, bootstrap: str, new_topic: Any, client:
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_kafka_producer_options_are_passed_through(
-    spark: Any, bootstrap: str, new_topic: Any, client: str
+    spark: Any, bootstrap: str, new_topic: Any, client: str, recorded: Faults
 ) -> None:
     topic = new_topic(1)
     frame = spark.createDataFrame([(f"v{i}",) for i in range(20)], "value STRING")
     write(frame, bootstrap, topic, client, **{"kafka.compression.type": "gzip", "kafka.acks": "1"})
+    produced = recorded.requests(ApiKey.Produce, topic=topic)
+    assert produced and {request.body.acks for request in produced} == {1}
+    batches = [
+        data.records
+        for request in produced
+        for topic_data in request.body.topic_data
+        for data in topic_data.partition_data
+    ]
+    assert {batch[ATTRIBUTES_OFFSET + 1] & ATTR_COMPRESSION_MASK for batch in batches} == {GZIP}
     values = sorted(
         bytes(r.value).decode() for r in read(spark, bootstrap, subscribe=topic).collect()
     )
@@ -105,3 +119,34 @@ def test_offsets_gone_before_the_task_fetches(
     with pytest.raises(Exception, match="Some data may have been lost"):
         offsets("true")
     assert offsets("false") == [6, 7, 8, 9]
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_poll_timeout_fails_a_task_that_gets_no_records(
+    spark: Any,
+    bootstrap: str,
+    new_topic: Any,
+    producer: KafkaProducer,
+    spark_broker: ThreadedBroker,
+    client: str,
+) -> None:
+    """`kafkaConsumer.pollTimeoutMs`: a task whose fetches get no answer fails after it."""
+    topic = new_topic(1)
+    for n in range(3):
+        producer.send(topic, value=f"m{n}".encode(), partition=0)
+    producer.flush()
+    assert spark_broker.broker is not None
+    hold = spark_broker.broker.faults.hold(ApiKey.Fetch, topic=topic)
+    try:
+        frame = read(
+            spark,
+            bootstrap,
+            subscribe=topic,
+            pythonClient=client,
+            **{"kafkaConsumer.pollTimeoutMs": "1500"},
+        )
+        with pytest.raises(Exception, match=r"kafkaConsumer\.pollTimeoutMs=1500"):
+            frame.collect()
+    finally:
+        hold.release()
+    assert read(spark, bootstrap, subscribe=topic, pythonClient=client).count() == 3

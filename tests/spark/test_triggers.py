@@ -1,10 +1,12 @@
 """Streaming admission control as Spark's Kafka source: `minOffsetsPerTrigger` with
-`maxTriggerDelay`, `maxOffsetsPerTrigger` under `Trigger.ProcessingTime` and
-`Trigger.AvailableNow`, and what progress reports show (numInputRows, latest offsets)."""
+`maxTriggerDelay`, `maxOffsetsPerTrigger` under `Trigger.ProcessingTime`,
+`Trigger.AvailableNow` and `Trigger.Once`, what progress reports show (numInputRows, latest
+offsets), and the executor consumers' group ids."""
 
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -13,6 +15,8 @@ from typing import Any
 import pytest
 from kafka import KafkaProducer
 
+from minibroker.protocol.api_keys import ApiKey
+from minibroker.server.faults import Faults
 from tests.spark.test_batch import read
 
 pytestmark = pytest.mark.spark
@@ -118,6 +122,10 @@ def test_max_offsets_per_trigger_with_processing_time_and_progress(
         wait_for(lambda: rows(spark, query) == 10)
         wait_for(lambda: sum(input_rows(query)) == 10)
         assert input_rows(query) == [4, 4, 2]
+        # The lag of a batch: its endOffset against the latestOffset seen when it was planned.
+        first = next(p for p in query.recentProgress if p["numInputRows"] == 4)["sources"][0]
+        assert json.loads(first["endOffset"]) == {topic: {"0": 4}}
+        assert json.loads(first["latestOffset"]) == {topic: {"0": 10}}
         source = next(p for p in query.recentProgress if p["numInputRows"] == 2)["sources"][0]
         assert json.loads(source["endOffset"]) == {topic: {"0": 10}}
         assert json.loads(source["latestOffset"]) == {topic: {"0": 10}}
@@ -145,14 +153,67 @@ def test_available_now_reads_everything_in_capped_batches_without_waiting(
     assert input_rows(query) == [2, 2, 1]
 
 
-def test_group_id_options_are_accepted(spark: Any, bootstrap: str, new_topic: Any) -> None:
-    """Executor consumers take `kafka.group.id`, else `<groupIdPrefix>-<uuid>-executor`;
-    they only assign partitions, so the group never has members or offsets."""
+def test_trigger_once_reads_everything_in_one_batch(
+    spark: Any, bootstrap: str, new_topic: Any, producer: KafkaProducer
+) -> None:
+    """Spark gives a Trigger.Once query no read limit: one batch, whatever the options."""
+    topic = new_topic(1)
+    send(producer, topic, range(5))
+    query = stream(
+        spark,
+        bootstrap,
+        topic,
+        {"once": True},
+        minOffsetsPerTrigger="1000",
+        maxTriggerDelay="1h",
+        maxOffsetsPerTrigger="2",
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+    assert input_rows(query) == [5]
+
+
+GROUP_APIS = (
+    ApiKey.JoinGroup,
+    ApiKey.SyncGroup,
+    ApiKey.Heartbeat,
+    ApiKey.OffsetFetch,
+    ApiKey.OffsetCommit,
+    ApiKey.ConsumerGroupHeartbeat,
+)
+
+
+def group_lookups(recorded: Faults) -> set[str]:
+    """The group ids whose coordinator a client looked up (librdkafka does for its
+    `group.id` even when it only assigns partitions)."""
+    keys: set[str] = set()
+    for request in recorded.requests(ApiKey.FindCoordinator):
+        if request.body.key_type == 0:
+            keys.update(request.body.coordinator_keys or [request.body.key])
+    return keys
+
+
+def test_executor_consumers_take_their_group_id_as_spark_does(
+    spark: Any, bootstrap: str, new_topic: Any, recorded: Faults
+) -> None:
+    """`kafka.group.id` if given (groupIdPrefix ignored), else `<groupIdPrefix>-<uuid>-executor`
+    with the prefix `spark-kafka-relation` in batch; the consumers only assign partitions, so
+    no group gets a member or an offset."""
     topic = new_topic(1)
     spark.createDataFrame([("a",)], "value STRING").write.format("minikafka").option(
         "kafka.bootstrap.servers", bootstrap
     ).option("topic", topic).mode("append").save()
-    by_prefix = read(spark, bootstrap, subscribe=topic, groupIdPrefix="my-app")
-    assert [bytes(r.value) for r in by_prefix.collect()] == [b"a"]
-    by_group = read(spark, bootstrap, subscribe=topic, **{"kafka.group.id": "shared-group"})
-    assert [bytes(r.value) for r in by_group.collect()] == [b"a"]
+    uuid_pattern = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+
+    def group_of(**options: str) -> str:
+        recorded.clear_requests()
+        frame = read(spark, bootstrap, subscribe=topic, pythonClient="confluent-kafka", **options)
+        assert [bytes(r.value) for r in frame.collect()] == [b"a"]
+        assert not [r.api_name for r in recorded.requests() if r.api_key in GROUP_APIS]
+        (group,) = group_lookups(recorded)
+        return group
+
+    assert re.fullmatch(f"spark-kafka-relation-{uuid_pattern}-executor", group_of())
+    assert re.fullmatch(f"my-app-{uuid_pattern}-executor", group_of(groupIdPrefix="my-app"))
+    chosen = group_of(groupIdPrefix="my-app", **{"kafka.group.id": "shared-group"})
+    assert chosen == "shared-group"
