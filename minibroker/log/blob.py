@@ -104,6 +104,10 @@ class FilePool:
         self._fds[path] = fd
         return fd
 
+    def open_fd(self, path: str) -> int | None:
+        """The descriptor of `path` if the pool holds one (not opened for this)."""
+        return self._fds.get(path)
+
     def close(self, path: str) -> None:
         fd = self._fds.pop(path, None)
         if fd is not None:
@@ -178,7 +182,12 @@ class FileBlob:
         return FileRegion(os.dup(self._pool.fd(self._key)), position, length)
 
     def truncate(self, size: int) -> None:
-        os.ftruncate(self._pool.fd(self._key), size)
+        fd = self._pool.open_fd(self._key)
+        if fd is None and self._size >= 0:
+            # By path: no descriptor opened (and another evicted) for one call.
+            os.truncate(self._key, size)
+        else:
+            os.ftruncate(self._pool.fd(self._key) if fd is None else fd, size)
         self._size = size
         self._unsynced = True
 

@@ -86,7 +86,9 @@ class _EntryFile:
 
     def _keep_entries(self, count: int) -> None:
         if count <= self._written:
-            self.blob.truncate(count * self.ENTRY.size)
+            size = count * self.ENTRY.size
+            if self.blob.size != size or not self.blob.exists():  # a torn entry's bytes go too
+                self.blob.truncate(size)
             self._written = count
             self._pending.clear()
         else:
