@@ -43,7 +43,7 @@ from minibroker.protocol.codec import EncodedFrame, MalformedRequest
 from minibroker.server.authenticator import SaslAuthenticator
 from minibroker.server.context import Session
 from minibroker.server.dispatch import UNHANDLED, answer_natively, dispatch_decoded
-from minibroker.server.framing import FrameDecoder, FramingError
+from minibroker.server.framing import DIRECT_FRAME_BYTES, FrameDecoder, FramingError
 from minibroker.server.quotas import Admission, Slot
 from minibroker.server.writer import ResponseWriter
 
@@ -223,16 +223,31 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._start_buffered_frames()
 
     def _start_buffered_frames(self) -> None:
+        # The checks of `_may_read_on` inline, most of them read from locals: this loop runs
+        # once per request, and each call is a measurable share of a small request's cost.
+        # Answers are written only in a later callback, so the writer's queue stays put.
+        in_flight, decoder, quotas = self._in_flight, self._decoder, self._broker.quotas
+        room = self._max_unwritten - (self._writer.queued_frames if self._writer else 0)
+        started = False
         try:
             while (
                 not self._closed
                 and not self._lingering
                 and self._failed_authentication is None
-                and self._unwritten < self._max_unwritten
-                and not self._throttled()
-                and self._may_start_request()
-                and (frame := self._decoder.next_frame()) is not None
+                and len(in_flight) < room
+                and self._throttle_timer is None
+                and (self._session.throttled_until <= 0 or not self._throttled())
+                and (
+                    self._slot is None
+                    or quotas.max_queued_request_bytes < 0
+                    or quotas.queued_request_bytes < quotas.max_queued_request_bytes
+                    or self._may_start_request()
+                )
+                and (frame := decoder.next_frame()) is not None
             ):
+                if not started:
+                    self._last_active = time.monotonic()
+                    started = True
                 self._start(frame)
         except FramingError as exc:
             if self._authenticator is None:
@@ -282,13 +297,12 @@ class BrokerConnection(asyncio.BufferedProtocol):
         return len(self._in_flight) + queued
 
     def _start(self, frame: memoryview) -> None:
-        self._last_active = time.monotonic()
         if self._authenticator is not None:
             work = self._authenticator.receive(bytes(frame), self._session)
             self._in_flight.append((self._in_task(work), None, frame))
         else:
             self._in_flight.append((*self._dispatch(frame), frame))
-        self._broker.quotas.add_request_bytes(len(frame))
+        self._broker.quotas.queued_request_bytes += len(frame)
 
     def _dispatch(self, frame: memoryview) -> tuple[Waiting, None] | tuple[None, Outcome]:
         broker, listener, session = self._broker, self._listener, self._session
@@ -345,26 +359,33 @@ class BrokerConnection(asyncio.BufferedProtocol):
         """Write the answers ready at the head of the queue, together (one send for all);
         False when the connection closes (or stops reading) after one of them."""
         ready: list[bytearray | EncodedFrame] = []
-        while self._in_flight and _answered(self._in_flight[0]):
-            task, response, frame = self._in_flight.popleft()
-            self._broker.quotas.release_request_bytes(len(frame))
-            if task is not None:
-                if task.cancelled():
-                    continue
-                response = task.exception() or task.result()
-            if isinstance(response, BaseException):
-                self._write(ready)
-                self.abort(
-                    str(response) if isinstance(response, MalformedRequest) else repr(response)
-                )
-                return False
-            self._decoder.recycle(frame)
-            if self._authenticator is not None and self._authenticator.failed:
-                self._write(ready)
-                self._fail_authentication(response)
-                return False
-            if response is not None:
-                ready.append(response)
+        in_flight = self._in_flight
+        released = 0
+        try:
+            while in_flight and ((head := in_flight[0])[0] is None or head[0].done()):
+                task, response, frame = in_flight.popleft()
+                released += len(frame)
+                if task is not None:
+                    if task.cancelled():
+                        continue
+                    response = task.exception() or task.result()
+                if isinstance(response, BaseException):
+                    self._write(ready)
+                    self.abort(
+                        str(response) if isinstance(response, MalformedRequest) else repr(response)
+                    )
+                    return False
+                if len(frame) > DIRECT_FRAME_BYTES:  # others are copies, never reused
+                    self._decoder.recycle(frame)
+                if self._authenticator is not None and self._authenticator.failed:
+                    self._write(ready)
+                    self._fail_authentication(response)
+                    return False
+                if response is not None:
+                    ready.append(response)
+        finally:
+            # once for all the answers: it may start other connections' waiting requests
+            self._broker.quotas.release_request_bytes(released)
         if self._authenticator is not None and self._authenticator.complete:
             self._authenticated()
         self._write(ready)
