@@ -221,21 +221,27 @@ def _read_partition(
     if pushed is not None:  # a test's pushed error (minibroker.testing)
         result.error = pushed
         return result
-    if (not_leader := ctx.leader_error(partition)) is not None:
+    broker = ctx.broker
+    if (not_leader := broker.nodes.leader_error(partition, broker.node_id)) is not None:
         result.error = not_leader
         return result
     log = partition.log
     if log.storage_error is not None:
         result.error = ErrorCode.KAFKA_STORAGE_ERROR
         return result
+    # `partition.last_stable_offset` from the offsets already read (its properties read them
+    # again, and this runs for every partition of every fetch)
     result.high_watermark = high_watermark = partition.high_watermark
-    result.last_stable_offset = last_stable_offset = partition.last_stable_offset
-    result.log_start_offset = log.log_start_offset
+    result.log_start_offset = log_start_offset = log.log_start_offset
+    result.last_stable_offset = last_stable_offset = partition.ongoing_txns.last_stable_offset(
+        high_watermark, log_start_offset
+    )
     wanted = item.wanted
-    epoch_error = partition.leader_epoch_error(wanted.current_leader_epoch)
-    if epoch_error is not None:
-        result.error = epoch_error
-        return result
+    if wanted.current_leader_epoch >= 0:  # -1: unchecked
+        epoch_error = partition.leader_epoch_error(wanted.current_leader_epoch)
+        if epoch_error is not None:
+            result.error = epoch_error
+            return result
     upper = last_stable_offset if read_committed else high_watermark
     readable_end = high_watermark
     if replica_id >= 0 and partition.replication is not None:

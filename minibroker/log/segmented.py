@@ -104,7 +104,7 @@ class SegmentedLog(ABC):
 
     @property
     def log_end_offset(self) -> int:
-        return self._active.next_offset
+        return self._segments[-1].next_offset  # `_active`, inline: read by every fetch
 
     @property
     def size_bytes(self) -> int:
