@@ -101,6 +101,9 @@ FIRST_LEADER_DISCOVERY_VERSION = 16
 _ZERO_ID = uuid.UUID(int=0)
 _LEADER_CHANGED = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
 _NO_RECORDS = b""
+# An enum member read from its class goes through the enum's metaclass (~0.3 µs): the per-fetch
+# comparisons read it from the module.
+_NO_ERROR = ErrorCode.NO_ERROR
 
 
 class PartitionRead:
@@ -319,9 +322,9 @@ def collect(
                 read.drop_records()
             total += len(read.records)
             remaining -= len(read.records)
-        if read_committed and read.error == ErrorCode.NO_ERROR:
+        if read_committed and read.error == _NO_ERROR:
             read.collect_aborted_transactions(item.wanted.fetch_offset)
-        has_error = has_error or read.error != ErrorCode.NO_ERROR
+        has_error = has_error or read.error != _NO_ERROR
         reads.append(read)
     return reads, total, has_error
 

@@ -54,6 +54,9 @@ log = logging.getLogger(__name__)
 _FIRST_TOPIC_ID_VERSION = 13
 _CONSUMER = -1  # the replica id of a consumer's fetch
 _ZERO_ID = uuid.UUID(int=0)
+# Enum members from the module: read from their class, each is a metaclass lookup (~0.3 µs).
+_FETCH = ApiKey.Fetch
+_NO_ERROR = ErrorCode.NO_ERROR
 
 PlainPartition: TypeAlias = tuple["str | bytes", int, int, int, int, int, int]
 """(topic name, or id bytes from v13; partition; current leader epoch; fetch offset;
@@ -100,7 +103,7 @@ def answer(
         return None
     version, correlation_id, client_id, max_wait_ms = plain[:4]
     # The named tuples made by `tuple.__new__`: their own `__new__` is a Python function.
-    header = tuple.__new__(RequestHeader, (ApiKey.Fetch, version, correlation_id, client_id))
+    header = tuple.__new__(RequestHeader, (_FETCH, version, correlation_id, client_id))
     ctx = tuple.__new__(RequestContext, (broker, header, listener, session, NO_ENTRY_ERRORS))
     request = tuple.__new__(PlainRequest, plain[3:7])
     items = _requested(broker.cluster, version, plain[7])
@@ -123,12 +126,12 @@ def _frame(ctx: RequestContext, reads: list[PartitionRead]) -> Answer:
     if len(reads) == 1:
         read = reads[0]
         if (
-            read.error == ErrorCode.NO_ERROR
+            read.error == _NO_ERROR
             and not read.aborted_transactions
             and isinstance(read.records, bytes)
         ):
             return _single_partition_frame(ctx, read, read.records)
-    return fetch_frame(ctx, ErrorCode.NO_ERROR, 0, reads)
+    return fetch_frame(ctx, _NO_ERROR, 0, reads)
 
 
 # A one-partition answer is its template's head (up to the preferred read replica), the

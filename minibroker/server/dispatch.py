@@ -125,6 +125,9 @@ async def dispatch(
 
 
 _KEY_VERSION_CORRELATION = struct.Struct(">hhi")
+# Enum members from the module: read from their class, each is a metaclass lookup (~0.3 µs).
+_PRODUCE = ApiKey.Produce
+_FETCH = ApiKey.Fetch
 
 
 class _NativePaths:
@@ -172,11 +175,11 @@ def answer_natively(
     if gate is None or not gate.accepted_min <= api_version <= gate.max_version:
         return UNHANDLED
     try:
-        if api_key == ApiKey.Produce:
+        if api_key == _PRODUCE:
             produce_native = _native_paths.produce or _native_paths.load_produce()
             produced = produce_native.answer(broker, view)
             return UNHANDLED if produced is produce_native.UNHANDLED else produced
-        if api_key == ApiKey.Fetch:
+        if api_key == _FETCH:
             fetch_native = _native_paths.fetch or _native_paths.load_fetch()
             fetched = fetch_native.answer(broker, view, listener, session, loop)
             return UNHANDLED if fetched is None else fetched
