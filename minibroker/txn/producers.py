@@ -428,10 +428,9 @@ class ProducerStateManager:
         """Remember a batch that `check_append` (or `check_coordinator_append`) let through, now
         stored at these offsets; `timestamp` is the stored batch's max timestamp (the append
         time for LogAppendTime)."""
-        table = self._table(partition)
-        if batch.producer_id > NO_PRODUCER_ID:
+        if batch.producer_id > NO_PRODUCER_ID:  # (a plain producer's batch needs no table)
             entry = self._apply_data_batch(
-                table,
+                self._table(partition),
                 batch.producer_id,
                 batch.producer_epoch,
                 batch.base_sequence,
