@@ -290,12 +290,6 @@ def _state_read(
     )
 
 
-def _quiet_skipping(ctx: RequestContext, replica_id: int) -> bool:
-    """Whether session partitions found quiet may be skipped: not for followers (their fetch
-    moves the ISR and high watermark) nor under a test's pushed errors."""
-    return replica_id < 0 and not ctx.entry_errors
-
-
 def collect(
     ctx: RequestContext, request: Any, items: list[Requested], replica_id: int
 ) -> tuple[list[PartitionRead], int, bool]:
@@ -306,7 +300,9 @@ def collect(
     total = 0
     reads = []
     has_error = False
-    skipping = _quiet_skipping(ctx, replica_id)
+    # Session partitions found quiet may be skipped: not for followers (their fetch moves the
+    # ISR and high watermark) nor under a test's pushed errors.
+    skipping = replica_id < 0 and not ctx.entry_errors
     for item in items:
         state = None
         if skipping and item.cached is not None:

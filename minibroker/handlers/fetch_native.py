@@ -108,14 +108,18 @@ def answer(
     request = tuple.__new__(PlainRequest, plain[3:7])
     items = _requested(broker.cluster, version, plain[7])
     reads, total, has_error = collect(ctx, request, items, _CONSUMER)
-    min_bytes = poll_min_bytes(ctx, request)
-    if total >= min_bytes or has_error or max_wait_ms <= 0:
+    if has_error or max_wait_ms <= 0:
         return _frame(ctx, reads)
-    partitions = [read.partition for read in reads if read.partition is not None]
-    if not partitions:
+    min_bytes = poll_min_bytes(ctx, request)
+    partitions = []
+    for read in reads:
+        if read.partition is not None:
+            partitions.append(read.partition)
+    if total >= min_bytes or not partitions:
         return _frame(ctx, reads)
     for read in reads:
-        read.drop_records()
+        if read.records:
+            read.drop_records()
     deadline = loop.time() + max_wait_ms / 1000
     return PendingFetch(ctx, request, items, partitions, min_bytes, deadline, loop)
 
@@ -143,6 +147,7 @@ _SIZE_AND_CORRELATION = struct.Struct(">ii")
 _OFFSETS = struct.Struct(">qqq")
 _OFFSETS_FROM_END = _OFFSETS.size + 1 + 4
 _TAIL = b"\x00\x00\x00"
+_ONE_BYTE_UVARINT = 0x7F  # a compact length below this, plus one, is one byte
 _TemplateKey: TypeAlias = tuple[int, "int | str", int, bool]
 _templates: dict[_TemplateKey, bytes] = {}
 _MAX_TEMPLATES = 4096
@@ -162,7 +167,10 @@ def _single_partition_frame(ctx: RequestContext, read: PartitionRead, records: b
             _templates.clear()
         _templates[key] = head
     frame = bytearray(head)
-    frame += encode_uvarint(len(records) + 1)
+    if len(records) < _ONE_BYTE_UVARINT:
+        frame.append(len(records) + 1)
+    else:
+        frame += encode_uvarint(len(records) + 1)
     frame += records
     frame += _TAIL
     _SIZE_AND_CORRELATION.pack_into(frame, 0, len(frame) - 4, ctx.header.correlation_id)
@@ -345,7 +353,7 @@ class PendingFetch:
                 for read in reads:
                     read.drop_records()
                 return
-            self._answer(reads)
+            self._finish(_frame(self._ctx, reads))
         except Exception:
             self._failed()
 
@@ -356,12 +364,9 @@ class PendingFetch:
         self._tick = None
         try:
             reads, _total, _has_error = collect(self._ctx, self._request, self._items, _CONSUMER)
-            self._answer(reads)
+            self._finish(_frame(self._ctx, reads))
         except Exception:
             self._failed()
-
-    def _answer(self, reads: list[PartitionRead]) -> None:
-        self._finish(_frame(self._ctx, reads))
 
     def _failed(self) -> None:
         """As `dispatch` answers a handler's exception."""

@@ -314,7 +314,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             return self._run(dispatch_decoded(broker, frame, listener, session))
         if answered is None or isinstance(answered, (bytearray, EncodedFrame)):
             return None, answered
-        answered.add_done_callback(self._task_done)  # a native fetch waiting
+        answered.add_done_callback(self._schedule_write)  # a native fetch waiting
         return answered, None
 
     def _run(
@@ -333,15 +333,13 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def _in_task(self, work: Coroutine[Any, Any, Answer]) -> asyncio.Task[Answer]:
         task = self._loop.create_task(work)
-        task.add_done_callback(self._task_done)
+        task.add_done_callback(self._schedule_write)
         return task
 
-    def _task_done(self, _: object) -> None:
+    def _schedule_write(self, _done: object = None) -> None:
         """Write in the next loop iteration, together with the answers of the other tasks that
-        end in this one (long polls whose timeouts fire together): one send for all."""
-        self._schedule_write()
-
-    def _schedule_write(self) -> None:
+        end in this one (long polls whose timeouts fire together): one send for all. Also the
+        done callback of a task (`_done`)."""
         if not self._write_scheduled:
             self._write_scheduled = True
             self._loop.call_soon(self._request_done)
