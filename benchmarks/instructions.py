@@ -11,8 +11,8 @@ They include what the broker's loop does meanwhile (timers, idle wake-ups), as C
 - fetch: an empty Fetch answered at once (v16 by topic id, max_wait_ms 0).
 - long poll: FE's empty long poll (the same Fetch, max_wait_ms 10).
 
-Skipped, with the reason printed, when valgrind is not installed (Debian: `apt-get install
-valgrind`).
+`scripts/bench` installs valgrind with apt-get where it can; skipped, with the reason printed,
+when it is not installed (Debian: `apt-get install valgrind`).
 
     python -m benchmarks.instructions [--count 2000]
 """
