@@ -59,9 +59,9 @@ def next_epoch(epoch: int) -> int:
     return 1 if epoch == _INT32_MAX else epoch + 1
 
 
-class Wanted(NamedTuple):
-    """One partition's fetch parameters, as a request gives them (a session keeps them). Named
-    tuples, as `Requested`: one of each is made per partition and fetch."""
+@dataclass(slots=True)
+class Wanted:
+    """One partition's fetch parameters, as a request gives them (a session keeps them)."""
 
     fetch_offset: int
     partition_max_bytes: int
@@ -70,7 +70,8 @@ class Wanted(NamedTuple):
     last_fetched_epoch: int = -1
 
 
-class Requested(NamedTuple):
+@dataclass(slots=True)
+class Requested:
     """A partition to read: its key, its topic's name (None: unknown topic id), what the
     fetch wants of it, and where an incremental fetch has it from its session."""
 

@@ -209,9 +209,8 @@ def _requested(cluster: Cluster, version: int, partitions: list[PlainPartition])
         else:
             assert isinstance(topic, str)
             topic_key = name = topic
-        # (made by `tuple.__new__`: a named tuple's own `__new__` is a Python function)
-        wanted = tuple.__new__(Wanted, (offset, max_bytes, leader_epoch, log_start, last_epoch))
-        items.append(tuple.__new__(Requested, ((topic_key, index), name, wanted, None)))
+        wanted = Wanted(offset, max_bytes, leader_epoch, log_start, last_epoch)
+        items.append(Requested((topic_key, index), name, wanted))
     return items
 
 
