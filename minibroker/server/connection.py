@@ -297,25 +297,28 @@ class BrokerConnection(asyncio.BufferedProtocol):
         return len(self._in_flight) + queued
 
     def _start(self, frame: memoryview) -> None:
+        """Start answering the frame's request: it joins the requests in flight, answered at
+        once or waiting (the native paths' answer taken here without another call, as this
+        runs for every request)."""
+        self._broker.quotas.queued_request_bytes += len(frame)
         if self._authenticator is not None:
             work = self._authenticator.receive(bytes(frame), self._session)
             self._in_flight.append((self._in_task(work), None, frame))
-        else:
-            self._in_flight.append((*self._dispatch(frame), frame))
-        self._broker.quotas.queued_request_bytes += len(frame)
-
-    def _dispatch(self, frame: memoryview) -> tuple[Waiting, None] | tuple[None, Outcome]:
+            return
         broker, listener, session = self._broker, self._listener, self._session
         try:
             answered = answer_natively(broker, frame, listener, session, self._loop)
         except Exception as exc:  # as `_run` keeps a request's exception: the connection closes
-            return None, exc
+            self._in_flight.append((None, exc, frame))
+            return
         if answered is UNHANDLED:
-            return self._run(dispatch_decoded(broker, frame, listener, session))
-        if answered is None or isinstance(answered, (bytearray, EncodedFrame)):
-            return None, answered
-        answered.add_done_callback(self._schedule_write)  # a native fetch waiting
-        return answered, None
+            waiting, outcome = self._run(dispatch_decoded(broker, frame, listener, session))
+            self._in_flight.append((waiting, outcome, frame))
+        elif answered is None or isinstance(answered, (bytearray, EncodedFrame)):
+            self._in_flight.append((None, answered, frame))
+        else:
+            answered.add_done_callback(self._schedule_write)  # a native fetch waiting
+            self._in_flight.append((answered, None, frame))
 
     def _run(
         self, work: Coroutine[Any, Any, Answer]
