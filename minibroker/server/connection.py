@@ -255,7 +255,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             else:
                 log.info("Failing SASL authentication due to invalid receive size: %s", exc)
                 self._fail_authentication(None)
-        if self._in_flight and _answered(self._in_flight[0]):
+        if self._in_flight and ((head := self._in_flight[0])[0] is None or head[0].done()):
             # Answered at once: written in the next loop iteration, as a task's answer is
             # (callbacks and timers a handler scheduled run before its client sees it).
             self._schedule_write()
@@ -280,7 +280,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
         pause = (
             self._waiting_for_slot
             or self._waiting_for_request_bytes
-            or self._unwritten >= self._max_unwritten
+            # `_unwritten`, inline: this runs twice per read
+            or len(self._in_flight) + (self._writer.queued_frames if self._writer else 0)
+            >= self._max_unwritten
             or self._throttle_timer is not None
             or self._failed_authentication is not None
         )
@@ -404,7 +406,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
             self._writer.write(responses)
             self._last_active = time.monotonic()
         # Also after a request that has no answer (acks=0 Produce), as Kafka mutes then too.
-        self._mute_while_throttled()
+        if self._session.throttled_until > 0:  # (else never throttled: no call)
+            self._mute_while_throttled()
 
     def _throttled(self) -> bool:
         """Muted, or about to be once the throttled request's answer is written: requests
@@ -493,8 +496,3 @@ class BrokerConnection(asyncio.BufferedProtocol):
         for task, _outcome, _frame in self._in_flight:
             if task is not None:
                 task.cancel()
-
-
-def _answered(request: InFlight) -> bool:
-    task = request[0]
-    return task is None or task.done()
