@@ -223,9 +223,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._start_buffered_frames()
 
     def _start_buffered_frames(self) -> None:
-        # The checks of `_may_read_on` inline, most of them read from locals: this loop runs
-        # once per request, and each call is a measurable share of a small request's cost.
-        # Answers are written only in a later callback, so the writer's queue stays put.
+        # The checks (room for answers, throttling, `queued.max.request.bytes`) inline, their
+        # methods called only when the cheap test fails: this loop runs once per request, and
+        # each call is a measurable share of a small request's cost. Answers are written only
+        # in a later callback, so the writer's queue stays put meanwhile.
         in_flight, decoder, quotas = self._in_flight, self._decoder, self._broker.quotas
         room = self._max_unwritten - (self._writer.queued_frames if self._writer else 0)
         started = False
