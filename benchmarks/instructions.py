@@ -11,10 +11,14 @@ They include what the broker's loop does meanwhile (timers, idle wake-ups), as C
 - fetch: an empty Fetch answered at once (v16 by topic id, max_wait_ms 0).
 - long poll: FE's empty long poll (the same Fetch, max_wait_ms 10).
 
-Skipped, with the reason printed, when valgrind is not installed (Debian: `apt-get install
-valgrind`).
+`scripts/bench` installs valgrind with apt-get where it can; skipped, with the reason printed,
+when it is not installed (Debian: `apt-get install valgrind`).
 
-    python -m benchmarks.instructions [--count 2000]
+    python -m benchmarks.instructions [--count 2000] [--window 16]
+
+`--window 1` answers each request before the next is sent, so each is read and written on
+its own, as FE and FM's consumers send them: it adds the per-read and per-write costs that 16
+in flight share.
 """
 
 from __future__ import annotations
@@ -42,10 +46,10 @@ def missing_tool() -> str | None:
     return None
 
 
-def _exchange(broker: RunningBroker, frame: bytes, count: int) -> None:
-    """`count` requests answered on one connection, `WINDOW` in flight."""
+def _exchange(broker: RunningBroker, frame: bytes, count: int, window: int = WINDOW) -> None:
+    """`count` requests answered on one connection, `window` in flight."""
     with broker.connect() as sock:
-        sent = min(WINDOW, count)
+        sent = min(window, count)
         sock.sendall(frame * sent)
         pending = bytearray()
         answered = 0
@@ -90,7 +94,7 @@ def _frames(broker: RunningBroker) -> dict[str, bytes]:
     }
 
 
-def measure(count: int = COUNT) -> dict[str, float]:
+def measure(count: int = COUNT, window: int = WINDOW) -> dict[str, float]:
     """Instructions per request of each kind (see the module's docstring)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind"
@@ -109,9 +113,9 @@ def measure(count: int = COUNT) -> dict[str, float]:
             _callgrind(broker.pid, "--instr=on")
             results = {}
             for number, (kind, frame) in enumerate(frames.items(), start=1):
-                _exchange(broker, frame, WINDOW * 4)  # warm up
+                _exchange(broker, frame, WINDOW * 4, window)  # warm up
                 _callgrind(broker.pid, "--zero")
-                _exchange(broker, frame, count)
+                _exchange(broker, frame, count, window)
                 _callgrind(broker.pid, "--dump")
                 results[kind] = _instructions(out / f"callgrind.out.{number}") / count
         finally:
@@ -122,12 +126,13 @@ def measure(count: int = COUNT) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=COUNT)
+    parser.add_argument("--window", type=int, default=WINDOW, help="requests in flight")
     args = parser.parse_args()
     reason = missing_tool()
     if reason is not None:
         print(f"CG skipped: {reason}")
         return
-    for kind, instructions in measure(args.count).items():
+    for kind, instructions in measure(args.count, args.window).items():
         print(f"CG {kind}: {instructions:,.0f} instructions per request")
 
 

@@ -40,6 +40,7 @@ from minibroker.protocol.produce_response import encode_produce_answers
 from minibroker.records.accel import pure_python_forced
 from minibroker.records.batch import NO_TIMESTAMP, TIMESTAMP_CREATE_TIME, set_max_timestamp
 from minibroker.records.validate import CREATE_TIME, ValidatedBatch, ValidationConfig
+from minibroker.txn.producers import NO_PRODUCER_ID
 
 if TYPE_CHECKING:
     from minibroker.cluster.state import Partition, Topic
@@ -101,7 +102,9 @@ def answer(broker: Broker, frame: memoryview) -> bytearray | Unhandled | None:
     max_timestamp = max(NO_TIMESTAMP, base_timestamp + max_delta)
     data = frame[start:stop] if not frame.readonly else bytearray(frame[start:stop])
     batch = ValidatedBatch(data, *plain[9:13], is_transactional=False, max_timestamp=max_timestamp)
-    if not broker.producers.check_append(partition, batch).should_append:
+    # (`check_append` lets a plain producer's batch through at its first test: not called then)
+    producer_checked = batch.producer_id > NO_PRODUCER_ID
+    if producer_checked and not broker.producers.check_append(partition, batch).should_append:
         return UNHANDLED
     if max_timestamp != header_max_timestamp:
         set_max_timestamp(data, TIMESTAMP_CREATE_TIME, max_timestamp)

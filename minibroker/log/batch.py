@@ -32,7 +32,8 @@ _INT32 = struct.Struct(">i")
 
 def parse_header(buf: Buffer, pos: int = 0) -> BatchHeader:
     """The header of the batch at `pos` (the buffer must hold at least HEADER_SIZE bytes there)."""
-    return BatchHeader._make(HEADER_STRUCT.unpack_from(buf, pos))
+    # tuple.__new__: `_make` is a Python classmethod, and this runs for every append and walk
+    return tuple.__new__(BatchHeader, HEADER_STRUCT.unpack_from(buf, pos))
 
 
 def offset_after(header: BatchHeader) -> int:

@@ -59,7 +59,8 @@ class _EntryFile:
 
     @property
     def is_full(self) -> bool:
-        return self.entries >= self.max_entries
+        # `entries`, inline: asked before every append
+        return self._written + len(self._pending) // self.ENTRY.size >= self.max_entries
 
     def _raw_entry(self, slot: int) -> tuple[int, int]:
         size = self.ENTRY.size

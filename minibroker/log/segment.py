@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from minibroker.records.batch import HEADER_SIZE, NO_TIMESTAMP, BatchHeader
+from minibroker.records.batch import HEADER_SIZE, LOG_OVERHEAD, NO_TIMESTAMP, BatchHeader
 
 from .base import SCAN_CHUNK_BYTES, StoredBatches
 from .batch import (
@@ -89,12 +89,14 @@ class LogSegment:
         size = self.log.size
         if size == 0:
             return False
+        # (the header's `size` and `last_offset` properties inline here and in `_index_batch`:
+        # once per append)
         return (
-            size + batch.size > config.segment_bytes
+            size + batch.batch_length + LOG_OVERHEAD > config.segment_bytes
             or self._time_waited_for_roll(now_ms, batch.max_timestamp) > config.segment_ms
             or self.offset_index.is_full
             or self.time_index.is_full
-            or batch.last_offset - self.base_offset > _INT32_MAX
+            or batch.base_offset + batch.last_offset_delta - self.base_offset > _INT32_MAX
         )
 
     def _time_waited_for_roll(self, now_ms: int, batch_max_timestamp: int) -> int:
@@ -127,8 +129,8 @@ class LogSegment:
             self.offset_index.append(header.last_offset, position)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += header.size
-        self._next_offset = offset_after(header)
+        self.bytes_since_last_index_entry += header.batch_length + LOG_OVERHEAD
+        self._next_offset = header.base_offset + header.last_offset_delta + 1
 
     def on_become_inactive(self) -> None:
         """Index the largest timestamp, as Kafka does when a segment is rolled or closed."""

@@ -104,7 +104,7 @@ class SegmentedLog(ABC):
 
     @property
     def log_end_offset(self) -> int:
-        return self._active.next_offset
+        return self._segments[-1].next_offset  # `_active`, inline: read by every fetch
 
     @property
     def size_bytes(self) -> int:
@@ -156,7 +156,7 @@ class SegmentedLog(ABC):
             raise RecordBatchTooLarge(
                 f"batch of {len(batch)} bytes exceeds segment.bytes {self.config.segment_bytes}"
             )
-        active = self._active
+        active = self._segments[-1]  # `_active`, inline: once per append
         base_offset = active.next_offset
         stamp(batch, base_offset, leader_epoch)
         header = parse_header(batch)

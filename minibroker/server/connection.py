@@ -43,7 +43,7 @@ from minibroker.protocol.codec import EncodedFrame, MalformedRequest
 from minibroker.server.authenticator import SaslAuthenticator
 from minibroker.server.context import Session
 from minibroker.server.dispatch import UNHANDLED, answer_natively, dispatch_decoded
-from minibroker.server.framing import FrameDecoder, FramingError
+from minibroker.server.framing import DIRECT_FRAME_BYTES, FrameDecoder, FramingError
 from minibroker.server.quotas import Admission, Slot
 from minibroker.server.writer import ResponseWriter
 
@@ -223,16 +223,32 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._start_buffered_frames()
 
     def _start_buffered_frames(self) -> None:
+        # The checks (room for answers, throttling, `queued.max.request.bytes`) inline, their
+        # methods called only when the cheap test fails: this loop runs once per request, and
+        # each call is a measurable share of a small request's cost. Answers are written only
+        # in a later callback, so the writer's queue stays put meanwhile.
+        in_flight, decoder, quotas = self._in_flight, self._decoder, self._broker.quotas
+        room = self._max_unwritten - (self._writer.queued_frames if self._writer else 0)
+        started = False
         try:
             while (
                 not self._closed
                 and not self._lingering
                 and self._failed_authentication is None
-                and self._unwritten < self._max_unwritten
-                and not self._throttled()
-                and self._may_start_request()
-                and (frame := self._decoder.next_frame()) is not None
+                and len(in_flight) < room
+                and self._throttle_timer is None
+                and (self._session.throttled_until <= 0 or not self._throttled())
+                and (
+                    self._slot is None
+                    or quotas.max_queued_request_bytes < 0
+                    or quotas.queued_request_bytes < quotas.max_queued_request_bytes
+                    or self._may_start_request()
+                )
+                and (frame := decoder.next_frame()) is not None
             ):
+                if not started:
+                    self._last_active = time.monotonic()
+                    started = True
                 self._start(frame)
         except FramingError as exc:
             if self._authenticator is None:
@@ -240,7 +256,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             else:
                 log.info("Failing SASL authentication due to invalid receive size: %s", exc)
                 self._fail_authentication(None)
-        if self._in_flight and _answered(self._in_flight[0]):
+        if self._in_flight and ((head := self._in_flight[0])[0] is None or head[0].done()):
             # Answered at once: written in the next loop iteration, as a task's answer is
             # (callbacks and timers a handler scheduled run before its client sees it).
             self._schedule_write()
@@ -265,7 +281,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
         pause = (
             self._waiting_for_slot
             or self._waiting_for_request_bytes
-            or self._unwritten >= self._max_unwritten
+            # `_unwritten`, inline: this runs twice per read
+            or len(self._in_flight) + (self._writer.queued_frames if self._writer else 0)
+            >= self._max_unwritten
             or self._throttle_timer is not None
             or self._failed_authentication is not None
         )
@@ -282,26 +300,28 @@ class BrokerConnection(asyncio.BufferedProtocol):
         return len(self._in_flight) + queued
 
     def _start(self, frame: memoryview) -> None:
-        self._last_active = time.monotonic()
+        """Start answering the frame's request: it joins the requests in flight, answered at
+        once or waiting (the native paths' answer taken here without another call, as this
+        runs for every request)."""
+        self._broker.quotas.queued_request_bytes += len(frame)
         if self._authenticator is not None:
             work = self._authenticator.receive(bytes(frame), self._session)
             self._in_flight.append((self._in_task(work), None, frame))
-        else:
-            self._in_flight.append((*self._dispatch(frame), frame))
-        self._broker.quotas.add_request_bytes(len(frame))
-
-    def _dispatch(self, frame: memoryview) -> tuple[Waiting, None] | tuple[None, Outcome]:
+            return
         broker, listener, session = self._broker, self._listener, self._session
         try:
             answered = answer_natively(broker, frame, listener, session, self._loop)
         except Exception as exc:  # as `_run` keeps a request's exception: the connection closes
-            return None, exc
+            self._in_flight.append((None, exc, frame))
+            return
         if answered is UNHANDLED:
-            return self._run(dispatch_decoded(broker, frame, listener, session))
-        if answered is None or isinstance(answered, (bytearray, EncodedFrame)):
-            return None, answered
-        answered.add_done_callback(self._task_done)  # a native fetch waiting
-        return answered, None
+            waiting, outcome = self._run(dispatch_decoded(broker, frame, listener, session))
+            self._in_flight.append((waiting, outcome, frame))
+        elif answered is None or isinstance(answered, (bytearray, EncodedFrame)):
+            self._in_flight.append((None, answered, frame))
+        else:
+            answered.add_done_callback(self._schedule_write)  # a native fetch waiting
+            self._in_flight.append((answered, None, frame))
 
     def _run(
         self, work: Coroutine[Any, Any, Answer]
@@ -319,15 +339,13 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def _in_task(self, work: Coroutine[Any, Any, Answer]) -> asyncio.Task[Answer]:
         task = self._loop.create_task(work)
-        task.add_done_callback(self._task_done)
+        task.add_done_callback(self._schedule_write)
         return task
 
-    def _task_done(self, _: object) -> None:
+    def _schedule_write(self, _done: object = None) -> None:
         """Write in the next loop iteration, together with the answers of the other tasks that
-        end in this one (long polls whose timeouts fire together): one send for all."""
-        self._schedule_write()
-
-    def _schedule_write(self) -> None:
+        end in this one (long polls whose timeouts fire together): one send for all. Also the
+        done callback of a task (`_done`)."""
         if not self._write_scheduled:
             self._write_scheduled = True
             self._loop.call_soon(self._request_done)
@@ -345,26 +363,33 @@ class BrokerConnection(asyncio.BufferedProtocol):
         """Write the answers ready at the head of the queue, together (one send for all);
         False when the connection closes (or stops reading) after one of them."""
         ready: list[bytearray | EncodedFrame] = []
-        while self._in_flight and _answered(self._in_flight[0]):
-            task, response, frame = self._in_flight.popleft()
-            self._broker.quotas.release_request_bytes(len(frame))
-            if task is not None:
-                if task.cancelled():
-                    continue
-                response = task.exception() or task.result()
-            if isinstance(response, BaseException):
-                self._write(ready)
-                self.abort(
-                    str(response) if isinstance(response, MalformedRequest) else repr(response)
-                )
-                return False
-            self._decoder.recycle(frame)
-            if self._authenticator is not None and self._authenticator.failed:
-                self._write(ready)
-                self._fail_authentication(response)
-                return False
-            if response is not None:
-                ready.append(response)
+        in_flight = self._in_flight
+        released = 0
+        try:
+            while in_flight and ((head := in_flight[0])[0] is None or head[0].done()):
+                task, response, frame = in_flight.popleft()
+                released += len(frame)
+                if task is not None:
+                    if task.cancelled():
+                        continue
+                    response = task.exception() or task.result()
+                if isinstance(response, BaseException):
+                    self._write(ready)
+                    self.abort(
+                        str(response) if isinstance(response, MalformedRequest) else repr(response)
+                    )
+                    return False
+                if len(frame) > DIRECT_FRAME_BYTES:  # others are copies, never reused
+                    self._decoder.recycle(frame)
+                if self._authenticator is not None and self._authenticator.failed:
+                    self._write(ready)
+                    self._fail_authentication(response)
+                    return False
+                if response is not None:
+                    ready.append(response)
+        finally:
+            # once for all the answers: it may start other connections' waiting requests
+            self._broker.quotas.release_request_bytes(released)
         if self._authenticator is not None and self._authenticator.complete:
             self._authenticated()
         self._write(ready)
@@ -382,7 +407,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
             self._writer.write(responses)
             self._last_active = time.monotonic()
         # Also after a request that has no answer (acks=0 Produce), as Kafka mutes then too.
-        self._mute_while_throttled()
+        if self._session.throttled_until > 0:  # (else never throttled: no call)
+            self._mute_while_throttled()
 
     def _throttled(self) -> bool:
         """Muted, or about to be once the throttled request's answer is written: requests
@@ -471,8 +497,3 @@ class BrokerConnection(asyncio.BufferedProtocol):
         for task, _outcome, _frame in self._in_flight:
             if task is not None:
                 task.cancel()
-
-
-def _answered(request: InFlight) -> bool:
-    task = request[0]
-    return task is None or task.done()

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from minibroker.server.faults import EntryKey
 
 
-_NO_ENTRY_ERRORS: Mapping[EntryKey, ErrorCode] = MappingProxyType({})
+NO_ENTRY_ERRORS: Mapping[EntryKey, ErrorCode] = MappingProxyType({})
 
 
 @dataclass(slots=True)
@@ -60,7 +60,7 @@ class RequestContext(NamedTuple):
     header: RequestHeader
     listener: Listener
     session: Session
-    entry_errors: Mapping[EntryKey, ErrorCode] = _NO_ENTRY_ERRORS
+    entry_errors: Mapping[EntryKey, ErrorCode] = NO_ENTRY_ERRORS
     """Errors pushed by a test for some partitions, for a handler that answers them itself
     (Fetch: `dispatch.ANSWERS_ENTRY_ERRORS`)."""
 

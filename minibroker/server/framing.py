@@ -18,7 +18,7 @@ import sys
 _SIZE = struct.Struct(">i")
 _SCRATCH_BYTES = 16 * 1024
 # Frames above this are read into a buffer of their own rather than through the scratch.
-_DIRECT_FRAME_BYTES = 32 * 1024
+DIRECT_FRAME_BYTES = 32 * 1024
 _MIN_FREE_SCRATCH = 4096
 # librdkafka keeps many requests in flight, and a burst of them is read before the first is
 # answered: up to 32 buffers (8 MiB in all) wait for reuse.
@@ -115,7 +115,7 @@ class FrameDecoder:
             raise FramingError(f"frame size {size} outside 0..{self.max_frame_bytes}")
         body_start = self._start + 4
         available = min(size, self._end - body_start)
-        if size <= _DIRECT_FRAME_BYTES:
+        if size <= DIRECT_FRAME_BYTES:
             if available < size:
                 return None
             frame = self._scratch[body_start : body_start + size]  # a slice is a copy
@@ -156,7 +156,7 @@ class FrameDecoder:
             frame.release()
         except BufferError:  # something still reads through this very view
             return
-        if not isinstance(buffer, bytearray) or len(buffer) <= _DIRECT_FRAME_BYTES:
+        if not isinstance(buffer, bytearray) or len(buffer) <= DIRECT_FRAME_BYTES:
             return
         if len(self._spares) == _MAX_SPARE_BUFFERS:
             smallest = min(range(len(self._spares)), key=lambda i: len(self._spares[i]))

@@ -92,14 +92,11 @@ class ConnectionQuotas:
 
     def take_request_bytes(self, slot: Slot, resume: Callable[[], None]) -> bool:
         """Whether the connection may start a request now; if not, `resume` runs once it may
-        (the caller then counts the request in with `add_request_bytes`)."""
+        (the caller then adds the request's size to `queued_request_bytes`)."""
         if self._room_for_requests():
             return True
         self.waiting_for_bytes[slot] = resume
         return False
-
-    def add_request_bytes(self, size: int) -> None:
-        self.queued_request_bytes += size
 
     def release_request_bytes(self, size: int) -> None:
         self.queued_request_bytes -= size

@@ -51,15 +51,13 @@ class ResponseWriter:
         self._on_frame_written = on_frame_written
         self._on_error = on_error
         self._frames: deque[deque[bytes | bytearray | Sized]] = deque()
+        # Frames not yet wholly handed to the transport: `len(self._frames)`, kept as an
+        # attribute since the connection reads it for every request.
+        self.queued_frames = 0
         self._paused = False
         self._closed = False
         self._socket_fd = _sendfile_socket(transport)
         transport.set_write_buffer_limits(high=HIGH_WATER, low=0)
-
-    @property
-    def queued_frames(self) -> int:
-        """Frames not yet wholly handed to the transport."""
-        return len(self._frames)
 
     def write(self, frames: list[bytearray | EncodedFrame]) -> None:
         """Queue the frames (answers that became ready together) and write what may be. The
@@ -74,6 +72,7 @@ class ResponseWriter:
                 _release(frame.parts if isinstance(frame, EncodedFrame) else [])
                 continue
             self._frames.append(deque(frame.parts if isinstance(frame, EncodedFrame) else [frame]))
+        self.queued_frames = len(self._frames)
         self._pump()
 
     def pause(self) -> None:
@@ -89,6 +88,7 @@ class ResponseWriter:
         self._closed = True
         while self._frames:
             _release(self._frames.popleft())
+        self.queued_frames = 0
 
     def _pump(self) -> bool:
         """Hand queued parts to the transport: consecutive bytes parts in one write (one
@@ -102,6 +102,7 @@ class ResponseWriter:
                 parts = self._frames[0]
                 if not parts:
                     self._frames.popleft()
+                    self.queued_frames -= 1
                     written = True
                 elif isinstance(parts[0], FileRegion):
                     self._flush(batch)

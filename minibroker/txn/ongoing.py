@@ -48,7 +48,6 @@ class OngoingTxns:
         return None
 
     def last_stable_offset(self, high_watermark: int, log_start_offset: int) -> int:
-        first = self.first_unstable_offset
-        if first is None:
+        if not self._first_offsets:  # (every fetch asks: no property call when none is open)
             return high_watermark
-        return min(high_watermark, max(first, log_start_offset))
+        return min(high_watermark, max(self.first_unstable_offset or 0, log_start_offset))

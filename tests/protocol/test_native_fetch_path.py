@@ -287,6 +287,31 @@ def test_the_common_request_is_taken_natively() -> None:
     assert b"v1" * 20 in answered
 
 
+def test_a_topic_recreated_under_its_name_is_known_by_its_new_id_only() -> None:
+    """The fast path remembers topics by id: one deleted and created again under the same
+    name answers UNKNOWN_TOPIC_ID by its old id, as the handler does."""
+    fast, pure = _twin_brokers()
+    old_frame = _frame(_COMMON, fast, 1)
+    recreated_id = uuid.uuid4()
+
+    async def fetches() -> None:
+        assert await _agree(fast, pure, [old_frame]) == 1
+        for broker in (fast, pure):
+            broker.cluster.delete_topic("a")
+            with mock.patch("uuid.uuid4", return_value=recreated_id):
+                broker.cluster.create_topic("a", PARTITIONS, {})
+            _append(broker, "a", 0, b"new")
+        new_frame = _frame(
+            {**_COMMON, "partitions": [{**_COMMON["partitions"][0], "fetch_offset": 0}]}, fast, 2
+        )
+        assert await _agree(fast, pure, [old_frame, new_frame]) == 2
+        old_answer = await _answer(fast, old_frame)
+        assert old_answer is not None and b"new" not in old_answer
+        assert b"new" in (await _answer(fast, new_frame) or b"")
+
+    asyncio.run(fetches())
+
+
 _SOLO, _ = _twin_brokers()
 
 
