@@ -279,19 +279,24 @@ class Nodes:
         self.live.add(node_id)
         self._rejoined(node_id)
 
-    def lose_unsynced(self, node_id: int) -> None:
+    def lose_unsynced(self, node_id: int) -> int:
         """A power cut on a stopped node: each of its replica logs keeps only what it had
-        fsynced (below its recovery point); it starts again as after an unclean shutdown."""
+        fsynced (below its recovery point); it starts again as after an unclean shutdown.
+        Returns how many offsets its replica logs lost."""
         self.broker(node_id)
         if node_id in self.live:
             raise NodeError(f"node {node_id} is running: stop it first")
         owner = self.brokers[min(self.brokers)]
+        lost = 0
         for partition in owner.cluster.replicated_partitions():
             assert partition.replication is not None
             replica = partition.replication.replicas.get(node_id)
             if replica is not None:
+                end = replica.log_end_offset
                 replica.truncate_to(replica.log.recovery_point)
+                lost += end - replica.log_end_offset
         self.crashed.add(node_id)
+        return lost
 
     def _restarted_uncleanly(self, node_id: int) -> None:
         """Kafka's `handleBrokerUncleanShutdown` (with ELR enabled): the node leaves every ISR
