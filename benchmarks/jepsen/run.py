@@ -29,6 +29,7 @@ from benchmarks.jepsen.workloads import (
     QUEUE_TOPIC,
     TXN_TOPIC,
     CommittedObserver,
+    JavaQueueProducer,
     QueueConsumer,
     QueueProducer,
     Settings,
@@ -74,6 +75,7 @@ class Options:
     unsafe: bool
     out: Path
     nodes: int = 3
+    java_producers: bool = False  # the queue producers as Java kafka-clients 4.3
     faults: Sequence[str] = FAULTS
     fault_interval_s: float = 2.0
     producers: int = 2
@@ -98,8 +100,9 @@ def _workers(
     process = iter(range(1_000))
     write_lock = threading.Lock()
     workers: list[Worker] = []
+    producer_class = JavaQueueProducer if options.java_producers else QueueProducer
     for _ in range(options.producers):
-        workers.append(QueueProducer(settings, history, stop, next(process)))
+        workers.append(producer_class(settings, history, stop, next(process)))
     for index in range(options.consumers):
         protocol = ("classic", "consumer")[index % 2]
         workers.append(QueueConsumer(settings, protocol, history, stop, next(process)))
@@ -148,6 +151,7 @@ def run(options: Options) -> Result:
     result.summary["configuration"] = "unsafe" if options.unsafe else "safe"
     result.summary["seed"] = options.seed
     result.summary["nodes"] = options.nodes
+    result.summary["queue_producers"] = "java-4.3" if options.java_producers else "confluent-kafka"
     result.summary["seconds"] = options.seconds
     result.summary["crashed_threads"] = crashed
     write_results(options.out, ops, result)
@@ -160,6 +164,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--unsafe", action="store_true", help="acks=1 and unclean election")
     parser.add_argument("--nodes", type=int, default=3, help="cluster size (3 or more)")
+    parser.add_argument(
+        "--producers",
+        choices=("confluent", "java"),
+        default="confluent",
+        help="the queue producers' client: confluent-kafka or Java kafka-clients 4.3",
+    )
     parser.add_argument("--fault-interval", type=float, default=2.0, help="seconds")
     parser.add_argument("--faults", default=",".join(FAULTS), help="comma-separated kinds")
     parser.add_argument("--out", type=Path, default=None)
@@ -177,6 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         unsafe=args.unsafe,
         out=args.out or Path("results/jepsen") / name,
         nodes=args.nodes,
+        java_producers=args.producers == "java",
         faults=kinds,
         fault_interval_s=args.fault_interval,
     )
