@@ -334,6 +334,12 @@ def check(ops: list[Op]) -> Result:
         "valid": not anomalies,
         "operations": sum(1 for op in ops if op.type == "invoke"),
         "fault_events": sum(1 for op in ops if op.f == "nemesis" and op.type == "invoke"),
+        "fault_kinds": dict(
+            Counter(op.value["fault"] for op in ops if op.f == "nemesis" and op.type == "invoke")
+        ),
+        "offsets_lost_in_crashes": sum(
+            op.value.get("lost_offsets", 0) for op in ops if op.f == "nemesis" and op.type == "ok"
+        ),
         "writes": {
             "acknowledged": outcomes["ok"],
             "failed": outcomes["fail"],
@@ -357,7 +363,9 @@ def summary_text(result: Result) -> str:
     summary = result.summary
     writes, txns = summary["writes"], summary["transactions"]
     lines = [
-        f"operations: {summary['operations']}   fault events: {summary['fault_events']}",
+        f"operations: {summary['operations']}   fault events: {summary['fault_events']} ("
+        + ", ".join(f"{kind} {count}" for kind, count in sorted(summary["fault_kinds"].items()))
+        + f")   offsets lost by crashed nodes: {summary['offsets_lost_in_crashes']}",
         f"writes: {writes['acknowledged']} acknowledged, {writes['failed']} failed, "
         f"{writes['indeterminate']} indeterminate ({writes['acknowledged_unread']} "
         "acknowledged but never reached by a read)",

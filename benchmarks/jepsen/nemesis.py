@@ -9,6 +9,10 @@ One fault at a time, healed before the next, so a majority of nodes is always up
 - `pause-replication`: a node's follower replicas stop fetching (they leave the ISR after
   replica.lag.time.max.ms), then resume;
 - `slow-node`: every request to a node waits (a slow disk or network), then not;
+- `cut-link`: the link between two nodes is cut (a partial partition: no replica fetch
+  between them either way, both still reach the others and the controller), then healed;
+- `crash-node`: a node loses power: it stops and its replica logs lose what they had not
+  fsynced; it then starts again as after an unclean shutdown (out of every ISR and ELR);
 - `leader-alone`: a partition's followers stop fetching until the ISR is its leader alone,
   then the leader stops (with acks=1 and unclean election this loses the records only the
   leader had, as Kafka documents; with acks=all and min.insync.replicas=2 the writes are
@@ -30,7 +34,15 @@ from typing import Any
 from benchmarks.jepsen.history import History
 from minibroker.testing import KafkaCluster
 
-FAULTS = ("stop-node", "isolate-node", "pause-replication", "slow-node", "leader-alone")
+FAULTS = (
+    "stop-node",
+    "isolate-node",
+    "pause-replication",
+    "slow-node",
+    "leader-alone",
+    "cut-link",
+    "crash-node",
+)
 EXTRA_FAULTS = ("internal-leader-alone",)
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 SLOW_S = 0.2
@@ -40,6 +52,7 @@ SLOW_S = 0.2
 class Fault:
     kind: str
     node: int
+    peer: int  # cut-link's other node
     duration_s: float
     partition: int  # leader-alone's partition
     gap_s: float  # quiet time before the fault
@@ -51,9 +64,11 @@ def schedule(
     """The seed's faults, without end (the nemesis stops taking them when the run ends)."""
     rng = random.Random(seed)
     while True:
+        node = rng.choice(list(nodes))
         yield Fault(
             kind=rng.choice(list(kinds)),
-            node=rng.choice(list(nodes)),
+            node=node,
+            peer=rng.choice([other for other in nodes if other != node]),
             duration_s=rng.uniform(0.5, 1.5) * interval_s,
             partition=rng.randrange(partitions),
             gap_s=rng.uniform(0.25, 1.0) * interval_s,
@@ -91,6 +106,8 @@ class Nemesis(threading.Thread):
 
     def _record(self, f: str, fault: Fault, detail: dict[str, Any]) -> None:
         value = {"fault": fault.kind, "node": fault.node, **detail}
+        if fault.kind == "cut-link":
+            value["peer"] = fault.peer
         self.history.complete(self.history.invoke("nemesis", f, value), "ok", value)
 
     def _inject(self, fault: Fault) -> None:
@@ -100,6 +117,16 @@ class Nemesis(threading.Thread):
             return
         if fault.kind == "internal-leader-alone":
             self._leader_alone(fault, INTERNAL_TOPICS[fault.node % 2])
+            return
+        if fault.kind == "crash-node":
+            self._crash(fault)
+            return
+        if fault.kind == "cut-link":
+            self._record("nemesis", fault, {})
+            self.cluster.cut_link(fault.node, fault.peer)
+            self.stop_event.wait(fault.duration_s)
+            self.cluster.heal_link(fault.node, fault.peer)
+            self._record("heal", fault, {})
             return
         start, heal = {
             "stop-node": (self.cluster.stop_node, self.cluster.start_node),
@@ -111,6 +138,16 @@ class Nemesis(threading.Thread):
         start(fault.node)
         self.stop_event.wait(fault.duration_s)
         heal(fault.node)
+        self._record("heal", fault, {})
+
+    def _crash(self, fault: Fault) -> None:
+        """Recorded with how many offsets the node's replica logs lost."""
+        value: dict[str, Any] = {"fault": fault.kind, "node": fault.node}
+        invoked = self.history.invoke("nemesis", "nemesis", value)
+        lost = self.cluster.crash_node(fault.node)
+        self.history.complete(invoked, "ok", {**value, "lost_offsets": lost})
+        self.stop_event.wait(fault.duration_s)
+        self.cluster.start_node(fault.node)
         self._record("heal", fault, {})
 
     def _slow(self, node: int) -> None:
@@ -147,3 +184,6 @@ def heal_all(cluster: KafkaCluster) -> None:
         cluster.reconnect_node(node)
         cluster.resume_replication(node)
         cluster.set_latency(0.0, node=node)
+        for peer in cluster.node_ids:
+            if peer != node:
+                cluster.heal_link(node, peer)

@@ -1,5 +1,6 @@
-"""`scripts/jepsen --minutes N --seed S [--unsafe]`: the queue, read-write transaction and
-share-group workloads on an in-process 3-node cluster under a seeded nemesis, then a final
+"""`scripts/jepsen --minutes N --seed S [--unsafe] [--nodes 3]`: the queue, read-write
+transaction and share-group workloads on an in-process cluster (3 nodes unless `--nodes`)
+under a seeded nemesis, then a final
 drain, then the checker over the whole history: the summary printed, history.jsonl,
 anomalies.json and summary.json written under `--out` (default
 results/jepsen/<safe|unsafe>-seed<S>).
@@ -28,6 +29,7 @@ from benchmarks.jepsen.workloads import (
     QUEUE_TOPIC,
     TXN_TOPIC,
     CommittedObserver,
+    JavaQueueProducer,
     QueueConsumer,
     QueueProducer,
     Settings,
@@ -40,6 +42,8 @@ from benchmarks.jepsen.workloads import (
 from minibroker.testing import KafkaCluster
 
 LAG_TIME_MS = 1000
+FLUSH_MS = 1000
+REPLICATION_FACTOR = 3
 PARTITIONS = 3
 SAFE_CONFIG = {
     "min.insync.replicas": 2,
@@ -52,6 +56,9 @@ SAFE_CONFIG = {
     "transaction.state.log.num.partitions": PARTITIONS,
     "unclean.leader.election.enable": "false",
     "replica.lag.time.max.ms": LAG_TIME_MS,
+    # replica logs fsynced every second (as a page cache written back): a crash-node loses
+    # about the last second of its replicas' appends
+    "log.flush.interval.ms": FLUSH_MS,
 }
 UNSAFE_CONFIG = {
     **SAFE_CONFIG,
@@ -67,6 +74,8 @@ class Options:
     seed: int
     unsafe: bool
     out: Path
+    nodes: int = 3
+    java_producers: bool = False  # the queue producers as Java kafka-clients 4.3
     faults: Sequence[str] = FAULTS
     fault_interval_s: float = 2.0
     producers: int = 2
@@ -91,8 +100,9 @@ def _workers(
     process = iter(range(1_000))
     write_lock = threading.Lock()
     workers: list[Worker] = []
+    producer_class = JavaQueueProducer if options.java_producers else QueueProducer
     for _ in range(options.producers):
-        workers.append(QueueProducer(settings, history, stop, next(process)))
+        workers.append(producer_class(settings, history, stop, next(process)))
     for index in range(options.consumers):
         protocol = ("classic", "consumer")[index % 2]
         workers.append(QueueConsumer(settings, protocol, history, stop, next(process)))
@@ -108,9 +118,11 @@ def _workers(
 def run(options: Options) -> Result:
     history = History()
     config: dict[str, Any] = UNSAFE_CONFIG if options.unsafe else SAFE_CONFIG
-    with KafkaCluster(nodes=3, storage="memory", config=config, record_requests=False) as cluster:
+    with KafkaCluster(
+        nodes=options.nodes, storage="memory", config=config, record_requests=False
+    ) as cluster:
         for topic in (QUEUE_TOPIC, TXN_TOPIC):
-            cluster.create_topic(topic, PARTITIONS, replication_factor=3)
+            cluster.create_topic(topic, PARTITIONS, replication_factor=REPLICATION_FACTOR)
         cluster.wait_in_sync()
         stop = threading.Event()
         workers = _workers(cluster, options, history, stop)
@@ -138,6 +150,8 @@ def run(options: Options) -> Result:
     result = check(ops)
     result.summary["configuration"] = "unsafe" if options.unsafe else "safe"
     result.summary["seed"] = options.seed
+    result.summary["nodes"] = options.nodes
+    result.summary["queue_producers"] = "java-4.3" if options.java_producers else "confluent-kafka"
     result.summary["seconds"] = options.seconds
     result.summary["crashed_threads"] = crashed
     write_results(options.out, ops, result)
@@ -149,6 +163,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--unsafe", action="store_true", help="acks=1 and unclean election")
+    parser.add_argument("--nodes", type=int, default=3, help="cluster size (3 or more)")
+    parser.add_argument(
+        "--producers",
+        choices=("confluent", "java"),
+        default="confluent",
+        help="the queue producers' client: confluent-kafka or Java kafka-clients 4.3",
+    )
     parser.add_argument("--fault-interval", type=float, default=2.0, help="seconds")
     parser.add_argument("--faults", default=",".join(FAULTS), help="comma-separated kinds")
     parser.add_argument("--out", type=Path, default=None)
@@ -157,12 +178,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = set(kinds) - set(FAULTS) - set(EXTRA_FAULTS)
     if unknown or not kinds:
         parser.error(f"--faults: kinds are {', '.join(FAULTS + EXTRA_FAULTS)}")
+    if args.nodes < REPLICATION_FACTOR:
+        parser.error(f"--nodes: at least {REPLICATION_FACTOR} (the replication factor)")
     name = f"{'unsafe' if args.unsafe else 'safe'}-seed{args.seed}"
     options = Options(
         seconds=args.minutes * 60,
         seed=args.seed,
         unsafe=args.unsafe,
         out=args.out or Path("results/jepsen") / name,
+        nodes=args.nodes,
+        java_producers=args.producers == "java",
         faults=kinds,
         fault_interval_s=args.fault_interval,
     )

@@ -3,8 +3,11 @@
 "topic/partition".
 
 - queue: producers (idempotent acks=all, or acks=1 in the unsafe configuration) send one
-  value at a time to a random partition; consumers of two groups (one classic, one KIP-848)
-  poll and commit after each poll; an observer records the groups' committed offsets.
+  value at a time to a random partition (or, `JavaQueueProducer`, Java kafka-clients 4.3
+  through the client harness's job server: batches of values, each to a random partition,
+  all recorded `info` when the batch's job fails); consumers of two groups (one classic,
+  one KIP-848) poll and commit after each poll; an observer records the groups' committed
+  offsets.
 - wr (Jepsen's read-write transactions over Kafka): each transaction polls a read_committed
   consumer assigned to every partition of the topic, then appends to a few random partitions
   and commits. The write-and-commit phase is serialised between processes, so every edge of
@@ -19,6 +22,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import random
 import threading
@@ -41,6 +45,7 @@ from confluent_kafka import (
 
 from benchmarks.jepsen.checker import FINAL
 from benchmarks.jepsen.history import History, Op
+from tests.clients.runner import ClientRunError, run_client
 
 QUEUE_TOPIC = "jepsen-queue"
 TXN_TOPIC = "jepsen-wr"
@@ -131,6 +136,69 @@ class QueueProducer(Worker):
                 self.history.complete(invoked, "info", [["send", key, value]])
                 if outcome and outcome[0][0] is not None and outcome[0][0].fatal():
                     producer = self._producer()
+
+
+JAVA_CLIENT = "java-4.3"
+JAVA_BATCH = 10
+
+
+class JavaQueueProducer(QueueProducer):
+    """The queue producer as Java kafka-clients 4.3 (`produce_paced` jobs): each job sends
+    `JAVA_BATCH` values, each to a random partition, without waiting between them; the job
+    answers every offset or fails as a whole, when each of its values is recorded `info`.
+    Each value of a batch is its own operation, of process "<process>.<slot>" (a process
+    has one operation in flight at a time)."""
+
+    def __init__(self, settings: Settings, *args: Any) -> None:
+        super().__init__(settings, *args)
+        self.name = "queue-producer-java"
+
+    def work(self) -> None:
+        while not self.stop_event.is_set():
+            batch = [
+                (key_of(QUEUE_TOPIC, partition), partition, self.next_value())
+                for partition in (
+                    self.rng.randrange(self.settings.partitions) for _ in range(JAVA_BATCH)
+                )
+            ]
+            invoked = [
+                self.history.invoke(f"{self.process}.{slot}", "send", [["send", key, value]])
+                for slot, (key, _partition, value) in enumerate(batch)
+            ]
+            offsets = self._send(batch)
+            for op, (key, _partition, value) in zip(invoked, batch, strict=True):
+                if offsets is None:
+                    self.history.complete(op, "info", [["send", key, value]])
+                else:
+                    self.history.complete(op, "ok", [["send", key, [offsets.pop(0), value]]])
+
+    def _send(self, batch: list[tuple[str, int, str]]) -> list[int] | None:
+        """The offsets of the batch's values, None when the job failed."""
+        job = {
+            "op": "produce_paced",
+            "bootstrap": self.settings.bootstrap,
+            "topic": QUEUE_TOPIC,
+            "acks": self.settings.acks,
+            "idempotent": self.settings.acks == "all",
+            "interval_ms": 0,
+            "timeout_ms": TIMEOUT_MS,
+            "records": [
+                {
+                    "key": None,
+                    "value": base64.b64encode(value.encode()).decode(),
+                    "headers": [],
+                    "partition": partition,
+                }
+                for _key, partition, value in batch
+            ],
+        }
+        try:
+            result = run_client(JAVA_CLIENT, job)
+        except ClientRunError:
+            return None
+        if not result.get("ok"):
+            return None
+        return [int(sent["offset"]) for sent in result["results"]]
 
 
 def _send(

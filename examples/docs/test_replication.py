@@ -26,4 +26,9 @@ def test_replication_api():
         cluster.resume_replication(follower, "orders")
         cluster.isolate_node(follower)  # cut off from the other nodes: fenced, ISRs shrink
         cluster.reconnect_node(follower)
+        cluster.cut_link(replicas[0], follower)  # a partial partition: only these two
+        cluster.heal_link(replicas[0], follower)
+        cluster.crash_node(follower)  # power loss: what it had not fsynced is gone
+        cluster.start_node(follower)  # back as after an unclean shutdown: it catches up
         cluster.wait_in_sync("orders")
+        assert cluster.replica_end_offsets("orders", 0)[follower] == 1

@@ -217,19 +217,32 @@ class ReplicaSet:
         self._wake_waiters()  # acks=all waiters re-check min.insync.replicas
         return True
 
-    def change_isr(self, target: list[int]) -> None:
+    def change_isr(self, target: list[int], unclean: Iterable[int] = ()) -> None:
         """The ISR becomes `target`; with ELR enabled, Kafka's `maybePopulateTargetElr`: below
         min.insync.replicas, the members leaving join the ELR (members back in the ISR leave
-        it), at or above it the ELR and last-known ELR are cleared."""
+        it; `unclean` ones, restarted after an unclean shutdown, go to the last-known ELR
+        instead), at or above it the ELR and last-known ELR are cleared."""
         min_isr = self.elr_min_isr()
         if min_isr is not None:
             if len(target) >= min_isr:
                 self.elr, self.last_known_elr = [], []
             else:
                 candidates = set(self.elr) | set(self.isr)
-                self.elr = sorted(candidates - set(target))
-                self.last_known_elr = sorted(set(self.last_known_elr) - set(target) - set(self.elr))
+                self.elr = sorted(candidates - set(target) - set(unclean))
+                known = candidates | set(self.last_known_elr)
+                self.last_known_elr = sorted(known - set(target) - set(self.elr))
         self.isr = target
+
+    def remove_unclean(self, node_id: int) -> bool:
+        """`node_id` registered again after an unclean shutdown (Kafka's
+        `handleBrokerUncleanShutdown`, only with ELR enabled): out of the ISR and the ELR;
+        True when either changed."""
+        if self.elr_min_isr() is None or (node_id not in self.isr and node_id not in self.elr):
+            return False
+        self.change_isr([node for node in self.isr if node != node_id], unclean=[node_id])
+        self.advance_high_watermark()
+        self._wake_waiters()
+        return True
 
     def forget(self, node_id: int) -> None:
         """`node_id` is no longer a broker (unregistered): out of the ELR and last-known ELR."""

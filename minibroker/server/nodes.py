@@ -13,6 +13,13 @@ a stopped or fenced (isolated) node leaves every ISR and its partitions are led 
 ISR member (or go offline, or an unclean election picks a live replica); a node that comes
 back follows, and leads again an offline partition whose ISR it is in. A new leader's
 producer state and transaction index are rebuilt from its own log.
+
+Faults between nodes: a cut link between two nodes (a partial network partition) stops the
+replica fetches between them both ways; the controller (this shared state) still hears from
+both, as KRaft controllers on their own machines would, so followers leave the ISR only by
+lagging. A crashed node (`lose_unsynced`) loses what its replica logs had not fsynced and,
+when it starts again, is handled as Kafka's controller handles a broker registering after an
+unclean shutdown: out of every ISR and ELR.
 """
 
 from __future__ import annotations
@@ -89,6 +96,8 @@ class Nodes:
         self._leaders: WeakKeyDictionary[Partition, int] = WeakKeyDictionary()
         self.fenced: set[int] = set()  # isolated from the others (the controller fenced them)
         self.unregistered: set[int] = set()  # UnregisterBroker: until the node starts again
+        self.cut_links: set[frozenset[int]] = set()  # pairs of nodes that cannot reach each other
+        self.crashed: set[int] = set()  # stopped uncleanly, until they start again
         self.quorum = MetadataQuorum.open(first.cluster_id, first.data_dir)
         first.cluster.usable_nodes = self.reachable
 
@@ -264,8 +273,54 @@ class Nodes:
         if node_id in self.unregistered:  # a node that starts registers again
             self.unregistered.discard(node_id)
             self.fenced.discard(node_id)
+        if node_id in self.crashed:
+            self.crashed.discard(node_id)
+            self._restarted_uncleanly(node_id)
         self.live.add(node_id)
         self._rejoined(node_id)
+
+    def lose_unsynced(self, node_id: int) -> int:
+        """A power cut on a stopped node: each of its replica logs keeps only what it had
+        fsynced (below its recovery point); it starts again as after an unclean shutdown.
+        Returns how many offsets its replica logs lost."""
+        self.broker(node_id)
+        if node_id in self.live:
+            raise NodeError(f"node {node_id} is running: stop it first")
+        owner = self.brokers[min(self.brokers)]
+        lost = 0
+        for partition in owner.cluster.replicated_partitions():
+            assert partition.replication is not None
+            replica = partition.replication.replicas.get(node_id)
+            if replica is not None:
+                end = replica.log_end_offset
+                replica.truncate_to(replica.log.recovery_point)
+                lost += end - replica.log_end_offset
+        self.crashed.add(node_id)
+        return lost
+
+    def _restarted_uncleanly(self, node_id: int) -> None:
+        """Kafka's `handleBrokerUncleanShutdown` (with ELR enabled): the node leaves every ISR
+        and ELR it is in, as it may have lost records they promise it has."""
+        owner = self.brokers[min(self.brokers)]
+        for partition in owner.cluster.replicated_partitions():
+            assert partition.replication is not None
+            if partition.replication.remove_unclean(node_id):
+                owner.cluster.write_replication_state()
+
+    def cut_link(self, node_a: int, node_b: int) -> None:
+        """The two nodes stop reaching each other (both ways); each still reaches the others."""
+        self.broker(node_a)
+        self.broker(node_b)
+        if node_a == node_b:
+            raise NodeError(f"a link joins two nodes, not node {node_a} to itself")
+        self.cut_links.add(frozenset((node_a, node_b)))
+
+    def heal_link(self, node_a: int, node_b: int) -> None:
+        self.cut_links.discard(frozenset((node_a, node_b)))
+
+    def linked(self, node_a: int, node_b: int) -> bool:
+        """Whether the two nodes reach each other (no cut link between them)."""
+        return frozenset((node_a, node_b)) not in self.cut_links
 
     def node_stopped(self, node_id: int) -> None:
         """Its partitions move to live nodes (round-robin), with a new leader epoch each;

@@ -8,8 +8,9 @@ end offset from the fetch offset (ISR and high watermark, cluster/replicas.py). 
 batches are appended as they are: same offsets, same leader epochs. Before it fetches for a
 new leader epoch, a follower truncates its log where it diverges from the leader's (Kafka's
 truncation by leader epoch). A leader's log start offset (DeleteRecords, retention) is
-followed. Stopped, fenced (isolated) or paused replicas do not fetch; errors back off for
-`replica.fetch.backoff.ms`.
+followed. Stopped, fenced (isolated) or paused replicas do not fetch, nor do followers whose
+link to their leader is cut (a partial partition: an answer that was in flight when the link
+was cut is dropped); errors back off for `replica.fetch.backoff.ms`.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ class ReplicaFetcher:
             leader = replica_set.leader
             if replica is None or replica.paused or leader in (me, NO_LEADER):
                 continue
-            if leader in reachable:
+            if leader in reachable and nodes.linked(me, leader):
                 work.setdefault(leader, []).append((partition, replica))
         return work
 
@@ -135,17 +136,21 @@ class ReplicaFetcher:
                     continue
                 partition, replica, epoch = found
                 clean = clean and answer.error_code == ErrorCode.NO_ERROR
-                if self._still_following(partition, replica, epoch):
+                if self._still_following(partition, replica, epoch, leader_id):
                     self._apply(replica, answer, now_ms)
         return clean
 
-    def _still_following(self, partition: Partition, replica: Replica, epoch: int) -> bool:
-        """Whether a fetch's answer may still be applied: same leader epoch, and neither the
-        topic deleted nor the replica reassigned away while the fetch waited."""
+    def _still_following(
+        self, partition: Partition, replica: Replica, epoch: int, leader_id: int
+    ) -> bool:
+        """Whether a fetch's answer may still be applied: same leader epoch, the link to the
+        leader not cut, and neither the topic deleted nor the replica reassigned away while
+        the fetch waited."""
         current = self.broker.cluster.partition(partition.topic, partition.index)
         replica_set = partition.replication
         return (
             current is partition
+            and self.broker.nodes.linked(self.broker.node_id, leader_id)
             and partition.leader_epoch == epoch
             and replica_set is not None
             and replica_set.replicas.get(replica.node_id) is replica

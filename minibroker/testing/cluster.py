@@ -644,6 +644,17 @@ class AsyncKafkaCluster(_Helpers):
         partitions (and coordinator role) move to live nodes."""
         await self.node(node).stop_listening()
 
+    async def crash_node(self, node: int) -> int:
+        """Power loss on a node: it stops as `stop_node` does, its replica fetches end, and its
+        replica logs keep only what they had fsynced (`log.flush.interval.*`, segment rolls,
+        `minibroker.fsync.on.ack`); returns how many offsets they lost. `start_node` brings it
+        back as after an unclean shutdown: out of every ISR and ELR, its replicas truncating
+        and catching up as followers."""
+        broker = self.node(node)
+        await broker.stop_listening()
+        await broker.replica_fetcher.join()
+        return broker.nodes.lose_unsynced(node)
+
     async def start_node(self, node: int) -> None:
         """Bring a stopped node back on its port. Its partitions stay where they moved."""
         broker = self.node(node)
@@ -813,6 +824,9 @@ class KafkaCluster(_Helpers):
 
     def stop_node(self, node: int) -> None:
         self._call(self._async.stop_node(node))
+
+    def crash_node(self, node: int) -> int:
+        return self._call(self._async.crash_node(node))
 
     def start_node(self, node: int) -> None:
         self._call(self._async.start_node(node))

@@ -1,5 +1,6 @@
 """Replication helpers of in-process clusters: replicas, ISR, each replica's records, and
-faults between nodes (a follower that stops fetching, a node cut off from the others).
+faults between nodes (a follower that stops fetching, a node cut off from the others, the
+link between two nodes cut).
 
 Mixed into `KafkaCluster` / `AsyncKafkaCluster` (minibroker/testing/cluster.py); topics with a
 replication factor above 1 are replicated (cluster/replicas.py).
@@ -122,6 +123,17 @@ class ReplicationHelpers:
     def reconnect_node(self, node: int) -> None:
         """Undo `isolate_node`: its replicas truncate to the leaders' logs and catch up."""
         self._run(lambda: self._owner().nodes.unfence(node))
+
+    def cut_link(self, node_a: int, node_b: int) -> None:
+        """A partial network partition: the two nodes stop reaching each other (no replica
+        fetch between them either way) while both still reach the other nodes and the
+        controller. Followers across the cut fall behind and leave the ISR after
+        `replica.lag.time.max.ms`; nobody is fenced. Clients still reach both."""
+        self._run(lambda: self._owner().nodes.cut_link(node_a, node_b))
+
+    def heal_link(self, node_a: int, node_b: int) -> None:
+        """Undo `cut_link`: the followers fetch again and rejoin the ISR once caught up."""
+        self._run(lambda: self._owner().nodes.heal_link(node_a, node_b))
 
     def in_sync(self, topic: str | None = None) -> bool:
         """Whether every replica of the topic's (every topic's) replicated partitions on a
