@@ -584,7 +584,7 @@ class ProducerStateManager:
         table = self._table(partition)
         replay_from = partition.log.log_start_offset
         directory = self._directory(partition)
-        if directory is not None and directory.is_dir():
+        if directory is not None:
             loaded = self._load_snapshot(directory, partition.log, table)
             if loaded is not None:
                 replay_from = loaded

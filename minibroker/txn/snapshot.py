@@ -104,9 +104,14 @@ def decode_snapshot(data: bytes) -> list[SnapshotEntry]:
 
 
 def list_snapshots(directory: Path) -> list[tuple[int, Path]]:
-    """(offset, path) of every snapshot file in `directory`, oldest first."""
+    """(offset, path) of every snapshot file in `directory`, oldest first (none if `directory`
+    does not exist)."""
     found = []
-    for name in os.listdir(directory):
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    for name in names:
         stem = name[: -len(SNAPSHOT_SUFFIX)]
         if name.endswith(SNAPSHOT_SUFFIX) and len(stem) == 20 and stem.isdigit():
             found.append((int(stem), directory / name))
