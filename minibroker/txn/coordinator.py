@@ -57,7 +57,7 @@ from minibroker.txn.state import (
     TxnTransit,
     is_epoch_exhausted,
 )
-from minibroker.txn.state_log import TransactionStateTopic
+from minibroker.txn.state_log import LoadedTxn, TransactionStateTopic
 
 if TYPE_CHECKING:
     from minibroker.cluster.features import Features
@@ -137,15 +137,31 @@ class TransactionCoordinator:
     def start(self) -> None:
         """Reload every transactional id and finish the transactions that were being ended."""
         self._stopped = False
-        for loaded in self.store.load():
+        self._load(self.store.load())
+
+    def reload_partition(self, index: int) -> None:
+        """Partition `index` of `__transaction_state` has a new leader: its transactional ids
+        are what that leader's replica holds (Kafka's `loadTransactionsForTxnTopicPartition`),
+        and the transactions being ended there are finished again with the new coordinator
+        epoch. Work left from before (markers, timers) stops: its transaction is replaced."""
+        for transactional_id in list(self.transactions):
+            if self.store.partition_index(transactional_id) == index:
+                del self.transactions[transactional_id]
+        self._load(self.store.load([index]))
+
+    def _load(self, loaded_records: Iterable[LoadedTxn]) -> None:
+        loaded_ids: set[str] = set()
+        for loaded in loaded_records:
+            loaded_ids.add(loaded.transactional_id)
             if loaded.value is None:
                 self.transactions.pop(loaded.transactional_id, None)
             else:
                 self.transactions[loaded.transactional_id] = _metadata_from(
                     loaded.transactional_id, loaded.value
                 )
-        for txn in self.transactions.values():
-            if txn.state in PREPARED_STATES:
+        for transactional_id in loaded_ids:
+            txn = self.transactions.get(transactional_id)
+            if txn is not None and txn.state in PREPARED_STATES:
                 self._complete_after_markers(txn)
 
     def stop(self) -> None:
@@ -414,9 +430,15 @@ class TransactionCoordinator:
         remaining = set(txn.partitions)
         self._later(0, lambda: self._write_markers(txn, transit, remaining))
 
+    def _current(self, txn: TransactionMetadata) -> bool:
+        """False once a reload of its partition replaced the transaction."""
+        return self.transactions.get(txn.transactional_id) is txn
+
     def _write_markers(
         self, txn: TransactionMetadata, transit: TxnTransit, remaining: set[TopicPartition]
     ) -> None:
+        if not self._current(txn):
+            return
         commit = transit.state == TxnState.COMPLETE_COMMIT
         coordinator_epoch = self.store.coordinator_epoch(txn.transactional_id)
         for topic, partition in sorted(remaining):
@@ -441,6 +463,8 @@ class TransactionCoordinator:
         self._finish(txn, transit)
 
     def _finish(self, txn: TransactionMetadata, transit: TxnTransit) -> None:
+        if not self._current(txn):
+            return
         error = self._append(txn.transactional_id, transit)
         if error != ErrorCode.NO_ERROR:
             self._later(MARKER_RETRY_DELAY_S, lambda: self._finish(txn, transit))
