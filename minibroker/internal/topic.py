@@ -223,6 +223,7 @@ class InternalTopic:
         if replica_set is None:
             return ErrorCode.NO_ERROR
         end = partition.log.log_end_offset
+        replica_set.advance_high_watermark()  # Kafka's maybeIncrementLeaderHW after an append
         if replica_set.high_watermark >= end and replica_set.leader == node_id:
             return ErrorCode.NO_ERROR
         await replica_set.wait_for_high_watermark(end, timeout_s)

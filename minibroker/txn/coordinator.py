@@ -32,7 +32,11 @@ records are TransactionLogValue v1 while `transaction.version` >= 1 is finalized
 
 After a restart `start()` reloads the last record of every transactional id: PrepareCommit and
 PrepareAbort write their markers again and complete, Ongoing transactions continue until their
-timeout.
+timeout. In a cluster the same happens to the ids of a `__transaction_state` partition whose
+leader changed (`reload_partition`: the new leader's replica is the state). A marker to a
+replicated partition is written as Kafka's WriteTxnMarkers with acks=all: not while the
+partition is offline or its ISR under min.insync.replicas, and it counts once the ISR has it;
+if the partition's leader changes first, it is written again.
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 MARKER_RETRY_DELAY_S = 0.1
+# Where a marker written to a replicated partition stands.
+_WAITING, _REPLICATED, _LOST = range(3)
 # Marker write outcomes after which Kafka stops retrying a partition.
 _MARKER_DONE = frozenset(
     {
@@ -428,21 +434,36 @@ class TransactionCoordinator:
         """Mark CompleteCommit/CompleteAbort pending and write the markers on the next turn."""
         transit = txn.prepare_complete(self._clock())
         remaining = set(txn.partitions)
-        self._later(0, lambda: self._write_markers(txn, transit, remaining))
+        self._later(0, lambda: self._write_markers(txn, transit, remaining, {}))
 
     def _current(self, txn: TransactionMetadata) -> bool:
         """False once a reload of its partition replaced the transaction."""
         return self.transactions.get(txn.transactional_id) is txn
 
     def _write_markers(
-        self, txn: TransactionMetadata, transit: TxnTransit, remaining: set[TopicPartition]
+        self,
+        txn: TransactionMetadata,
+        transit: TxnTransit,
+        remaining: set[TopicPartition],
+        unreplicated: dict[TopicPartition, tuple[int, int]],
     ) -> None:
+        """Write the markers still `remaining`; those written to a replicated partition wait
+        in `unreplicated` (leader epoch, end offset) until its ISR has them."""
         if not self._current(txn):
             return
         commit = transit.state == TxnState.COMPLETE_COMMIT
         coordinator_epoch = self.store.coordinator_epoch(txn.transactional_id)
         for topic, partition in sorted(remaining):
-            error = self._write_marker(
+            written = unreplicated.pop((topic, partition), None)
+            if written is not None:
+                state = self._marker_replication(topic, partition, *written)
+                if state == _WAITING:
+                    unreplicated[(topic, partition)] = written
+                    continue
+                if state == _REPLICATED:
+                    remaining.discard((topic, partition))
+                    continue
+            error = self._marker_refusal(topic, partition) or self._write_marker(
                 topic, partition, txn.producer_id, txn.producer_epoch, coordinator_epoch, commit
             )
             if error not in _MARKER_DONE:
@@ -454,13 +475,52 @@ class TransactionCoordinator:
                     error.name,
                 )
                 continue
-            remaining.discard((topic, partition))
             if topic == OFFSETS_TOPIC and error == ErrorCode.NO_ERROR:
                 self._offsets.complete_txn_offsets(partition, txn.producer_id, commit)
+            pending = self._marker_end(topic, partition) if error == ErrorCode.NO_ERROR else None
+            if pending is None:
+                remaining.discard((topic, partition))
+            else:
+                unreplicated[(topic, partition)] = pending
         if remaining:
-            self._later(MARKER_RETRY_DELAY_S, lambda: self._write_markers(txn, transit, remaining))
+            self._later(
+                MARKER_RETRY_DELAY_S,
+                lambda: self._write_markers(txn, transit, remaining, unreplicated),
+            )
             return
         self._finish(txn, transit)
+
+    def _marker_refusal(self, topic: str, index: int) -> ErrorCode | None:
+        """Kafka's acks=all refusals of a marker: the partition offline (no leader to send
+        it to) or its ISR under min.insync.replicas."""
+        partition = self.store.cluster.partition(topic, index)
+        if partition is None or partition.replication is None:
+            return None
+        if partition.replication.offline:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self.store.cluster.not_enough_replicas(partition) is not None:
+            return ErrorCode.NOT_ENOUGH_REPLICAS
+        return None
+
+    def _marker_end(self, topic: str, index: int) -> tuple[int, int] | None:
+        """(leader epoch, end offset) of a marker just written to a replicated partition
+        whose ISR does not have it yet."""
+        partition = self.store.cluster.partition(topic, index)
+        if partition is None or partition.replication is None:
+            return None
+        end = partition.log.log_end_offset
+        partition.replication.advance_high_watermark()
+        if partition.replication.high_watermark >= end:
+            return None
+        return partition.leader_epoch, end
+
+    def _marker_replication(self, topic: str, index: int, epoch: int, end: int) -> int:
+        partition = self.store.cluster.partition(topic, index)
+        if partition is None or partition.replication is None:
+            return _REPLICATED
+        if partition.leader_epoch != epoch:
+            return _LOST  # a new leader, which may not have the marker: write it again
+        return _REPLICATED if partition.replication.high_watermark >= end else _WAITING
 
     def _finish(self, txn: TransactionMetadata, transit: TxnTransit) -> None:
         if not self._current(txn):
