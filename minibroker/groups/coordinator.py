@@ -239,6 +239,7 @@ class GroupCoordinator:
                 self._unload(group)
                 del self.groups[group.group_id]
         self.txn_offsets.discard(lambda group_id: self.offsets_partition_for(group_id) == index)
+        self.store.forget_unreplicated(index)
         self._load(self.store.load_with_consumer_records([index]))
 
     def _load(self, records: Iterable[Loaded]) -> None:
@@ -1099,7 +1100,7 @@ class GroupCoordinator:
         stored = self.store.append(group.group_id, records, timestamp)
         if stored != ErrorCode.NO_ERROR:
             return [stored if error == ErrorCode.NO_ERROR else error for error in errors]
-        group.offsets.update(accepted)
+        self.store.after_replication(group.group_id, lambda: group.offsets.update(accepted))
         return errors
 
     def _offset_error(self, commit: OffsetCommit) -> ErrorCode:

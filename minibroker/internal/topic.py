@@ -131,6 +131,8 @@ class InternalTopic:
         self.num_partitions = num_partitions
         self.segment_bytes = segment_bytes
         self.cleanup_policy = cleanup_policy
+        # Per partition: changes waiting for the ISR to have their records (end offset, apply).
+        self._unreplicated: dict[int, list[tuple[int, Callable[[], None]]]] = {}
 
     def topic(self) -> Topic | None:
         return self.cluster.topics.get(self.name)
@@ -224,10 +226,53 @@ class InternalTopic:
             return ErrorCode.NO_ERROR
         end = partition.log.log_end_offset
         replica_set.advance_high_watermark()  # Kafka's maybeIncrementLeaderHW after an append
-        if replica_set.high_watermark >= end and replica_set.leader == node_id:
-            return ErrorCode.NO_ERROR
-        await replica_set.wait_for_high_watermark(end, timeout_s)
-        return coordinator_error(self.cluster.acks_all_outcome(partition, end, node_id))
+        if replica_set.high_watermark < end or replica_set.leader != node_id:
+            await replica_set.wait_for_high_watermark(end, timeout_s)
+        outcome = self.cluster.acks_all_outcome(partition, end, node_id)
+        if replica_set.leader == node_id:
+            self._apply_replicated(partition)
+        return coordinator_error(outcome)
+
+    def after_replication(self, key: str, apply: Callable[[], None]) -> None:
+        """Apply a change just appended for `key` once the ISR has it (at once in a partition
+        without replicas), as Kafka's coordinator runtime exposes only committed state: a
+        change never replicated is never seen, and one lost in an election is dropped by the
+        reload (`forget_unreplicated`)."""
+        partition = self.partition_of(key)
+        if partition.replication is None:
+            apply()
+            return
+        end = partition.log.log_end_offset
+        pending = self._unreplicated.setdefault(partition.index, [])
+        if not pending:
+            self._listen(partition)
+        pending.append((end, apply))
+        self._apply_replicated(partition)
+
+    def _listen(self, partition: Partition) -> None:
+        replica_set = partition.replication
+        assert replica_set is not None
+
+        def high_watermark_moved() -> None:
+            replica_set.high_watermark_listeners.remove(high_watermark_moved)
+            self._apply_replicated(partition)
+            if self._unreplicated.get(partition.index):
+                self._listen(partition)
+
+        replica_set.high_watermark_listeners.append(high_watermark_moved)
+
+    def _apply_replicated(self, partition: Partition) -> None:
+        pending = self._unreplicated.get(partition.index)
+        if not pending or partition.replication is None:
+            return
+        high_watermark = partition.replication.high_watermark
+        ready = [apply for end, apply in pending if end <= high_watermark]
+        self._unreplicated[partition.index] = [p for p in pending if p[0] > high_watermark]
+        for apply in ready:
+            apply()
+
+    def forget_unreplicated(self, index: int) -> None:
+        self._unreplicated.pop(index, None)
 
     def partition_index(self, key: str) -> int | None:
         """The partition of `key` if the topic exists."""

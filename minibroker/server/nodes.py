@@ -158,7 +158,7 @@ class Nodes:
         if partition.replication is not None:
             return partition.replication.leader
         replica = self.replica_of(partition)
-        if self.live and replica not in self.reachable():
+        if self.live and (replica not in self.live or replica in self.fenced):
             return NO_LEADER
         return replica
 

@@ -65,7 +65,7 @@ from minibroker.txn.state_log import LoadedTxn, TransactionStateTopic
 
 if TYPE_CHECKING:
     from minibroker.cluster.features import Features
-    from minibroker.cluster.state import Cluster
+    from minibroker.cluster.state import Cluster, Partition
     from minibroker.config import BrokerConfig
 
 log = logging.getLogger(__name__)
@@ -462,6 +462,7 @@ class TransactionCoordinator:
                     continue
                 if state == _REPLICATED:
                     remaining.discard((topic, partition))
+                    self._marker_replicated(txn, topic, partition, commit)
                     continue
             error = self._marker_refusal(topic, partition) or self._write_marker(
                 topic, partition, txn.producer_id, txn.producer_epoch, coordinator_epoch, commit
@@ -475,13 +476,13 @@ class TransactionCoordinator:
                     error.name,
                 )
                 continue
-            if topic == OFFSETS_TOPIC and error == ErrorCode.NO_ERROR:
-                self._offsets.complete_txn_offsets(partition, txn.producer_id, commit)
             pending = self._marker_end(topic, partition) if error == ErrorCode.NO_ERROR else None
-            if pending is None:
-                remaining.discard((topic, partition))
-            else:
+            if pending is not None:
                 unreplicated[(topic, partition)] = pending
+                continue
+            remaining.discard((topic, partition))
+            if error == ErrorCode.NO_ERROR:
+                self._marker_replicated(txn, topic, partition, commit)
         if remaining:
             self._later(
                 MARKER_RETRY_DELAY_S,
@@ -489,6 +490,13 @@ class TransactionCoordinator:
             )
             return
         self._finish(txn, transit)
+
+    def _marker_replicated(
+        self, txn: TransactionMetadata, topic: str, partition: int, commit: bool
+    ) -> None:
+        """A marker is in its partition's ISR: a group's transactional offsets take effect."""
+        if topic == OFFSETS_TOPIC:
+            self._offsets.complete_txn_offsets(partition, txn.producer_id, commit)
 
     def _marker_refusal(self, topic: str, index: int) -> ErrorCode | None:
         """Kafka's acks=all refusals of a marker: the partition offline (no leader to send
@@ -518,9 +526,20 @@ class TransactionCoordinator:
         partition = self.store.cluster.partition(topic, index)
         if partition is None or partition.replication is None:
             return _REPLICATED
-        if partition.leader_epoch != epoch:
-            return _LOST  # a new leader, which may not have the marker: write it again
+        if partition.leader_epoch != epoch and not self._kept_by_leader(partition, epoch, end):
+            return _LOST  # a new leader without the marker: write it again
         return _REPLICATED if partition.replication.high_watermark >= end else _WAITING
+
+    @staticmethod
+    def _kept_by_leader(partition: Partition, epoch: int, end: int) -> bool:
+        """Whether the current leader's log holds what leader epoch `epoch` wrote up to `end`
+        (its leader-epoch cache, as OffsetForLeaderEpoch answers)."""
+        assert partition.replication is not None
+        leader = partition.replication.leader_replica()
+        if leader is None:
+            return True  # offline: wait for a leader to decide
+        found, end_of_epoch = leader.epochs.end_offset_for(epoch, leader.log_end_offset)
+        return found == epoch and end_of_epoch >= end
 
     def _finish(self, txn: TransactionMetadata, transit: TxnTransit) -> None:
         if not self._current(txn):
