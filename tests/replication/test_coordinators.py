@@ -194,6 +194,9 @@ def test_a_commit_the_isr_did_not_get_times_out_and_the_new_leader_lacks_it() ->
         # appended by the leader alone: the ISR shrinks, the wait times out
         assert _commit(cluster, coordinator, group, 9) == ErrorCode.COORDINATOR_NOT_AVAILABLE
         assert cluster.isr(OFFSETS, offsets_partition) == [coordinator]
+        # not in the ISR: not seen, as Kafka's coordinators expose only committed state
+        assert cluster.committed_offsets(group) == {(TOPIC, 0): 5}
+        assert _committed(cluster, group) == 5
         for node in followers:
             cluster.resume_replication(node, OFFSETS, offsets_partition)
         cluster.stop_node(coordinator)
