@@ -259,12 +259,13 @@ class Nodes:
 
     def set_coordinator(self, node_id: int, key_type: int | None = None, key: str = "") -> None:
         """Make `node_id` coordinate one key (`key_type` 0: group, 1: transactional id) or
-        every group and transaction: the leadership of the key's internal partition (or of
-        every partition of `__consumer_offsets` and `__transaction_state`) moves to it, so the
-        other keys of those partitions move too. A replicated internal partition moves only to
-        a member of its ISR (NodeError otherwise)."""
+        every group, transaction and share-state key: the leadership of the key's internal
+        partition (or of every partition of `__consumer_offsets`, `__transaction_state` and
+        `__share_group_state`) moves to it, so the other keys of those partitions move too. A
+        replicated internal partition moves only to a member of its ISR (NodeError
+        otherwise)."""
         self.broker(node_id)
-        key_types = [key_type] if key_type is not None else [GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE]
+        key_types = [key_type] if key_type is not None else list(COORDINATOR_TOPICS)
         try:
             found = [self.coordinator_partition(each, key) for each in key_types]
         except TopicError as exc:

@@ -349,11 +349,12 @@ class _Helpers(SecurityHelpers, ReplicationHelpers):
     def set_coordinator(
         self, node: int, *, group: str | None = None, transactional_id: str | None = None
     ) -> None:
-        """Make `node` coordinate every group and transaction, or only `group` /
-        `transactional_id`, by moving the leadership of their internal partitions (of every
-        partition of `__consumer_offsets` and `__transaction_state`, or of the key's, with the
-        other keys of that partition) to it; the others answer NOT_COORDINATOR. NodeError if a
-        replicated internal partition has `node` out of its ISR."""
+        """Make `node` coordinate every group, transaction and share-state key, or only
+        `group` / `transactional_id`, by moving the leadership of their internal partitions
+        (every partition of `__consumer_offsets`, `__transaction_state` and
+        `__share_group_state`, or the key's, with the other keys of that partition) to it; the
+        others answer NOT_COORDINATOR. NodeError if a replicated internal partition has `node`
+        out of its ISR."""
         nodes = self._owner().nodes
         if group is not None:
             self._run(lambda: nodes.set_coordinator(node, GROUP_KEY_TYPE, group))
