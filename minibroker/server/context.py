@@ -22,10 +22,6 @@ from minibroker.protocol.codec import RequestHeader
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.nodes import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
 
-# Kafka's `offsets.commit.timeout.ms` and `request.timeout.ms` defaults.
-DEFAULT_COMMIT_TIMEOUT_MS = 5000
-DEFAULT_REQUEST_TIMEOUT_MS = 30000
-
 if TYPE_CHECKING:
     from minibroker.cluster.state import Partition
     from minibroker.config import Listener
@@ -154,10 +150,10 @@ class RequestContext(NamedTuple):
         store: InternalTopic
         if key_type == TRANSACTION_KEY_TYPE:
             store = self.broker.transactions.store
-            timeout_ms = int(config.raw("request.timeout.ms") or DEFAULT_REQUEST_TIMEOUT_MS)
+            timeout_ms = config.get_int("request.timeout.ms")
         else:
             store = self.broker.groups.store
-            timeout_ms = int(config.raw("offsets.commit.timeout.ms") or DEFAULT_COMMIT_TIMEOUT_MS)
+            timeout_ms = config.get_int("offsets.commit.timeout.ms")
         return await store.replicated(key, self.broker.node_id, timeout_ms / 1000)
 
     def coordinator_error(self, key: str, key_type: int = GROUP_KEY_TYPE) -> ErrorCode | None:
