@@ -224,9 +224,11 @@ class InternalTopic:
         replica_set = partition.replication
         if replica_set is None:
             return ErrorCode.NO_ERROR
+        if replica_set.leader != node_id:  # the leadership moved before the answer
+            return coordinator_error(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         end = partition.log.log_end_offset
         replica_set.advance_high_watermark()  # Kafka's maybeIncrementLeaderHW after an append
-        if replica_set.high_watermark < end or replica_set.leader != node_id:
+        if replica_set.high_watermark < end:
             await replica_set.wait_for_high_watermark(end, timeout_s)
         outcome = self.cluster.acks_all_outcome(partition, end, node_id)
         if replica_set.leader == node_id:
