@@ -246,6 +246,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("offsets.topic.segment.bytes", INT, "104857600"),
         _broker("offsets.retention.minutes", INT, "10080"),
         _broker("offsets.retention.check.interval.ms", L, "600000"),
+        _broker("offsets.commit.timeout.ms", INT, "5000"),
+        _broker("request.timeout.ms", INT, "30000"),
         _broker("offset.metadata.max.bytes", INT, "4096"),
         _broker(
             "telemetry.max.bytes",
@@ -480,7 +482,6 @@ KAFKA_STATIC_BROKER_CONFIGS = frozenset(
         "num.replica.alter.log.dirs.threads",
         "group.coordinator.rebalance.protocols",
         "auto.leader.rebalance.enable",
-        "request.timeout.ms",
         "queued.max.requests",
         "socket.send.buffer.bytes",
         "socket.receive.buffer.bytes",

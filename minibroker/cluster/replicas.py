@@ -142,6 +142,8 @@ class ReplicaSet:
     elr_min_isr: Callable[[], int | None] = elr_disabled
     # Kafka's effective min.insync.replicas: the topic's, at most the replication factor
     min_isr: Callable[[], int] = no_min_isr
+    # called whenever the high watermark moves (the coordinators' changes waiting for the ISR)
+    high_watermark_listeners: list[Callable[[], None]] = field(default_factory=list)
     _waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
 
     @property
@@ -192,6 +194,8 @@ class ReplicaSet:
             return False
         self.high_watermark = candidate
         self._wake_waiters()
+        for listener in list(self.high_watermark_listeners):
+            listener()
         return True
 
     def lagging(self, now_ms: int, lag_max_ms: int) -> list[int]:

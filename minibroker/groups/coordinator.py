@@ -84,6 +84,7 @@ from minibroker.groups.settings import migration_policy
 from minibroker.groups.share.manager import ShareGroupError, ShareGroups
 from minibroker.groups.share.model import ShareGroup
 from minibroker.groups.store import (
+    Loaded,
     LoadedConsumerRecord,
     LoadedOffset,
     LoadedStreamsRecord,
@@ -226,9 +227,26 @@ class GroupCoordinator:
 
     def start(self) -> None:
         """Reload groups and offsets from `__consumer_offsets` and start the expiry timer."""
+        self._load(self.store.load_with_consumer_records())
+        self._schedule_retention_check()
+
+    def reload_partition(self, index: int) -> None:
+        """Partition `index` of `__consumer_offsets` has a new leader: its groups are unloaded
+        (waiting members answered NOT_COORDINATOR) and loaded again from that leader's replica,
+        as Kafka's coordinator does on `onElection`. Share groups, kept in memory only, stay."""
+        for group in list(self.groups.values()):
+            if group.share is None and self.offsets_partition_for(group.group_id) == index:
+                self._unload(group)
+                del self.groups[group.group_id]
+        self.txn_offsets.discard(lambda group_id: self.offsets_partition_for(group_id) == index)
+        self.store.forget_unreplicated(index)
+        self._load(self.store.load_with_consumer_records([index]))
+
+    def _load(self, records: Iterable[Loaded]) -> None:
         consumer_records: dict[str, dict[ConsumerGroupKey, ConsumerGroupValue]] = {}
         streams_records: dict[str, dict[bytes, bytes]] = {}
-        for loaded in self.store.load_with_consumer_records():
+        before = set(self.groups)
+        for loaded in records:
             if isinstance(loaded, LoadedConsumerRecord):
                 _collect(consumer_records, loaded.record)
             elif isinstance(loaded, LoadedStreamsRecord):
@@ -246,14 +264,15 @@ class GroupCoordinator:
                 self._load_offset(loaded.key, loaded.value)
             else:
                 self._load_group(loaded.key, loaded.value)
-        for group_id, records in consumer_records.items():
-            self._load_consumer_group(group_id, records)
+        for group_id, records_of in consumer_records.items():
+            self._load_consumer_group(group_id, records_of)
         for group_id, raw in streams_records.items():
             self._load_streams_group(group_id, raw)
-        for group in self.groups.values():
+        for group_id, group in self.groups.items():
+            if group_id in before:
+                continue
             for member in group.members.values():
                 self._arm_session(group, member)
-        self._schedule_retention_check()
 
     def _load_consumer_group(
         self, group_id: str, records: dict[ConsumerGroupKey, ConsumerGroupValue]
@@ -301,20 +320,23 @@ class GroupCoordinator:
         """Answer every waiting member NOT_COORDINATOR (as Kafka on unload) and stop timers."""
         self._retention_check.cancel()
         for group in self.groups.values():
-            if group.consumer is not None:
-                self.consumer.stop(group.consumer)
-            if group.share is not None:
-                group.share.stop_timers()
-            if group.streams is not None:
-                group.streams.stop_timers()
-            group.join_deadline.cancel()
-            group.sync_deadline.cancel()
-            for pending in group.pending_members.values():
-                pending.cancel()
-            for member in group.members.values():
-                member.session.cancel()
-                member.complete_join(JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
-                member.complete_sync(SyncResult(ErrorCode.NOT_COORDINATOR))
+            self._unload(group)
+
+    def _unload(self, group: Group) -> None:
+        if group.consumer is not None:
+            self.consumer.stop(group.consumer)
+        if group.share is not None:
+            group.share.stop_timers()
+        if group.streams is not None:
+            group.streams.stop_timers()
+        group.join_deadline.cancel()
+        group.sync_deadline.cancel()
+        for pending in group.pending_members.values():
+            pending.cancel()
+        for member in group.members.values():
+            member.session.cancel()
+            member.complete_join(JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
+            member.complete_sync(SyncResult(ErrorCode.NOT_COORDINATOR))
 
     def _load_offset(self, key: OffsetKey, value: OffsetValue | None) -> None:
         group = self.groups.get(key.group)
@@ -1078,7 +1100,7 @@ class GroupCoordinator:
         stored = self.store.append(group.group_id, records, timestamp)
         if stored != ErrorCode.NO_ERROR:
             return [stored if error == ErrorCode.NO_ERROR else error for error in errors]
-        group.offsets.update(accepted)
+        self.store.after_replication(group.group_id, lambda: group.offsets.update(accepted))
         return errors
 
     def _offset_error(self, commit: OffsetCommit) -> ErrorCode:

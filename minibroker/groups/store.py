@@ -12,7 +12,7 @@ after a log replay.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from minibroker.cluster.state import Cluster, Partition
@@ -136,13 +136,15 @@ class OffsetsTopic(InternalTopic):
             assert not isinstance(item, LoadedConsumerRecord | LoadedStreamsRecord)
             yield item
 
-    def load_with_consumer_records(self) -> Iterator[Loaded]:
-        """As `load`, with the records of KIP-848 consumer groups and KIP-1071 streams groups
-        in their log order."""
-        return self._load(consumer_records=True)
+    def load_with_consumer_records(self, indexes: Iterable[int] | None = None) -> Iterator[Loaded]:
+        """As `load` (of every partition, or those of `indexes`), with the records of KIP-848
+        consumer groups and KIP-1071 streams groups in their log order."""
+        return self._load(consumer_records=True, indexes=indexes)
 
-    def _load(self, consumer_records: bool) -> Iterator[Loaded]:
-        for partition in self.created_partitions():
+    def _load(
+        self, consumer_records: bool, indexes: Iterable[int] | None = None
+    ) -> Iterator[Loaded]:
+        for partition in self.created_partitions(indexes):
             for item in self.read(partition):
                 if isinstance(item, ReadMarker):
                     yield LoadedTxnMarker(partition.index, item.producer_id, item.commit)

@@ -39,3 +39,11 @@ class PendingTxnOffsets:
 
     def has_group(self, group_id: str) -> bool:
         return any(group_id in groups for groups in self._by_producer.values())
+
+    def discard(self, in_partition: Callable[[str], bool]) -> None:
+        """Forget the pending offsets of the groups `in_partition` (their partition reloads)."""
+        for producer_id, groups in list(self._by_producer.items()):
+            for group_id in [group for group in groups if in_partition(group)]:
+                del groups[group_id]
+            if not groups:
+                del self._by_producer[producer_id]

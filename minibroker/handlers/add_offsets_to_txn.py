@@ -24,6 +24,7 @@ from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.context import RequestContext
+from minibroker.server.nodes import TRANSACTION_KEY_TYPE
 from minibroker.txn.coordinator import error_for_version
 
 PRODUCER_FENCED_FROM_VERSION = 2
@@ -43,6 +44,7 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, request: Any) -> Any:
         error = ctx.broker.transactions.add_offsets(
             request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
         )
+        error = await ctx.replicated_write(request.transactional_id, TRANSACTION_KEY_TYPE, error)
     return new_response(
         ApiKey.AddOffsetsToTxn,
         ctx.api_version,

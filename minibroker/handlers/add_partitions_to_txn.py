@@ -39,6 +39,7 @@ from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response, struct_type
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.context import RequestContext
+from minibroker.server.nodes import TRANSACTION_KEY_TYPE
 from minibroker.txn.coordinator import TRANSACTION_VERSION_2, error_for_version
 from minibroker.txn.state import TopicPartition
 
@@ -159,6 +160,10 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any
         request.v3_and_below_producer_epoch,
         request.v3_and_below_topics,
     )
+    if ErrorCode.NO_ERROR in errors.values():
+        key = request.v3_and_below_transactional_id
+        waited = await ctx.replicated_write(key, TRANSACTION_KEY_TYPE)
+        errors = {tp: waited if e == ErrorCode.NO_ERROR else e for tp, e in errors.items()}
     return new_response(
         ApiKey.AddPartitionsToTxn,
         ctx.api_version,

@@ -33,6 +33,7 @@ from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.context import RequestContext
+from minibroker.server.nodes import TRANSACTION_KEY_TYPE
 from minibroker.txn.coordinator import InitResult, error_for_version
 
 PRODUCER_FENCED_FROM_VERSION = 2
@@ -59,11 +60,12 @@ def _end(ctx: RequestContext, request: Any) -> InitResult:
 @handles(ApiKey.EndTxn, 0, 5)
 async def handle_end_txn(ctx: RequestContext, request: Any) -> Any:
     result = _end(ctx, request)
+    error = await ctx.replicated_write(request.transactional_id, TRANSACTION_KEY_TYPE, result.error)
     return new_response(
         ApiKey.EndTxn,
         ctx.api_version,
         throttle_time_ms=0,
-        error_code=error_for_version(result.error, ctx.api_version, PRODUCER_FENCED_FROM_VERSION),
+        error_code=error_for_version(error, ctx.api_version, PRODUCER_FENCED_FROM_VERSION),
         producer_id=result.producer_id,
         producer_epoch=result.producer_epoch,
     )

@@ -1,8 +1,9 @@
 """FindCoordinator (key 10), versions 0-6.
 
 Behaviour: a single broker coordinates every group and every transactional id; in an
-in-process cluster, the node `Nodes.coordinator_for` names (the cluster's coordinator node,
-or the one set for that key). A group lookup
+in-process cluster, as in Kafka, the leader of the key's internal partition (`hash(key) %
+partitions` of `__consumer_offsets`, `__transaction_state` or `__share_group_state`,
+`Nodes.coordinator_for`); COORDINATOR_NOT_AVAILABLE while that partition is offline. A group lookup
 creates `__consumer_offsets` and a transaction lookup `__transaction_state` if it does not
 exist yet, as Kafka does; while it cannot be created (fewer live nodes than its replication
 factor) the key gets COORDINATOR_NOT_AVAILABLE, which clients retry. A SHARE key (2, v6+) is
@@ -79,7 +80,10 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, in
             ctx.broker.share_coordinator.ensure_topic()
     except TopicError:  # e.g. fewer live nodes than its replication factor
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-    coordinator = ctx.broker.nodes.broker(ctx.broker.nodes.coordinator_for(key_type, key))
+    coordinator_id = ctx.broker.nodes.coordinator_for(key_type, key)
+    if coordinator_id < 0:  # its internal partition is offline
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    coordinator = ctx.broker.nodes.broker(coordinator_id)
     host, port = coordinator.advertised_endpoint(ctx.listener)
     return ErrorCode.NO_ERROR, coordinator.node_id, host, port
 

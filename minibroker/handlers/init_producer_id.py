@@ -38,6 +38,7 @@ from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import new_response
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.context import RequestContext
+from minibroker.server.nodes import TRANSACTION_KEY_TYPE
 from minibroker.txn.coordinator import error_for_version
 
 PRODUCER_FENCED_FROM_VERSION = 4
@@ -76,6 +77,9 @@ def _init(ctx: RequestContext, request: Any) -> tuple[ErrorCode, int, int]:
 @handles(ApiKey.InitProducerId, 0, 5)
 async def handle_init_producer_id(ctx: RequestContext, request: Any) -> Any:
     error, producer_id, producer_epoch = _init(ctx, request)
+    if request.transactional_id is not None:
+        key = request.transactional_id
+        error = await ctx.replicated_write(key, TRANSACTION_KEY_TYPE, error)
     return new_response(
         ApiKey.InitProducerId,
         ctx.api_version,

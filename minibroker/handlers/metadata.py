@@ -3,7 +3,8 @@
 Behaviour: a single broker leads every partition and is the controller. In an in-process
 cluster (minibroker.testing) the brokers are the live nodes (not one unregistered, until it
 starts again) and the controller is the lowest live node id; a partition of a topic created
-with one replica lists the node `Nodes.leader_of` says as its leader, only replica and ISR, and
+with one replica lists its node as its only replica and ISR, and as its leader unless that node
+is stopped or fenced (then leader -1, LEADER_NOT_AVAILABLE, the node an offline replica), and
 a replicated partition (replication factor above 1) its leader, assignment, ISR and the
 replicas of unreachable nodes as offline
 (`Nodes.replica_view`), with its leader epoch; a partition without a leader (no live ISR

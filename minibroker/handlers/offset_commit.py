@@ -173,7 +173,11 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
             ctx.api_version,
             topics=[_failed_topic(t, ErrorCode.UNSUPPORTED_VERSION) for t in wanted],
         )
-    errors = iter(_commit(ctx, request, [c for _, topic_commits in known for c in topic_commits]))
+    outcomes = _commit(ctx, request, [c for _, topic_commits in known for c in topic_commits])
+    if ErrorCode.NO_ERROR in outcomes and ctx.api_version != ZOOKEEPER_VERSION:
+        waited = await ctx.replicated_write(request.group_id)
+        outcomes = [waited if error == ErrorCode.NO_ERROR else error for error in outcomes]
+    errors = iter(outcomes)
     by_topic: dict[str, tuple[_Wanted, list[Any]]] = {}
     for topic, topic_commits in known:
         _, partitions = by_topic.setdefault(topic.name or "", (topic, []))

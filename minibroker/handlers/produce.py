@@ -389,6 +389,7 @@ async def _replicated(ctx: RequestContext, topics: TopicResults, timeout_ms: int
     waits = []
     for _result, (partition, end_offset) in waiting:
         assert partition.replication is not None
+        partition.replication.advance_high_watermark()  # Kafka's maybeIncrementLeaderHW
         waits.append(partition.replication.wait_for_high_watermark(end_offset, timeout_s))
     await asyncio.gather(*waits)
     cluster = ctx.broker.cluster

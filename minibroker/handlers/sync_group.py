@@ -66,7 +66,7 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
         ApiKey.SyncGroup,
         ctx.api_version,
         throttle_time_ms=0,
-        error_code=result.error,
+        error_code=await ctx.replicated_write(request.group_id, error=result.error),
         protocol_type=result.protocol_type,
         protocol_name=result.protocol_name,
         assignment=result.assignment,

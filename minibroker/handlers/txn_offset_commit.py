@@ -148,7 +148,11 @@ def _outcomes(ctx: RequestContext, request: Any) -> list[tuple[OffsetCommit, Err
 @handles(ApiKey.TxnOffsetCommit, 0, 5)
 async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     topics: dict[str, list[Any]] = {}
-    for commit, error in _outcomes(ctx, request):
+    outcomes = _outcomes(ctx, request)
+    if any(error == ErrorCode.NO_ERROR for _, error in outcomes):
+        waited = await ctx.replicated_write(request.group_id)
+        outcomes = [(c, waited if e == ErrorCode.NO_ERROR else e) for c, e in outcomes]
+    for commit, error in outcomes:
         topics.setdefault(commit.topic, []).append(
             _Partition(partition_index=commit.partition, error_code=error)
         )

@@ -15,6 +15,10 @@ their owners. What they share:
 - A write is a synchronous append of one uncompressed batch, so a change is in the log before
   its response is sent. A topic that cannot be created answers COORDINATOR_NOT_AVAILABLE, a
   failed write NOT_COORDINATOR.
+- In a replicated partition a write is an acks=all append (Kafka's coordinators append with
+  `acks=-1`): refused while the ISR is below the topic's min.insync.replicas, and answered once
+  the ISR has it (`replicated`), with Kafka's mapping of append errors to coordinator errors
+  (`coordinator_error`).
 - At start each partition that exists is read back in log order (`read`): the keyed records of
   its data batches, with their transactional producer, and the COMMIT/ABORT markers of its
   control batches. A corrupt batch is skipped with a warning.
@@ -26,7 +30,7 @@ never imports the coordinators.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from minibroker.cluster.assignments import placed_replicas
@@ -62,6 +66,25 @@ class ReadMarker:
 
     producer_id: int
     commit: bool
+
+
+# Kafka's coordinators answer an internal-topic append's error as (`TransactionStateManager`,
+# `CoordinatorRuntime`): retriable COORDINATOR_NOT_AVAILABLE while the partition cannot take
+# it, NOT_COORDINATOR once this node no longer leads it; any other is a server error.
+_COORDINATOR_ERRORS = {
+    ErrorCode.NO_ERROR: ErrorCode.NO_ERROR,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+}
+
+
+def coordinator_error(append_error: ErrorCode) -> ErrorCode:
+    """The coordinator's answer for an internal-topic append that ended with `append_error`."""
+    return _COORDINATOR_ERRORS.get(append_error, ErrorCode.UNKNOWN_SERVER_ERROR)
 
 
 def java_string_hash(text: str) -> int:
@@ -108,6 +131,8 @@ class InternalTopic:
         self.num_partitions = num_partitions
         self.segment_bytes = segment_bytes
         self.cleanup_policy = cleanup_policy
+        # Per partition: changes waiting for the ISR to have their records (end offset, apply).
+        self._unreplicated: dict[int, list[tuple[int, Callable[[], None]]]] = {}
 
     def topic(self) -> Topic | None:
         return self.cluster.topics.get(self.name)
@@ -151,6 +176,9 @@ class InternalTopic:
         producer_id, producer_epoch = txn_producer or (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         try:
             partition = self.partition_of(key)
+            refused = self._refused(partition)
+            if refused is not None:
+                return coordinator_error(refused)
             batch = build_batch(
                 [(record_key, value, [], now_ms) for record_key, value in records],
                 producer_id=producer_id,
@@ -173,13 +201,95 @@ class InternalTopic:
         partition.notify_appended()
         return ErrorCode.NO_ERROR
 
-    def created_partitions(self) -> Iterator[Partition]:
-        """The partitions to load: none before the topic exists, and none never used (a lazy
-        partition, log/lazy.py, whose directory does not exist yet: empty)."""
+    def _refused(self, partition: Partition) -> ErrorCode | None:
+        """An acks=all append's early refusal: the partition offline, or its ISR below
+        min.insync.replicas."""
+        replica_set = partition.replication
+        if replica_set is None:
+            return None
+        if replica_set.offline:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self.cluster.not_enough_replicas(partition) is not None:
+            return ErrorCode.NOT_ENOUGH_REPLICAS
+        return None
+
+    async def replicated(self, key: str, node_id: int, timeout_s: float) -> ErrorCode:
+        """Wait, as an acks=all append does, until the ISR of `key`'s partition has every
+        record its leader (`node_id`) appended; the coordinator error to answer if it does
+        not (the ISR under min.insync.replicas, the leader moved, the time out)."""
+        topic = self.topic()
+        if topic is None:
+            return ErrorCode.NO_ERROR
+        partition = topic.partitions[partition_for(key, len(topic.partitions))]
+        replica_set = partition.replication
+        if replica_set is None:
+            return ErrorCode.NO_ERROR
+        if replica_set.leader != node_id:  # the leadership moved before the answer
+            return coordinator_error(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        end = partition.log.log_end_offset
+        replica_set.advance_high_watermark()  # Kafka's maybeIncrementLeaderHW after an append
+        if replica_set.high_watermark < end:
+            await replica_set.wait_for_high_watermark(end, timeout_s)
+        outcome = self.cluster.acks_all_outcome(partition, end, node_id)
+        if replica_set.leader == node_id:
+            self._apply_replicated(partition)
+        return coordinator_error(outcome)
+
+    def after_replication(self, key: str, apply: Callable[[], None]) -> None:
+        """Apply a change just appended for `key` once the ISR has it (at once in a partition
+        without replicas), as Kafka's coordinator runtime exposes only committed state: a
+        change never replicated is never seen, and one lost in an election is dropped by the
+        reload (`forget_unreplicated`)."""
+        partition = self.partition_of(key)
+        if partition.replication is None:
+            apply()
+            return
+        end = partition.log.log_end_offset
+        pending = self._unreplicated.setdefault(partition.index, [])
+        if not pending:
+            self._listen(partition)
+        pending.append((end, apply))
+        self._apply_replicated(partition)
+
+    def _listen(self, partition: Partition) -> None:
+        replica_set = partition.replication
+        assert replica_set is not None
+
+        def high_watermark_moved() -> None:
+            replica_set.high_watermark_listeners.remove(high_watermark_moved)
+            self._apply_replicated(partition)
+            if self._unreplicated.get(partition.index):
+                self._listen(partition)
+
+        replica_set.high_watermark_listeners.append(high_watermark_moved)
+
+    def _apply_replicated(self, partition: Partition) -> None:
+        pending = self._unreplicated.get(partition.index)
+        if not pending or partition.replication is None:
+            return
+        high_watermark = partition.replication.high_watermark
+        ready = [apply for end, apply in pending if end <= high_watermark]
+        self._unreplicated[partition.index] = [p for p in pending if p[0] > high_watermark]
+        for apply in ready:
+            apply()
+
+    def forget_unreplicated(self, index: int) -> None:
+        self._unreplicated.pop(index, None)
+
+    def partition_index(self, key: str) -> int | None:
+        """The partition of `key` if the topic exists."""
+        topic = self.topic()
+        return None if topic is None else partition_for(key, len(topic.partitions))
+
+    def created_partitions(self, indexes: Iterable[int] | None = None) -> Iterator[Partition]:
+        """The partitions to load (all, or those of `indexes`): none before the topic exists,
+        and none never used (a lazy partition, log/lazy.py, whose directory does not exist
+        yet: empty)."""
         topic = self.topic()
         if topic is None:
             return
-        for partition in topic.partitions:
+        chosen = topic.partitions if indexes is None else [topic.partitions[i] for i in indexes]
+        for partition in chosen:
             if is_created(partition.log):
                 yield partition
 

@@ -20,11 +20,12 @@ from minibroker.auth.acls import (
 )
 from minibroker.protocol.codec import RequestHeader
 from minibroker.protocol.errors import ErrorCode
-from minibroker.server.nodes import GROUP_KEY_TYPE
+from minibroker.server.nodes import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
 
 if TYPE_CHECKING:
     from minibroker.cluster.state import Partition
     from minibroker.config import Listener
+    from minibroker.internal.topic import InternalTopic
     from minibroker.server.broker import Broker
     from minibroker.server.faults import EntryKey
 
@@ -135,6 +136,25 @@ class RequestContext(NamedTuple):
     def leader_error(self, partition: Partition) -> ErrorCode | None:
         """NOT_LEADER_OR_FOLLOWER when this node does not lead `partition` (in a cluster)."""
         return self.broker.nodes.leader_error(partition, self.broker.node_id)
+
+    async def replicated_write(
+        self, key: str, key_type: int = GROUP_KEY_TYPE, error: ErrorCode = ErrorCode.NO_ERROR
+    ) -> ErrorCode:
+        """A coordinator's answer `error` once its writes to `key`'s internal partition are in
+        the ISR (acks=all; `offsets.commit.timeout.ms` for a group, `request.timeout.ms` for a
+        transactional id, as Kafka waits): unchanged unless it was NO_ERROR and the wait
+        failed (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR)."""
+        if error != ErrorCode.NO_ERROR:
+            return error
+        config = self.broker.config
+        store: InternalTopic
+        if key_type == TRANSACTION_KEY_TYPE:
+            store = self.broker.transactions.store
+            timeout_ms = config.get_int("request.timeout.ms")
+        else:
+            store = self.broker.groups.store
+            timeout_ms = config.get_int("offsets.commit.timeout.ms")
+        return await store.replicated(key, self.broker.node_id, timeout_ms / 1000)
 
     def coordinator_error(self, key: str, key_type: int = GROUP_KEY_TYPE) -> ErrorCode | None:
         """NOT_COORDINATOR when this node does not coordinate the group (or transactional

@@ -2,11 +2,16 @@
 
 Every node of a cluster is a `Broker` with its own listeners and node id, sharing one state
 (logs, topics, groups, producers) and one `Nodes`. A single broker is a cluster of one.
-Partition leaders are placed round-robin over the live nodes the first time a partition is
-looked at and stay there until moved: `move_leader`, or the leader stopping (its partitions
-go to live nodes). Every change of leader bumps the partition's leader epoch, as Kafka does.
-Groups and transactions are coordinated by one node (`coordinator_id`), or by the node set
-for one key.
+A single-replica partition is placed on a live node (round-robin) the first time it is looked
+at and stays there until moved (`move_leader`); while that node is stopped or fenced the
+partition is offline (leader -1), as Kafka's is when its only replica is gone, and it is led
+again when the node comes back. Every new leader bumps the partition's leader epoch, as Kafka
+does.
+
+As in Kafka, the coordinator of a group (or transactional id, or share-state key) is the
+leader of its internal partition, `hash(key) % partitions` of `__consumer_offsets`
+(`__transaction_state`, `__share_group_state`); none while that partition is offline.
+`set_coordinator` moves the leadership of internal partitions.
 
 Replicated partitions (cluster/replicas.py) are led as Kafka's controller decides instead:
 a stopped or fenced (isolated) node leaves every ISR and its partitions are led by another
@@ -30,6 +35,9 @@ from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
 from minibroker.cluster.quorum import MetadataQuorum
+from minibroker.cluster.replicas import NO_LEADER
+from minibroker.cluster.state import TopicError
+from minibroker.internal.topic import partition_for
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.server.faults import EntryKey, request_keys
@@ -40,6 +48,13 @@ if TYPE_CHECKING:
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+SHARE_KEY_TYPE = 2
+# The internal topic whose partition leaders coordinate each key type.
+COORDINATOR_TOPICS = {
+    GROUP_KEY_TYPE: "__consumer_offsets",
+    TRANSACTION_KEY_TYPE: "__transaction_state",
+    SHARE_KEY_TYPE: "__share_group_state",
+}
 BATCHED_OFFSET_FETCH_VERSION = 8
 
 # Requests that only a group's (or transactional id's) coordinator serves, answered
@@ -91,8 +106,6 @@ class Nodes:
     def __init__(self, first: Broker) -> None:
         self.brokers: dict[int, Broker] = {first.node_id: first}
         self.live: set[int] = set()
-        self.coordinator_id = first.node_id
-        self._coordinator_of: dict[tuple[int, str], int] = {}
         self._leaders: WeakKeyDictionary[Partition, int] = WeakKeyDictionary()
         self.fenced: set[int] = set()  # isolated from the others (the controller fenced them)
         self.unregistered: set[int] = set()  # UnregisterBroker: until the node starts again
@@ -150,15 +163,21 @@ class Nodes:
         return self.live - self.fenced
 
     def leader_of(self, partition: Partition) -> int:
+        """The partition's leader, NO_LEADER while it is offline."""
         if partition.replication is not None:
             return partition.replication.leader
-        leader = self._leaders.get(partition)
-        if leader is not None and (leader in self.live or not self.live):
-            return leader
-        live = sorted(self.live) or sorted(self.brokers)
-        chosen = live[partition.index % len(live)]
-        self._set_leader(partition, chosen, bump=leader is not None)
-        return chosen
+        replica = self.replica_of(partition)
+        if self.live and (replica not in self.live or replica in self.fenced):
+            return NO_LEADER
+        return replica
+
+    def replica_of(self, partition: Partition) -> int:
+        """The node of a single-replica partition, placed on the first look."""
+        replica = self._leaders.get(partition)
+        if replica is None:
+            live = sorted(self.reachable()) or sorted(self.brokers)
+            replica = self._leaders[partition] = live[partition.index % len(live)]
+        return replica
 
     def _set_leader(self, partition: Partition, node_id: int, *, bump: bool) -> None:
         self._leaders[partition] = node_id
@@ -169,7 +188,8 @@ class Nodes:
         replica_set = partition.replication
         if replica_set is None:
             leader = self.leader_of(partition)
-            return ReplicaView(leader, [leader], [leader], [])
+            replica = self.replica_of(partition)
+            return ReplicaView(leader, [replica], [replica], [] if leader >= 0 else [replica])
         reachable = self.reachable()
         return ReplicaView(
             replica_set.leader,
@@ -211,25 +231,63 @@ class Nodes:
             return None
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
 
-    def led_by(self, node_id: int) -> Iterator[Partition]:
-        return (partition for partition, leader in self._leaders.items() if leader == node_id)
+    def placed_on(self, node_id: int) -> Iterator[Partition]:
+        """The single-replica partitions whose replica is on `node_id`."""
+        return (partition for partition, node in self._leaders.items() if node == node_id)
 
     # ---- coordinators --------------------------------------------------------------------
 
+    def coordinator_partition(self, key_type: int, key: str) -> Partition | None:
+        """The internal partition of `key`, its topic created if needed (Kafka creates it on
+        FindCoordinator; TopicError while it cannot be); None where no internal topic is kept
+        (share state in memory)."""
+        owner = self.brokers[min(self.brokers)]
+        name = COORDINATOR_TOPICS[key_type]
+        if name not in owner.cluster.topics:
+            if key_type == GROUP_KEY_TYPE:
+                owner.groups.ensure_offsets_topic()
+            elif key_type == TRANSACTION_KEY_TYPE:
+                owner.transactions.ensure_log()
+            else:
+                owner.share_coordinator.ensure_topic()
+        topic = owner.cluster.topics.get(name)
+        if topic is None:
+            return None
+        return topic.partitions[partition_for(key, len(topic.partitions))]
+
     def coordinator_for(self, key_type: int, key: str) -> int:
-        chosen = self._coordinator_of.get((key_type, key), self.coordinator_id)
-        if chosen in self.live or not self.live:
-            return chosen
-        return min(self.live)
+        """The leader of `key`'s internal partition (NO_LEADER while it is offline or cannot
+        be created)."""
+        try:
+            partition = self.coordinator_partition(key_type, key)
+        except TopicError:
+            return NO_LEADER
+        if partition is None:
+            return min(self.reachable() or self.brokers)
+        return self.leader_of(partition)
 
     def set_coordinator(self, node_id: int, key_type: int | None = None, key: str = "") -> None:
-        """The coordinator of every group and transaction, or of one key (`key_type` 0: group,
-        1: transactional id)."""
+        """Make `node_id` coordinate one key (`key_type` 0: group, 1: transactional id) or
+        every group, transaction and share-state key: the leadership of the key's internal
+        partition (or of every partition of `__consumer_offsets`, `__transaction_state` and
+        `__share_group_state`) moves to it, so the other keys of those partitions move too. A
+        replicated internal partition moves only to a member of its ISR (NodeError
+        otherwise)."""
         self.broker(node_id)
-        if key_type is None:
-            self.coordinator_id = node_id
-        else:
-            self._coordinator_of[(key_type, key)] = node_id
+        key_types = [key_type] if key_type is not None else list(COORDINATOR_TOPICS)
+        try:
+            found = [self.coordinator_partition(each, key) for each in key_types]
+        except TopicError as exc:
+            raise NodeError(f"the internal topic cannot be created now: {exc}") from None
+        owner = self.brokers[min(self.brokers)]
+        for partition in found:
+            if partition is None:
+                continue
+            moved = [partition]
+            if key_type is None:
+                moved = owner.cluster.topics[partition.topic].partitions
+            for each in moved:
+                self.move_leader(each, node_id)
 
     def coordinator_error(self, key_type: int, key: str, node_id: int) -> ErrorCode | None:
         """NOT_COORDINATOR when `node_id` does not coordinate `key`."""
@@ -276,7 +334,10 @@ class Nodes:
         if node_id in self.crashed:
             self.crashed.discard(node_id)
             self._restarted_uncleanly(node_id)
+        was_reachable = node_id in self.reachable()
         self.live.add(node_id)
+        if not was_reachable:
+            self._back_online(node_id)
         self._rejoined(node_id)
 
     def lose_unsynced(self, node_id: int) -> int:
@@ -323,18 +384,14 @@ class Nodes:
         return frozenset((node_a, node_b)) not in self.cut_links
 
     def node_stopped(self, node_id: int) -> None:
-        """Its partitions move to live nodes (round-robin), with a new leader epoch each;
-        replicated ones as the controller elects."""
+        """Its single-replica partitions go offline; replicated ones elect as the controller
+        does."""
         owner = next(iter(self.brokers.values()))
         for partition in owner.cluster.partitions():
             if partition.replication is None:
-                self.leader_of(partition)  # placed while the node is still live
+                self.replica_of(partition)  # placed while the node is still live
         self.live.discard(node_id)
         self._left(node_id)
-        if not self.live:
-            return
-        for partition in list(self.led_by(node_id)):
-            self.leader_of(partition)
 
     def fence(self, node_id: int) -> None:
         """Cut `node_id` off from the others: no replication to or from it, and the
@@ -344,9 +401,18 @@ class Nodes:
         self._left(node_id)
 
     def unfence(self, node_id: int) -> None:
+        was_reachable = node_id in self.reachable()
         self.fenced.discard(node_id)
         if node_id in self.live:
+            if not was_reachable:
+                self._back_online(node_id)
             self._rejoined(node_id)
+
+    def _back_online(self, node_id: int) -> None:
+        """The single-replica partitions on `node_id` are led again, with a new epoch (a new
+        leader, as Kafka's controller elects it)."""
+        for partition in self.placed_on(node_id):
+            partition.leader_epoch += 1
 
     def shrink_lagging_isrs(self, now_ms: int, lag_max_ms: int) -> None:
         """Followers that have not caught up for `replica.lag.time.max.ms` leave the ISR."""
@@ -392,9 +458,14 @@ class Nodes:
 
 
 def became_leader(owner: Broker, partition: Partition) -> None:
-    """A replica just became the partition's leader: what it serves comes from its own log."""
+    """A replica just became the partition's leader: what it serves comes from its own log,
+    and so does the state of the coordinators of an internal partition."""
     rebuild = getattr(partition.log, "rebuild_txn_indexes", None)
     if rebuild is not None:
         rebuild()
     owner.producers.reload(partition)
     partition.notify_appended()
+    if partition.topic == COORDINATOR_TOPICS[GROUP_KEY_TYPE]:
+        owner.groups.reload_partition(partition.index)
+    elif partition.topic == COORDINATOR_TOPICS[TRANSACTION_KEY_TYPE]:
+        owner.transactions.reload_partition(partition.index)

@@ -349,8 +349,12 @@ class _Helpers(SecurityHelpers, ReplicationHelpers):
     def set_coordinator(
         self, node: int, *, group: str | None = None, transactional_id: str | None = None
     ) -> None:
-        """The node coordinating every group and transaction, or only `group` /
-        `transactional_id`; the others answer NOT_COORDINATOR for it."""
+        """Make `node` coordinate every group, transaction and share-state key, or only
+        `group` / `transactional_id`, by moving the leadership of their internal partitions
+        (every partition of `__consumer_offsets`, `__transaction_state` and
+        `__share_group_state`, or the key's, with the other keys of that partition) to it; the
+        others answer NOT_COORDINATOR. NodeError if a replicated internal partition has `node`
+        out of its ISR."""
         nodes = self._owner().nodes
         if group is not None:
             self._run(lambda: nodes.set_coordinator(node, GROUP_KEY_TYPE, group))
@@ -360,6 +364,7 @@ class _Helpers(SecurityHelpers, ReplicationHelpers):
             self._run(lambda: nodes.set_coordinator(node))
 
     def coordinator(self, group: str) -> int:
+        """The leader of the group's `__consumer_offsets` partition (-1 while offline)."""
         return self._run(lambda: self._owner().nodes.coordinator_for(GROUP_KEY_TYPE, group))
 
     def drop_connections(self, node: int | None = None) -> None:
@@ -640,8 +645,9 @@ class AsyncKafkaCluster(_Helpers):
             await asyncio.sleep(0.02)
 
     async def stop_node(self, node: int) -> None:
-        """Take a node down: connections to it are refused, open ones dropped, and its
-        partitions (and coordinator role) move to live nodes."""
+        """Take a node down: connections to it are refused, open ones dropped, its
+        single-replica partitions go offline and its replicated ones (with the coordinator
+        role of internal ones) elect leaders on live nodes."""
         await self.node(node).stop_listening()
 
     async def crash_node(self, node: int) -> int:
@@ -656,7 +662,8 @@ class AsyncKafkaCluster(_Helpers):
         return broker.nodes.lose_unsynced(node)
 
     async def start_node(self, node: int) -> None:
-        """Bring a stopped node back on its port. Its partitions stay where they moved."""
+        """Bring a stopped node back on its port: its single-replica partitions are online
+        again; replicated ones stay led where the elections put them."""
         broker = self.node(node)
         if not broker.listening:
             await broker.start_listening()

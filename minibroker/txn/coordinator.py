@@ -32,7 +32,11 @@ records are TransactionLogValue v1 while `transaction.version` >= 1 is finalized
 
 After a restart `start()` reloads the last record of every transactional id: PrepareCommit and
 PrepareAbort write their markers again and complete, Ongoing transactions continue until their
-timeout.
+timeout. In a cluster the same happens to the ids of a `__transaction_state` partition whose
+leader changed (`reload_partition`: the new leader's replica is the state). A marker to a
+replicated partition is written as Kafka's WriteTxnMarkers with acks=all: not while the
+partition is offline or its ISR under min.insync.replicas, and it counts once the ISR has it;
+if the partition's leader changes first, it is written again.
 """
 
 from __future__ import annotations
@@ -57,17 +61,19 @@ from minibroker.txn.state import (
     TxnTransit,
     is_epoch_exhausted,
 )
-from minibroker.txn.state_log import TransactionStateTopic
+from minibroker.txn.state_log import LoadedTxn, TransactionStateTopic
 
 if TYPE_CHECKING:
     from minibroker.cluster.features import Features
-    from minibroker.cluster.state import Cluster
+    from minibroker.cluster.state import Cluster, Partition
     from minibroker.config import BrokerConfig
 
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 MARKER_RETRY_DELAY_S = 0.1
+# Where a marker written to a replicated partition stands.
+_WAITING, _REPLICATED, _LOST = range(3)
 # Marker write outcomes after which Kafka stops retrying a partition.
 _MARKER_DONE = frozenset(
     {
@@ -137,15 +143,31 @@ class TransactionCoordinator:
     def start(self) -> None:
         """Reload every transactional id and finish the transactions that were being ended."""
         self._stopped = False
-        for loaded in self.store.load():
+        self._load(self.store.load())
+
+    def reload_partition(self, index: int) -> None:
+        """Partition `index` of `__transaction_state` has a new leader: its transactional ids
+        are what that leader's replica holds (Kafka's `loadTransactionsForTxnTopicPartition`),
+        and the transactions being ended there are finished again with the new coordinator
+        epoch. Work left from before (markers, timers) stops: its transaction is replaced."""
+        for transactional_id in list(self.transactions):
+            if self.store.partition_index(transactional_id) == index:
+                del self.transactions[transactional_id]
+        self._load(self.store.load([index]))
+
+    def _load(self, loaded_records: Iterable[LoadedTxn]) -> None:
+        loaded_ids: set[str] = set()
+        for loaded in loaded_records:
+            loaded_ids.add(loaded.transactional_id)
             if loaded.value is None:
                 self.transactions.pop(loaded.transactional_id, None)
             else:
                 self.transactions[loaded.transactional_id] = _metadata_from(
                     loaded.transactional_id, loaded.value
                 )
-        for txn in self.transactions.values():
-            if txn.state in PREPARED_STATES:
+        for transactional_id in loaded_ids:
+            txn = self.transactions.get(transactional_id)
+            if txn is not None and txn.state in PREPARED_STATES:
                 self._complete_after_markers(txn)
 
     def stop(self) -> None:
@@ -412,15 +434,37 @@ class TransactionCoordinator:
         """Mark CompleteCommit/CompleteAbort pending and write the markers on the next turn."""
         transit = txn.prepare_complete(self._clock())
         remaining = set(txn.partitions)
-        self._later(0, lambda: self._write_markers(txn, transit, remaining))
+        self._later(0, lambda: self._write_markers(txn, transit, remaining, {}))
+
+    def _current(self, txn: TransactionMetadata) -> bool:
+        """False once a reload of its partition replaced the transaction."""
+        return self.transactions.get(txn.transactional_id) is txn
 
     def _write_markers(
-        self, txn: TransactionMetadata, transit: TxnTransit, remaining: set[TopicPartition]
+        self,
+        txn: TransactionMetadata,
+        transit: TxnTransit,
+        remaining: set[TopicPartition],
+        unreplicated: dict[TopicPartition, tuple[int, int]],
     ) -> None:
+        """Write the markers still `remaining`; those written to a replicated partition wait
+        in `unreplicated` (leader epoch, end offset) until its ISR has them."""
+        if not self._current(txn):
+            return
         commit = transit.state == TxnState.COMPLETE_COMMIT
         coordinator_epoch = self.store.coordinator_epoch(txn.transactional_id)
         for topic, partition in sorted(remaining):
-            error = self._write_marker(
+            written = unreplicated.pop((topic, partition), None)
+            if written is not None:
+                state = self._marker_replication(topic, partition, *written)
+                if state == _WAITING:
+                    unreplicated[(topic, partition)] = written
+                    continue
+                if state == _REPLICATED:
+                    remaining.discard((topic, partition))
+                    self._marker_replicated(txn, topic, partition, commit)
+                    continue
+            error = self._marker_refusal(topic, partition) or self._write_marker(
                 topic, partition, txn.producer_id, txn.producer_epoch, coordinator_epoch, commit
             )
             if error not in _MARKER_DONE:
@@ -432,15 +476,74 @@ class TransactionCoordinator:
                     error.name,
                 )
                 continue
+            pending = self._marker_end(topic, partition) if error == ErrorCode.NO_ERROR else None
+            if pending is not None:
+                unreplicated[(topic, partition)] = pending
+                continue
             remaining.discard((topic, partition))
-            if topic == OFFSETS_TOPIC and error == ErrorCode.NO_ERROR:
-                self._offsets.complete_txn_offsets(partition, txn.producer_id, commit)
+            if error == ErrorCode.NO_ERROR:
+                self._marker_replicated(txn, topic, partition, commit)
         if remaining:
-            self._later(MARKER_RETRY_DELAY_S, lambda: self._write_markers(txn, transit, remaining))
+            self._later(
+                MARKER_RETRY_DELAY_S,
+                lambda: self._write_markers(txn, transit, remaining, unreplicated),
+            )
             return
         self._finish(txn, transit)
 
+    def _marker_replicated(
+        self, txn: TransactionMetadata, topic: str, partition: int, commit: bool
+    ) -> None:
+        """A marker is in its partition's ISR: a group's transactional offsets take effect."""
+        if topic == OFFSETS_TOPIC:
+            self._offsets.complete_txn_offsets(partition, txn.producer_id, commit)
+
+    def _marker_refusal(self, topic: str, index: int) -> ErrorCode | None:
+        """Kafka's acks=all refusals of a marker: the partition offline (no leader to send
+        it to) or its ISR under min.insync.replicas."""
+        partition = self.store.cluster.partition(topic, index)
+        if partition is None or partition.replication is None:
+            return None
+        if partition.replication.offline:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self.store.cluster.not_enough_replicas(partition) is not None:
+            return ErrorCode.NOT_ENOUGH_REPLICAS
+        return None
+
+    def _marker_end(self, topic: str, index: int) -> tuple[int, int] | None:
+        """(leader epoch, end offset) of a marker just written to a replicated partition
+        whose ISR does not have it yet."""
+        partition = self.store.cluster.partition(topic, index)
+        if partition is None or partition.replication is None:
+            return None
+        end = partition.log.log_end_offset
+        partition.replication.advance_high_watermark()
+        if partition.replication.high_watermark >= end:
+            return None
+        return partition.leader_epoch, end
+
+    def _marker_replication(self, topic: str, index: int, epoch: int, end: int) -> int:
+        partition = self.store.cluster.partition(topic, index)
+        if partition is None or partition.replication is None:
+            return _REPLICATED
+        if partition.leader_epoch != epoch and not self._kept_by_leader(partition, epoch, end):
+            return _LOST  # a new leader without the marker: write it again
+        return _REPLICATED if partition.replication.high_watermark >= end else _WAITING
+
+    @staticmethod
+    def _kept_by_leader(partition: Partition, epoch: int, end: int) -> bool:
+        """Whether the current leader's log holds what leader epoch `epoch` wrote up to `end`
+        (its leader-epoch cache, as OffsetForLeaderEpoch answers)."""
+        assert partition.replication is not None
+        leader = partition.replication.leader_replica()
+        if leader is None:
+            return True  # offline: wait for a leader to decide
+        found, end_of_epoch = leader.epochs.end_offset_for(epoch, leader.log_end_offset)
+        return found == epoch and end_of_epoch >= end
+
     def _finish(self, txn: TransactionMetadata, transit: TxnTransit) -> None:
+        if not self._current(txn):
+            return
         error = self._append(txn.transactional_id, transit)
         if error != ErrorCode.NO_ERROR:
             self._later(MARKER_RETRY_DELAY_S, lambda: self._finish(txn, transit))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from minibroker.cluster.state import Cluster
@@ -246,9 +246,9 @@ class TransactionStateTopic(InternalTopic):
             transactional_id, [(encode_key(transactional_id), value)], now_ms
         )
 
-    def load(self) -> Iterator[LoadedTxn]:
-        """Every record in log order, per partition."""
-        for partition in self.created_partitions():
+    def load(self, indexes: Iterable[int] | None = None) -> Iterator[LoadedTxn]:
+        """Every record in log order, per partition (all, or those of `indexes`)."""
+        for partition in self.created_partitions(indexes):
             for item in self.read(partition):
                 if isinstance(item, ReadMarker):
                     continue

@@ -53,6 +53,9 @@ def cluster() -> Iterator[KafkaCluster]:
                     ApiKey.FindCoordinator, 4, key_type=key_type, coordinator_keys=["setup"]
                 )
                 assert answer.coordinators[0].error_code == ErrorCode.NO_ERROR
+        running.wait_in_sync()
+        # the coordinators are the leaders of the internal partitions: all on node 1
+        running.set_coordinator(1)
         yield running
 
 

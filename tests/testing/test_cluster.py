@@ -103,22 +103,60 @@ def test_move_leader_bumps_the_epoch(cluster: KafkaCluster) -> None:
     assert _metadata(cluster.address(1)).topics[0].partitions[0].leader_epoch == after.leader_epoch
 
 
-def test_stopped_node_refuses_connections_and_its_partitions_move(cluster: KafkaCluster) -> None:
+def _fetch(address: str, partition: int) -> Any:
+    with WireClient(address) as client:
+        response = client.call(
+            ApiKey.Fetch,
+            12,
+            replica_id=-1,
+            max_wait_ms=0,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[
+                {
+                    "topic": "t",
+                    "partitions": [
+                        {"partition": partition, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+                    ],
+                }
+            ],
+        )
+    return response.responses[0].partitions[0]
+
+
+def test_a_stopped_node_takes_its_single_replica_partitions_offline(cluster: KafkaCluster) -> None:
     address = cluster.address(2)
+    assert _produce(address, 1).error_code == ErrorCode.NO_ERROR
     cluster.stop_node(2)
     assert _refused(address)
     assert cluster.live_nodes == [1, 3]
     assert address not in cluster.bootstrap_servers.split(",")
     response = _metadata(cluster.address(1))
     assert sorted(b.node_id for b in response.brokers) == [1, 3]
-    moved = response.topics[0].partitions[1]
-    assert moved.leader_id in (1, 3) and moved.leader_epoch == 1
+    offline = response.topics[0].partitions[1]
+    assert (offline.error_code, offline.leader_id, offline.leader_epoch) == (
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        -1,
+        0,
+    )
+    assert (offline.replica_nodes, offline.isr_nodes, offline.offline_replicas) == ([2], [2], [2])
+    assert cluster.leader("t", 1) == -1
+    for node in (1, 3):
+        assert _produce(cluster.address(node), 1).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert _fetch(cluster.address(node), 1).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert _produce(cluster.address(1), 0).error_code == ErrorCode.NO_ERROR
     with pytest.raises(NodeError):
         cluster.move_leader("t", 0, 2)
     cluster.start_node(2)
     assert not _refused(address)
     assert sorted(b.node_id for b in _metadata(address).brokers) == [1, 2, 3]
-    assert _metadata(address).topics[0].partitions[1].leader_id == moved.leader_id
+    back = _metadata(address).topics[0].partitions[1]
+    assert (back.error_code, back.leader_id, back.leader_epoch) == (ErrorCode.NO_ERROR, 2, 1)
+    fetched = _fetch(address, 1)
+    assert (fetched.error_code, fetched.high_watermark) == (ErrorCode.NO_ERROR, 1)
 
 
 def test_find_coordinator_answers_the_chosen_node(cluster: KafkaCluster) -> None:
@@ -132,7 +170,13 @@ def test_find_coordinator_answers_the_chosen_node(cluster: KafkaCluster) -> None
     assert (plain.node_id, f"{plain.host}:{plain.port}") == (2, cluster.address(2))
     assert [c.node_id for c in batched.coordinators] == [2, 3]
     cluster.stop_node(2)
-    assert cluster.coordinator("g") in (1, 3)
+    # __consumer_offsets has one replica: the group's partition is offline with its node
+    assert cluster.coordinator("g") == -1
+    with WireClient(cluster.address(1)) as client:
+        offline = client.call(ApiKey.FindCoordinator, 3, key="g", key_type=0)
+    assert (offline.error_code, offline.node_id) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
+    cluster.start_node(2)
+    assert cluster.coordinator("g") == 2
 
 
 def test_describe_cluster_lists_live_nodes(cluster: KafkaCluster) -> None:

@@ -1,5 +1,6 @@
 """Real clients against an in-process 3-node cluster: they follow a moved leader, retry
-NOT_LEADER_OR_FOLLOWER and fail over when a node stops.
+NOT_LEADER_OR_FOLLOWER and fail over when a node stops (a replicated topic's: a single-replica
+partition goes offline with its node, as in Kafka).
 
 The leader is moved (or the node stopped) by a hook on the client's own first request to
 the old leader, so the client is caught mid-flight, deterministically: the request it sent
@@ -24,6 +25,9 @@ from tests.clients.runner import run_ok
 
 pytestmark = pytest.mark.clients
 TOPIC = "moving"
+REPLICATED = "failing-over"
+# partition p led by node p + 1, with followers on the other nodes
+REPLICATED_ASSIGNMENTS = [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
 TIMEOUT_S = 60
 
 
@@ -50,11 +54,11 @@ def _not_leader_answers(cluster: KafkaCluster, api_key: int) -> int:
     return len(cluster.requests(api_key, node=1, topic=TOPIC))
 
 
-def _produce_job(bootstrap: str, values: list[bytes]) -> dict[str, Any]:
+def _produce_job(bootstrap: str, values: list[bytes], topic: str = TOPIC) -> dict[str, Any]:
     return {
         "op": "produce",
         "bootstrap": bootstrap,
-        "topic": TOPIC,
+        "topic": topic,
         "records": [
             {"key": None, "value": base64.b64encode(v).decode(), "headers": [], "partition": 0}
             for v in values
@@ -167,24 +171,29 @@ async def test_aiokafka_follows_a_moved_leader(cluster: KafkaCluster) -> None:
 
 
 def test_kafka_python_and_confluent_fail_over_when_a_node_stops(cluster: KafkaCluster) -> None:
+    cluster.create_topic(REPLICATED, partitions=3, assignments=REPLICATED_ASSIGNMENTS)
     python_producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, retries=10)
     confluent_producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
-    python_producer.send(TOPIC, b"py-1", partition=1).get(timeout=TIMEOUT_S)
-    confluent_producer.produce(TOPIC, b"cf-1", partition=1)
+    python_producer.send(REPLICATED, b"py-1", partition=1).get(timeout=TIMEOUT_S)
+    confluent_producer.produce(REPLICATED, b"cf-1", partition=1)
     assert confluent_producer.flush(TIMEOUT_S) == 0
-    assert cluster.leader(TOPIC, 1) == 2
+    assert cluster.leader(REPLICATED, 1) == 2
     cluster.stop_node(2)
-    new_leader = cluster.leader(TOPIC, 1)
-    assert new_leader != 2
-    python_producer.send(TOPIC, b"py-2", partition=1).get(timeout=TIMEOUT_S)
-    confluent_producer.produce(TOPIC, b"cf-2", partition=1)
+    new_leader = cluster.leader(REPLICATED, 1)
+    assert new_leader == 3
+    assert cluster.leader(TOPIC, 1) == -1  # its only replica is on node 2
+    python_producer.send(REPLICATED, b"py-2", partition=1).get(timeout=TIMEOUT_S)
+    confluent_producer.produce(REPLICATED, b"cf-2", partition=1)
     assert confluent_producer.flush(TIMEOUT_S) == 0
     python_producer.close()
-    assert sorted(cluster.values(TOPIC, partition=1)) == [b"cf-1", b"cf-2", b"py-1", b"py-2"]
-    assert len(cluster.requests(ApiKey.Produce, node=new_leader, topic=TOPIC)) >= 2
+    values = sorted(cluster.values(REPLICATED, partition=1))
+    assert values == [b"cf-1", b"cf-2", b"py-1", b"py-2"]
+    assert len(cluster.requests(ApiKey.Produce, node=new_leader, topic=REPLICATED)) >= 2
 
 
 def test_java_fails_over_when_the_leader_stops_mid_request(cluster: KafkaCluster) -> None:
+    cluster.create_topic(REPLICATED, partitions=3, assignments=REPLICATED_ASSIGNMENTS)
+
     async def stop_node_2(call: Call) -> Any:
         if call.node_id != 2:
             return None
@@ -192,13 +201,14 @@ def test_java_fails_over_when_the_leader_stops_mid_request(cluster: KafkaCluster
         return CLOSE
 
     cluster.control(ApiKey.Produce, stop_node_2)
-    job = _produce_job(cluster.bootstrap_servers, [b"survives"])
+    job = _produce_job(cluster.bootstrap_servers, [b"survives"], REPLICATED)
     job["records"][0]["partition"] = 1
     result = run_ok("java-4.3", job)
     assert result["results"][0]["partition"] == 1
     assert cluster.live_nodes == [1, 3]
-    assert cluster.values(TOPIC, partition=1) == [b"survives"]
-    assert cluster.requests(ApiKey.Produce, node=cluster.leader(TOPIC, 1), topic=TOPIC)
+    assert cluster.values(REPLICATED, partition=1) == [b"survives"]
+    leader = cluster.leader(REPLICATED, 1)
+    assert cluster.requests(ApiKey.Produce, node=leader, topic=REPLICATED)
 
 
 def test_confluent_consumer_group_follows_a_moved_coordinator(cluster: KafkaCluster) -> None:

@@ -133,6 +133,7 @@ def test_pushed_error_answers_only_the_named_partition_of_a_fetch(kafka: KafkaBr
 def cluster() -> Iterator[KafkaCluster]:
     with KafkaCluster(nodes=3, storage="memory") as running:
         running.create_topic("t", partitions=1)
+        running.set_coordinator(1)
         running.set_coordinator(2, group="elsewhere")
         running.set_coordinator(3, transactional_id="tx-elsewhere")
         yield running

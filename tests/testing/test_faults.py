@@ -307,6 +307,7 @@ def test_only_the_last_max_recorded_requests_are_kept() -> None:
 
 def test_errors_and_latency_can_target_one_node() -> None:
     with KafkaCluster(nodes=2, storage="memory") as cluster:
+        cluster.set_coordinator(1)  # every group's coordinator: node 1
         cluster.push_errors(ApiKey.Heartbeat, ErrorCode.NOT_COORDINATOR, node=2)
         beat = {"group_id": "g", "generation_id": 1, "member_id": "m"}
         with WireClient(cluster.address(1)) as client:
