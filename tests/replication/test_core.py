@@ -4,7 +4,6 @@ and the replica state kept across restarts."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.records.records import build_batch
 from minibroker.testing import KafkaCluster
+from tests.replication import partition0
 from tests.wire import WireClient
 
 FAST_LAG = {"replica.lag.time.max.ms": 500}
@@ -25,33 +25,6 @@ FAST_LAG = {"replica.lag.time.max.ms": 500}
 def cluster() -> Iterator[KafkaCluster]:
     with KafkaCluster(nodes=3, storage="memory", config=FAST_LAG) as running:
         yield running
-
-
-def _produce(
-    cluster: KafkaCluster, topic: str, values: list[bytes], acks: int = -1, timeout_ms: int = 5000
-) -> Any:
-    """One Produce v9 to the partition's leader; its partition answer."""
-    batch = build_batch([(None, value, (), int(time.time() * 1000)) for value in values])
-    with WireClient(cluster.address(cluster.leader(topic, 0))) as client:
-        response = client.call(
-            ApiKey.Produce,
-            9,
-            acks=acks,
-            timeout_ms=timeout_ms,
-            topic_data=[{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
-        )
-    return response.responses[0].partition_responses[0]
-
-
-def _wait_for(condition: Any, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
-
-
-def _values(cluster: KafkaCluster, node: int, topic: str) -> list[bytes | None]:
-    return [record.value for record in cluster.replica_records(node, topic, 0)]
 
 
 def test_epoch_cache_answers_as_kafkas_leader_epoch_cache() -> None:
@@ -124,12 +97,12 @@ def test_manual_assignment_names_registered_nodes_only(cluster: KafkaCluster) ->
 
 def test_followers_copy_the_leader_and_the_high_watermark_follows(cluster: KafkaCluster) -> None:
     cluster.create_topic("copied", replication_factor=3)
-    answer = _produce(cluster, "copied", [b"a", b"b", b"c"])
+    answer = partition0.produce(cluster, "copied", [b"a", b"b", b"c"])
     assert answer.error_code == ErrorCode.NO_ERROR
     cluster.wait_in_sync("copied")
     assert cluster.high_watermark("copied", 0) == 3
     for node in cluster.node_ids:
-        assert _values(cluster, node, "copied") == [b"a", b"b", b"c"]
+        assert partition0.values(cluster, node, "copied") == [b"a", b"b", b"c"]
 
 
 def test_acks_all_refused_below_min_insync_replicas(cluster: KafkaCluster) -> None:
@@ -138,17 +111,17 @@ def test_acks_all_refused_below_min_insync_replicas(cluster: KafkaCluster) -> No
     followers = [node for node in cluster.node_ids if node != leader]
     for follower in followers:
         cluster.pause_replication(follower, "guarded")
-    _produce(cluster, "guarded", [b"behind"], acks=1)
-    _wait_for(lambda: cluster.isr("guarded", 0) == [leader])
-    refused = _produce(cluster, "guarded", [b"x"])
+    partition0.produce(cluster, "guarded", [b"behind"], acks=1)
+    partition0.wait_for(lambda: cluster.isr("guarded", 0) == [leader])
+    refused = partition0.produce(cluster, "guarded", [b"x"])
     assert refused.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
     assert "min.isr requirement of 2" in refused.error_message
-    assert _produce(cluster, "guarded", [b"one"], acks=1).error_code == ErrorCode.NO_ERROR
+    assert partition0.produce(cluster, "guarded", [b"one"], acks=1).error_code == ErrorCode.NO_ERROR
     for follower in followers:
         cluster.resume_replication(follower, "guarded")
     cluster.wait_in_sync("guarded")
-    assert _produce(cluster, "guarded", [b"all"]).error_code == ErrorCode.NO_ERROR
-    assert _values(cluster, followers[0], "guarded") == [b"behind", b"one", b"all"]
+    assert partition0.produce(cluster, "guarded", [b"all"]).error_code == ErrorCode.NO_ERROR
+    assert partition0.values(cluster, followers[0], "guarded") == [b"behind", b"one", b"all"]
 
 
 def test_acks_all_times_out_when_followers_stop(
@@ -160,12 +133,12 @@ def test_acks_all_times_out_when_followers_stop(
         if node != leader:
             cluster.pause_replication(node, "stalled")
     # Followers still in the ISR: the append waits for them, past the request's timeout.
-    timed_out = _produce(cluster, "stalled", [b"waits"], timeout_ms=100)
+    timed_out = partition0.produce(cluster, "stalled", [b"waits"], timeout_ms=100)
     assert timed_out.error_code == ErrorCode.REQUEST_TIMED_OUT
     # Waiting longer than replica.lag.time.max.ms: the ISR shrinks to the leader, under
     # min.insync.replicas, where Kafka 4.3's leader no longer advances the high watermark
     # (`maybeIncrementLeaderHW`): the append still times out, and nothing past it is readable.
-    after = _produce(cluster, "stalled", [b"alone"], timeout_ms=2_000)
+    after = partition0.produce(cluster, "stalled", [b"alone"], timeout_ms=2_000)
     assert after.error_code == ErrorCode.REQUEST_TIMED_OUT
     assert cluster.isr("stalled", 0) == [leader]
     assert cluster.high_watermark("stalled", 0) == 0
@@ -178,33 +151,37 @@ def test_clean_election_loses_unreplicated_acks_1_records_and_old_leader_truncat
     cluster: KafkaCluster,
 ) -> None:
     cluster.create_topic("failover", replication_factor=3, config={"min.insync.replicas": 2})
-    assert _produce(cluster, "failover", [b"safe"]).error_code == ErrorCode.NO_ERROR
+    assert partition0.produce(cluster, "failover", [b"safe"]).error_code == ErrorCode.NO_ERROR
     cluster.wait_in_sync("failover")
     old_leader = cluster.leader("failover", 0)
     followers = [node for node in cluster.node_ids if node != old_leader]
     for follower in followers:
         cluster.pause_replication(follower, "failover")
-    assert _produce(cluster, "failover", [b"lost"], acks=1).error_code == ErrorCode.NO_ERROR
-    assert _values(cluster, old_leader, "failover") == [b"safe", b"lost"]
+    assert (
+        partition0.produce(cluster, "failover", [b"lost"], acks=1).error_code == ErrorCode.NO_ERROR
+    )
+    assert partition0.values(cluster, old_leader, "failover") == [b"safe", b"lost"]
     cluster.stop_node(old_leader)
     new_leader = cluster.leader("failover", 0)
     assert new_leader in followers
     for follower in followers:
         cluster.resume_replication(follower, "failover")
-    assert _produce(cluster, "failover", [b"after"]).error_code == ErrorCode.NO_ERROR
+    assert partition0.produce(cluster, "failover", [b"after"]).error_code == ErrorCode.NO_ERROR
     cluster.start_node(old_leader)
     cluster.wait_in_sync("failover")
     for node in cluster.node_ids:
-        assert _values(cluster, node, "failover") == [b"safe", b"after"]
+        assert partition0.values(cluster, node, "failover") == [b"safe", b"after"]
 
 
 def test_no_in_sync_replica_left_takes_the_partition_offline(cluster: KafkaCluster) -> None:
     cluster.create_topic("offline", replication_factor=2, assignments=[[2, 3]])
-    _produce(cluster, "offline", [b"kept"])
+    partition0.produce(cluster, "offline", [b"kept"])
     cluster.wait_in_sync("offline")
     cluster.pause_replication(3, "offline")
-    _wait_for(lambda: _produce(cluster, "offline", [b"only-on-2"], acks=1).error_code == 0)
-    _wait_for(lambda: cluster.isr("offline", 0) == [2])
+    partition0.wait_for(
+        lambda: partition0.produce(cluster, "offline", [b"only-on-2"], acks=1).error_code == 0
+    )
+    partition0.wait_for(lambda: cluster.isr("offline", 0) == [2])
     cluster.stop_node(2)
     try:
         assert cluster.leader("offline", 0) == -1
@@ -219,31 +196,31 @@ def test_no_in_sync_replica_left_takes_the_partition_offline(cluster: KafkaClust
         cluster.start_node(2)
     assert cluster.leader("offline", 0) == 2
     cluster.wait_in_sync("offline")
-    assert _values(cluster, 3, "offline")[0] == b"kept"
-    assert _values(cluster, 3, "offline") == _values(cluster, 2, "offline")
+    assert partition0.values(cluster, 3, "offline")[0] == b"kept"
+    assert partition0.values(cluster, 3, "offline") == partition0.values(cluster, 2, "offline")
 
 
 def test_unclean_election_lets_a_lagging_replica_lead() -> None:
     config = {**FAST_LAG, "unclean.leader.election.enable": "true"}
     with KafkaCluster(nodes=2, storage="memory", config=config) as cluster:
         cluster.create_topic("unclean", assignments=[[1, 2]])
-        _produce(cluster, "unclean", [b"both"])
+        partition0.produce(cluster, "unclean", [b"both"])
         cluster.wait_in_sync("unclean")
         cluster.pause_replication(2, "unclean")
-        _produce(cluster, "unclean", [b"only-on-1"], acks=1)
-        _wait_for(lambda: cluster.isr("unclean", 0) == [1])
+        partition0.produce(cluster, "unclean", [b"only-on-1"], acks=1)
+        partition0.wait_for(lambda: cluster.isr("unclean", 0) == [1])
         cluster.stop_node(1)
         assert cluster.leader("unclean", 0) == 2
         assert cluster.isr("unclean", 0) == [2]
         cluster.resume_replication(2, "unclean")
         cluster.start_node(1)
         cluster.wait_in_sync("unclean")
-        assert _values(cluster, 1, "unclean") == [b"both"]
+        assert partition0.values(cluster, 1, "unclean") == [b"both"]
 
 
 def test_isolated_leader_loses_its_leadership_and_catches_up(cluster: KafkaCluster) -> None:
     cluster.create_topic("isolated", replication_factor=3)
-    _produce(cluster, "isolated", [b"before"])
+    partition0.produce(cluster, "isolated", [b"before"])
     cluster.wait_in_sync("isolated")
     leader = cluster.leader("isolated", 0)
     cluster.isolate_node(leader)
@@ -267,23 +244,23 @@ def test_isolated_leader_loses_its_leadership_and_catches_up(cluster: KafkaClust
             )
         error = answer.responses[0].partition_responses[0].error_code
         assert error == ErrorCode.NOT_LEADER_OR_FOLLOWER
-        assert _produce(cluster, "isolated", [b"during"]).error_code == ErrorCode.NO_ERROR
+        assert partition0.produce(cluster, "isolated", [b"during"]).error_code == ErrorCode.NO_ERROR
     finally:
         cluster.reconnect_node(leader)
     cluster.wait_in_sync("isolated")
-    assert _values(cluster, leader, "isolated") == [b"before", b"during"]
+    assert partition0.values(cluster, leader, "isolated") == [b"before", b"during"]
 
 
 def test_offset_for_leader_epoch_answers_from_the_leaders_epoch_cache(
     cluster: KafkaCluster,
 ) -> None:
     cluster.create_topic("epochs", replication_factor=3)
-    _produce(cluster, "epochs", [b"e0-a", b"e0-b"])
+    partition0.produce(cluster, "epochs", [b"e0-a", b"e0-b"])
     cluster.wait_in_sync("epochs")
     first = cluster.leader("epochs", 0)
     second = next(node for node in cluster.node_ids if node != first)
     cluster.move_leader("epochs", 0, second)
-    _produce(cluster, "epochs", [b"e1"])
+    partition0.produce(cluster, "epochs", [b"e1"])
     with WireClient(cluster.address(second)) as client:
         response = client.call(
             ApiKey.OffsetForLeaderEpoch,
@@ -303,7 +280,7 @@ def test_offset_for_leader_epoch_answers_from_the_leaders_epoch_cache(
 def test_replica_state_and_logs_survive_a_restart(tmp_path: Path) -> None:
     with KafkaCluster(nodes=3, data_dir=tmp_path, config=FAST_LAG) as cluster:
         cluster.create_topic("durable", replication_factor=3)
-        _produce(cluster, "durable", [b"one", b"two"])
+        partition0.produce(cluster, "durable", [b"one", b"two"])
         cluster.wait_in_sync("durable")
         replicas = cluster.replicas("durable", 0)
         cluster.restart()
@@ -311,7 +288,7 @@ def test_replica_state_and_logs_survive_a_restart(tmp_path: Path) -> None:
         cluster.wait_in_sync("durable")
         assert cluster.values("durable") == [b"one", b"two"]
         for node in cluster.node_ids:
-            assert _values(cluster, node, "durable") == [b"one", b"two"]
+            assert partition0.values(cluster, node, "durable") == [b"one", b"two"]
     for node in (1, 2, 3):
         properties = (tmp_path / "nodes" / str(node) / "meta.properties").read_text()
         assert f"node.id={node}" in properties
@@ -320,11 +297,11 @@ def test_replica_state_and_logs_survive_a_restart(tmp_path: Path) -> None:
 
 def test_describe_log_dirs_lists_each_nodes_replicas_with_their_lag(cluster: KafkaCluster) -> None:
     cluster.create_topic("dirs", assignments=[[1, 2]])
-    _produce(cluster, "dirs", [b"a"])
+    partition0.produce(cluster, "dirs", [b"a"])
     cluster.wait_in_sync("dirs")
     cluster.pause_replication(2, "dirs")
-    _produce(cluster, "dirs", [b"b", b"c"], acks=1)
-    _wait_for(lambda: cluster.isr("dirs", 0) == [1])
+    partition0.produce(cluster, "dirs", [b"b", b"c"], acks=1)
+    partition0.wait_for(lambda: cluster.isr("dirs", 0) == [1])
     try:
         with WireClient(cluster.address(2)) as client:
             response = client.call(
@@ -361,8 +338,8 @@ def test_fetch_from_an_offline_partition_names_no_leader(cluster: KafkaCluster) 
     cluster.create_topic("no-leader", assignments=[[3, 2]])
     cluster.wait_in_sync("no-leader")
     cluster.pause_replication(2, "no-leader")
-    _produce(cluster, "no-leader", [b"x"], acks=1)
-    _wait_for(lambda: cluster.isr("no-leader", 0) == [3])
+    partition0.produce(cluster, "no-leader", [b"x"], acks=1)
+    partition0.wait_for(lambda: cluster.isr("no-leader", 0) == [3])
     cluster.stop_node(3)
     try:
         with WireClient(cluster.address(1)) as client:
@@ -405,7 +382,7 @@ def _topic_id(cluster: KafkaCluster, topic: str) -> Any:
 def test_deleting_a_replicated_topic_removes_every_replica(tmp_path: Path) -> None:
     with KafkaCluster(nodes=3, data_dir=tmp_path, config=FAST_LAG) as cluster:
         cluster.create_topic("gone", partitions=2, replication_factor=3)
-        _produce(cluster, "gone", [b"a"])
+        partition0.produce(cluster, "gone", [b"a"])
         cluster.wait_in_sync("gone")
         with WireClient(cluster.address(1)) as client:
             deleted = client.call(
@@ -413,8 +390,8 @@ def test_deleting_a_replicated_topic_removes_every_replica(tmp_path: Path) -> No
             )
         assert deleted.responses[0].error_code == ErrorCode.NO_ERROR
         cluster.create_topic("after", replication_factor=3)
-        _produce(cluster, "after", [b"b"])
+        partition0.produce(cluster, "after", [b"b"])
         cluster.wait_in_sync("after")
         for node in (1, 2, 3):
             assert not list((tmp_path / "nodes" / str(node)).glob("gone-*"))
-            assert _values(cluster, node, "after") == [b"b"]
+            assert partition0.values(cluster, node, "after") == [b"b"]

@@ -5,18 +5,14 @@ after which it registers as after an unclean shutdown (out of every ISR and ELR)
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
-from minibroker.records.records import build_batch
 from minibroker.server.nodes import NodeError
 from minibroker.testing import KafkaCluster
-from tests.wire import WireClient
+from tests.replication import partition0
 
 CONFIG = {"replica.lag.time.max.ms": 500, "min.insync.replicas": 2}
 
@@ -27,58 +23,35 @@ def cluster() -> Iterator[KafkaCluster]:
         yield running
 
 
-def _produce(cluster: KafkaCluster, topic: str, values: list[bytes], acks: int = -1) -> Any:
-    """One Produce v9 to partition 0's leader; its partition answer."""
-    batch = build_batch([(None, value, (), int(time.time() * 1000)) for value in values])
-    with WireClient(cluster.address(cluster.leader(topic, 0))) as client:
-        response = client.call(
-            ApiKey.Produce,
-            9,
-            acks=acks,
-            timeout_ms=5000,
-            topic_data=[{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
-        )
-    return response.responses[0].partition_responses[0]
-
-
-def _wait_for(condition: Any, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
-
-
-def _values(cluster: KafkaCluster, node: int, topic: str) -> list[bytes | None]:
-    return [record.value for record in cluster.replica_records(node, topic, 0)]
-
-
 def test_a_cut_link_stops_replication_between_its_two_nodes_only(cluster: KafkaCluster) -> None:
     cluster.create_topic("cut", assignments=[[1, 2, 3]])
-    assert _produce(cluster, "cut", [b"before"]).error_code == ErrorCode.NO_ERROR
+    assert partition0.produce(cluster, "cut", [b"before"]).error_code == ErrorCode.NO_ERROR
     cluster.wait_in_sync("cut")
     cluster.cut_link(2, 1)
     try:
         # node 2 no longer fetches from the leader, node 3 does: acks=all goes on with the
         # ISR at min.insync.replicas once node 2 lagged out; nobody is fenced or re-elected
-        assert _produce(cluster, "cut", [b"during"]).error_code == ErrorCode.NO_ERROR
-        _wait_for(lambda: cluster.isr("cut", 0) == [1, 3])
-        assert _produce(cluster, "cut", [b"after-shrink"]).error_code == ErrorCode.NO_ERROR
+        assert partition0.produce(cluster, "cut", [b"during"]).error_code == ErrorCode.NO_ERROR
+        partition0.wait_for(lambda: cluster.isr("cut", 0) == [1, 3])
+        assert (
+            partition0.produce(cluster, "cut", [b"after-shrink"]).error_code == ErrorCode.NO_ERROR
+        )
         assert cluster.leader("cut", 0) == 1
         assert cluster.live_nodes == [1, 2, 3]
-        assert _values(cluster, 2, "cut") == [b"before"]
-        assert _values(cluster, 3, "cut") == [b"before", b"during", b"after-shrink"]
+        assert partition0.values(cluster, 2, "cut") == [b"before"]
+        assert partition0.values(cluster, 3, "cut") == [b"before", b"during", b"after-shrink"]
     finally:
         cluster.heal_link(1, 2)
     cluster.wait_in_sync("cut")
     assert cluster.isr("cut", 0) == [1, 2, 3]
-    assert _values(cluster, 2, "cut") == [b"before", b"during", b"after-shrink"]
+    assert partition0.values(cluster, 2, "cut") == [b"before", b"during", b"after-shrink"]
 
 
 def test_a_cut_link_between_two_followers_changes_nothing(cluster: KafkaCluster) -> None:
     cluster.create_topic("followers-cut", assignments=[[1, 2, 3]])
     cluster.cut_link(2, 3)
     try:
-        assert _produce(cluster, "followers-cut", [b"v"]).error_code == ErrorCode.NO_ERROR
+        assert partition0.produce(cluster, "followers-cut", [b"v"]).error_code == ErrorCode.NO_ERROR
         cluster.wait_in_sync("followers-cut")
         assert cluster.isr("followers-cut", 0) == [1, 2, 3]
     finally:
@@ -99,19 +72,19 @@ def test_a_crash_loses_what_the_node_had_not_fsynced_and_it_catches_up(
     cluster.create_topic("synced", assignments=[[1, 2, 3]], config={"flush.messages": "1"})
     cluster.create_topic("unsynced", assignments=[[1, 2, 3]])
     for topic in ("synced", "unsynced"):
-        assert _produce(cluster, topic, [b"a", b"b"]).error_code == ErrorCode.NO_ERROR
+        assert partition0.produce(cluster, topic, [b"a", b"b"]).error_code == ErrorCode.NO_ERROR
     cluster.wait_in_sync()
     cluster.crash_node(3)
     try:
-        assert _values(cluster, 3, "synced") == [b"a", b"b"]
-        assert _values(cluster, 3, "unsynced") == []
+        assert partition0.values(cluster, 3, "synced") == [b"a", b"b"]
+        assert partition0.values(cluster, 3, "unsynced") == []
         assert cluster.isr("unsynced", 0) == [1, 2]
-        assert _produce(cluster, "unsynced", [b"c"]).error_code == ErrorCode.NO_ERROR
+        assert partition0.produce(cluster, "unsynced", [b"c"]).error_code == ErrorCode.NO_ERROR
     finally:
         cluster.start_node(3)
     cluster.wait_in_sync()
-    assert _values(cluster, 3, "unsynced") == [b"a", b"b", b"c"]
-    assert _values(cluster, 3, "synced") == [b"a", b"b"]
+    assert partition0.values(cluster, 3, "unsynced") == [b"a", b"b", b"c"]
+    assert partition0.values(cluster, 3, "synced") == [b"a", b"b"]
 
 
 def test_a_crashed_node_leaves_the_elr_when_it_starts_again(cluster: KafkaCluster) -> None:
@@ -119,19 +92,19 @@ def test_a_crashed_node_leaves_the_elr_when_it_starts_again(cluster: KafkaCluste
     ELR (it may have lost records the ELR promises it holds): when the leader then stops,
     the election takes the replica that kept them. A clean restart keeps a node in the ELR."""
     cluster.create_topic("elr-crash", assignments=[[1, 2, 3]])
-    _produce(cluster, "elr-crash", [b"acknowledged"])
+    partition0.produce(cluster, "elr-crash", [b"acknowledged"])
     cluster.wait_in_sync("elr-crash")
     for follower in (2, 3):
         cluster.pause_replication(follower, "elr-crash")
     try:
-        _produce(cluster, "elr-crash", [b"only-on-1"], acks=1)
-        _wait_for(lambda: cluster.isr("elr-crash", 0) == [1])
+        partition0.produce(cluster, "elr-crash", [b"only-on-1"], acks=1)
+        partition0.wait_for(lambda: cluster.isr("elr-crash", 0) == [1])
         assert cluster.elr("elr-crash", 0) == [2, 3]
         cluster.stop_node(3)
         cluster.start_node(3)
         assert cluster.elr("elr-crash", 0) == [2, 3]
         assert cluster.crash_node(2) > 0
-        assert _values(cluster, 2, "elr-crash") == []  # nothing was fsynced
+        assert partition0.values(cluster, 2, "elr-crash") == []  # nothing was fsynced
         assert cluster.elr("elr-crash", 0) == [2, 3]  # the controller learns at registration
         cluster.start_node(2)
         assert cluster.elr("elr-crash", 0) == [3]
@@ -145,7 +118,7 @@ def test_a_crashed_node_leaves_the_elr_when_it_starts_again(cluster: KafkaCluste
     cluster.wait_in_sync("elr-crash")
     assert cluster.elr("elr-crash", 0) == []
     for node in (1, 2, 3):  # the acks=1 record above the high watermark was lost, as in Kafka
-        assert _values(cluster, node, "elr-crash") == [b"acknowledged"]
+        assert partition0.values(cluster, node, "elr-crash") == [b"acknowledged"]
 
 
 def test_a_running_node_cannot_lose_its_unsynced_data(cluster: KafkaCluster) -> None:
