@@ -6,6 +6,7 @@ Usage: python py_aiokafka.py '<job json>'  (or the job on stdin); see README.md.
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
 import jobio
@@ -146,13 +147,24 @@ async def assign_partitions(consumer: Any, job: Job) -> None:
             consumer.seek(partition, int(start))
 
 
+# How long a consumer may take to stop before the job gives up on it (see stop_consumer).
+STOP_TIMEOUT_S = 10.0
+
+
 async def stop_consumer(consumer: AIOKafkaConsumer) -> None:
-    """`consumer.stop()`, past an aiokafka 0.14 bug: `Fetcher.close` cancels its pending fetch
-    tasks and awaits them unguarded, so a fetch backing off after a connection error (the
-    broker restarting as the consumer stops) raises CancelledError out of `stop()` though
-    nothing cancelled this job. A cancellation of the job itself still propagates."""
+    """`consumer.stop()`, past two aiokafka 0.14 bugs met when the broker restarts as the
+    consumer stops:
+    - `Fetcher.close` cancels its pending fetch tasks and awaits them unguarded, so a fetch
+      backing off after a connection error raises CancelledError out of `stop()` though
+      nothing cancelled this job (a cancellation of the job itself still propagates);
+    - the closing auto-commit (`GroupCoordinator.commit_offsets`) retries forever once its
+      coordinator is marked dead: `ensure_coordinator_known` looks nothing up while closing,
+      so every retry fails with GroupCoordinatorNotAvailable. `stop()` is given up on after
+      STOP_TIMEOUT_S, with a line on stderr; what the job read is reported all the same."""
     try:
-        await consumer.stop()
+        await asyncio.wait_for(consumer.stop(), STOP_TIMEOUT_S)
+    except TimeoutError:
+        print(f"aiokafka consumer.stop() did not finish in {STOP_TIMEOUT_S:.0f} s", file=sys.stderr)
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None and task.cancelling():
