@@ -209,17 +209,26 @@ def test_a_commit_the_isr_did_not_get_times_out_and_the_new_leader_lacks_it() ->
             cluster.start_node(coordinator)
 
 
-def test_a_transaction_commits_after_its_coordinator_stops(cluster: KafkaCluster) -> None:
-    from confluent_kafka import Consumer, Producer
+def _open_transaction(cluster: KafkaCluster, transactional_id: str, value: bytes) -> Any:
+    """A confluent-kafka transactional producer with `value` sent to TOPIC in an open
+    transaction."""
+    from confluent_kafka import Producer
 
-    transactional_id = "moving-tx"
     producer = Producer(
         {"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": transactional_id}
     )
     producer.init_transactions(30)
     producer.begin_transaction()
-    producer.produce(TOPIC, b"in-txn")
+    producer.produce(TOPIC, value)
     assert producer.flush(30) == 0
+    return producer
+
+
+def test_a_transaction_commits_after_its_coordinator_stops(cluster: KafkaCluster) -> None:
+    from confluent_kafka import Consumer
+
+    transactional_id = "moving-tx"
+    producer = _open_transaction(cluster, transactional_id, b"in-txn")
     txn_partition = partition_for(transactional_id, INTERNAL_PARTITIONS)
     cluster.wait_in_sync(TRANSACTIONS)
     old = cluster.leader(TRANSACTIONS, txn_partition)
@@ -255,16 +264,8 @@ def _transaction_state(cluster: KafkaCluster, transactional_id: str) -> str:
 
 
 def test_transaction_markers_wait_for_the_isr(cluster: KafkaCluster) -> None:
-    from confluent_kafka import Producer
-
     transactional_id = "marked-tx"
-    producer = Producer(
-        {"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": transactional_id}
-    )
-    producer.init_transactions(30)
-    producer.begin_transaction()
-    producer.produce(TOPIC, b"marked")
-    assert producer.flush(30) == 0
+    producer = _open_transaction(cluster, transactional_id, b"marked")
     leader = cluster.leader(TOPIC, 0)
     followers = _others(cluster, leader)
     for node in followers:
