@@ -311,6 +311,7 @@ def install_java(kafka_version: str) -> ClientCommand:
         programs.append(java / "ShareClient.java")  # KafkaShareConsumer: kafka-clients 4.x
         programs.append(java / "StreamsClient.java")  # streams-group admin: kafka-clients 4.x
         programs.append(java / "ClusterAdmin.java")  # abortTransaction, raft voters: 4.x
+        programs.append(java / "JepsenWorkers.java")  # the Jepsen workloads' share consumers
     logging = java / "log4j2.properties"
     with locked(f"java-{kafka_version}") as root:
         classes = root / f"classes-{source_hash(*programs, logging)}"

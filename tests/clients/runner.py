@@ -188,7 +188,7 @@ def needs_own_process(job: dict[str, Any]) -> bool:
     """Jobs that end their process on purpose (a crash: an open transaction, `crash_after`) or
     wait for a signal printing event lines (group_member, a holding share_consume)."""
     return (
-        job.get("op") == "group_member"
+        job.get("op") in ("group_member", "jepsen_workers")
         or bool(job.get("hold"))
         or job.get("transaction") == "open"
         or job.get("crash_after") is not None

@@ -184,6 +184,8 @@ public final class Client {
         return commitOffsets(job);
       case "share_consume":
         return shareConsume(job);
+      case "jepsen_workers":
+        return jepsenWorkers(job);
       case "list_share_groups":
       case "describe_share_groups":
       case "list_share_group_offsets":
@@ -608,6 +610,37 @@ public final class Client {
     }
   }
 
+  /**
+   * The Jepsen workloads' long-lived clients (JepsenWorkers.java, kafka-clients 4.x only: by
+   * name): their operation lines are event lines, until SIGTERM stops them.
+   */
+  private static ObjectNode jepsenWorkers(JsonNode job) throws Exception {
+    requireOwnJvm("jepsen_workers (stopped by SIGTERM)");
+    AtomicBoolean stopping = stopOnSigterm();
+    java.util.function.Consumer<ObjectNode> emit =
+        line -> {
+          try {
+            event(line);
+          } catch (Exception e) {
+            throw new RuntimeException(e);
+          }
+        };
+    java.util.function.BooleanSupplier stopped = stopping::get;
+    try {
+      return (ObjectNode)
+          Class.forName("JepsenWorkers")
+              .getMethod(
+                  "run",
+                  JsonNode.class,
+                  ObjectMapper.class,
+                  java.util.function.Consumer.class,
+                  java.util.function.BooleanSupplier.class)
+              .invoke(null, job, JSON, emit, stopped);
+    } catch (java.lang.reflect.InvocationTargetException e) {
+      throw e.getCause() instanceof Exception cause ? cause : e;
+    }
+  }
+
   /** The share-group admin jobs, in ShareClient.java (kafka-clients 4.x only): by name. */
   private static ObjectNode shareAdmin(JsonNode job) throws Exception {
     try (Admin admin = admin(job)) {
@@ -828,6 +861,26 @@ public final class Client {
         .invoke(consumer, pattern, listener);
   }
 
+  /**
+   * SIGTERM runs the shutdown hooks: this one sets the flag (the job's loops stop), then waits
+   * until the clients have closed (leaving their groups) and the result is printed.
+   */
+  private static AtomicBoolean stopOnSigterm() {
+    AtomicBoolean stopping = new AtomicBoolean();
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  stopping.set(true);
+                  try {
+                    RESULT_PRINTED.await(30, TimeUnit.SECONDS);
+                  } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                  }
+                }));
+    return stopping;
+  }
+
   private static ObjectNode groupMember(JsonNode job) throws Exception {
     requireOwnJvm("group_member (stopped by SIGTERM)");
     Properties props = properties(job);
@@ -842,20 +895,7 @@ public final class Client {
       props.put("group.instance.id", job.get("instance_id").asText());
     }
     addConfig(props, job);
-    // SIGTERM runs the shutdown hooks: this one stops the poll loop, then waits until the
-    // consumer has closed (leaving the group) and the result is printed.
-    AtomicBoolean stopping = new AtomicBoolean();
-    Runtime.getRuntime()
-        .addShutdownHook(
-            new Thread(
-                () -> {
-                  stopping.set(true);
-                  try {
-                    RESULT_PRINTED.await(30, TimeUnit.SECONDS);
-                  } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                  }
-                }));
+    AtomicBoolean stopping = stopOnSigterm();
     try (KafkaConsumer<byte[], byte[]> consumer = consumer(props)) {
       boolean withTopics = job.hasNonNull("pattern");
       subscribe(consumer, job, new Assignment(withTopics));
