@@ -1,14 +1,16 @@
-"""`scripts/jepsen --minutes N --seed S [--unsafe] [--nodes 3]`: the queue, read-write
-transaction and share-group workloads on an in-process cluster (3 nodes unless `--nodes`)
-under a seeded nemesis, then a final
-drain, then the checker over the whole history: the summary printed, history.jsonl,
-anomalies.json and summary.json written under `--out` (default
-results/jepsen/<safe|unsafe>-seed<S>).
+"""`scripts/jepsen --minutes N --seed S [--unsafe] [--nodes 3] [--clients java]`: the queue,
+read-write transaction and share-group workloads on an in-process cluster (3 nodes unless
+`--nodes`) under a seeded nemesis, then a final drain, then the checker over the whole
+history: the summary printed, history.jsonl, anomalies.json and summary.json written under
+`--out` (default results/jepsen/<safe|unsafe>-seed<S>).
 
 Safe: acks=all idempotent producers, min.insync.replicas=2, replication factor 3, internal
 topics at replication factor 3 / min ISR 2, no unclean election. Unsafe: acks=1 producers,
 min.insync.replicas=1, unclean.leader.election.enable=true. Exits 1 when the checker found an
 anomaly (expected in the unsafe configuration), 2 when a client or the nemesis crashed.
+
+Clients: confluent-kafka, or Java kafka-clients 4.3 (`--clients java`, or per role:
+`--producers`, `--consumers`, `--txn-clients`, `--share-clients`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +28,14 @@ from benchmarks.jepsen.checker import Result, check, summary_text, write_results
 from benchmarks.jepsen.history import History
 from benchmarks.jepsen.nemesis import EXTRA_FAULTS, FAULTS, Nemesis, heal_all, schedule
 from benchmarks.jepsen.workloads import (
+    JAVA_CLIENT,
+    QUEUE_GROUPS,
     QUEUE_TOPIC,
+    SHARE_GROUP,
     TXN_TOPIC,
     CommittedObserver,
     JavaQueueProducer,
+    JavaWorkers,
     QueueConsumer,
     QueueProducer,
     Settings,
@@ -40,6 +46,7 @@ from benchmarks.jepsen.workloads import (
     key_of,
 )
 from minibroker.testing import KafkaCluster
+from tests.clients.runner import installed
 
 LAG_TIME_MS = 1000
 FLUSH_MS = 1000
@@ -68,6 +75,19 @@ UNSAFE_CONFIG = {
 }
 
 
+CLIENTS = ("confluent", "java")  # confluent-kafka, Java kafka-clients 4.3
+
+
+@dataclass(frozen=True)
+class Clients:
+    """Each role's client, one of CLIENTS."""
+
+    producers: str = "confluent"
+    consumers: str = "confluent"
+    txn: str = "confluent"
+    share: str = "confluent"
+
+
 @dataclass
 class Options:
     seconds: float
@@ -75,7 +95,7 @@ class Options:
     unsafe: bool
     out: Path
     nodes: int = 3
-    java_producers: bool = False  # the queue producers as Java kafka-clients 4.3
+    clients: Clients = field(default_factory=Clients)
     faults: Sequence[str] = FAULTS
     fault_interval_s: float = 2.0
     producers: int = 2
@@ -100,22 +120,39 @@ def _workers(
     process = iter(range(1_000))
     write_lock = threading.Lock()
     workers: list[Worker] = []
-    producer_class = JavaQueueProducer if options.java_producers else QueueProducer
+    java: list[dict[str, Any]] = []
+    producer_class = JavaQueueProducer if options.clients.producers == "java" else QueueProducer
     for _ in range(options.producers):
         workers.append(producer_class(settings, history, stop, next(process)))
     for index in range(options.consumers):
         protocol = ("classic", "consumer")[index % 2]
-        workers.append(QueueConsumer(settings, protocol, history, stop, next(process)))
+        if options.clients.consumers == "java":
+            group = QUEUE_GROUPS[protocol]
+            spec = {"role": "queue-consumer", "group": group, "protocol": protocol}
+            java.append({"process": next(process), **spec})
+        else:
+            workers.append(QueueConsumer(settings, protocol, history, stop, next(process)))
     for _ in range(options.share_consumers):
-        workers.append(ShareWorker(settings, history, stop, next(process)))
+        if options.clients.share == "java":
+            java.append({"process": next(process), "role": "share", "group": SHARE_GROUP})
+        else:
+            workers.append(ShareWorker(settings, history, stop, next(process)))
     for _ in range(options.transactors):
-        workers.append(TxnWorker(settings, write_lock, history, stop, next(process)))
+        if options.clients.txn == "java":
+            number = next(process)
+            java.append({"process": number, "role": "txn", "seed": options.seed * 1000 + number})
+        else:
+            workers.append(TxnWorker(settings, write_lock, history, stop, next(process)))
+    if java:
+        workers.append(JavaWorkers(settings, java, history, stop, -2))
     observer = CommittedObserver(lambda group: _committed(cluster, group), history, stop, -1)
     workers.append(observer)
     return workers
 
 
 def run(options: Options) -> Result:
+    if "java" in asdict(options.clients).values():
+        installed(JAVA_CLIENT)  # a first install compiles: before the run's clock starts
     history = History()
     config: dict[str, Any] = UNSAFE_CONFIG if options.unsafe else SAFE_CONFIG
     with KafkaCluster(
@@ -151,11 +188,23 @@ def run(options: Options) -> Result:
     result.summary["configuration"] = "unsafe" if options.unsafe else "safe"
     result.summary["seed"] = options.seed
     result.summary["nodes"] = options.nodes
-    result.summary["queue_producers"] = "java-4.3" if options.java_producers else "confluent-kafka"
+    result.summary["clients"] = asdict(options.clients)
+    java = [worker for worker in workers if isinstance(worker, JavaWorkers)]
+    if java:
+        result.summary["java_operations"] = dict(sorted(java[0].recorded.items()))
     result.summary["seconds"] = options.seconds
     result.summary["crashed_threads"] = crashed
     write_results(options.out, ops, result)
     return result
+
+
+# each role's flag: the Clients field it sets, and the role it names
+ROLE_FLAGS = {
+    "--producers": ("producers", "the queue producers"),
+    "--consumers": ("consumers", "the queue consumers"),
+    "--txn-clients": ("txn", "the read-write transactions"),
+    "--share-clients": ("share", "the share consumers"),
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -165,11 +214,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--unsafe", action="store_true", help="acks=1 and unclean election")
     parser.add_argument("--nodes", type=int, default=3, help="cluster size (3 or more)")
     parser.add_argument(
-        "--producers",
-        choices=("confluent", "java"),
+        "--clients",
+        choices=CLIENTS,
         default="confluent",
-        help="the queue producers' client: confluent-kafka or Java kafka-clients 4.3",
+        help="every role's client: confluent-kafka or Java kafka-clients 4.3",
     )
+    for flag, (_field, role) in ROLE_FLAGS.items():
+        parser.add_argument(flag, choices=CLIENTS, default=None, help=f"{role}' client")
     parser.add_argument("--fault-interval", type=float, default=2.0, help="seconds")
     parser.add_argument("--faults", default=",".join(FAULTS), help="comma-separated kinds")
     parser.add_argument("--out", type=Path, default=None)
@@ -187,7 +238,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         unsafe=args.unsafe,
         out=args.out or Path("results/jepsen") / name,
         nodes=args.nodes,
-        java_producers=args.producers == "java",
+        clients=Clients(
+            **{
+                name: getattr(args, flag[2:].replace("-", "_")) or args.clients
+                for flag, (name, _role) in ROLE_FLAGS.items()
+            }
+        ),
         faults=kinds,
         fault_interval_s=args.fault_interval,
     )

@@ -16,6 +16,9 @@
   cycle that Kafka allows).
 - share: share-group consumers (KIP-932) of the queue topic accept every record explicitly
   and commit; each record whose commit succeeded is recorded as accepted ("share-ack").
+- Java kafka-clients 4.3 consumers, transactional workers and share consumers (`JavaWorkers`):
+  the same loops in one long-lived JVM (tests/clients/java/JepsenWorkers.java), one thread per
+  worker, each printing its operations as JSON lines that are recorded here as they come.
 - drain: after the run, a read_committed consumer reads every partition to its end (process
   `final`).
 """
@@ -24,9 +27,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import random
+import subprocess
 import threading
 import time
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -45,7 +51,7 @@ from confluent_kafka import (
 
 from benchmarks.jepsen.checker import FINAL
 from benchmarks.jepsen.history import History, Op
-from tests.clients.runner import ClientRunError, run_client
+from tests.clients.runner import ClientRunError, run_client, start_client
 
 QUEUE_TOPIC = "jepsen-queue"
 TXN_TOPIC = "jepsen-wr"
@@ -418,6 +424,68 @@ class TxnWorker(Worker):
             return False
         self.history.complete(invoked, "fail", attempted)
         return True
+
+
+class JavaWorkers(Worker):
+    """Java kafka-clients 4.3 workers in one JVM (`jepsen_workers`, a long-running job of the
+    client harness, until SIGTERM): `specs` are its workers, e.g. `{"process": 4, "role":
+    "queue-consumer", "group": g, "protocol": "classic"}`, `{"process": 8, "role": "txn",
+    "seed": s}`, `{"process": 6, "role": "share", "group": g}`. Each line it prints is an
+    operation entry of one worker, recorded as it comes; `recorded` counts them by
+    "<f>-<type>"."""
+
+    def __init__(self, settings: Settings, specs: list[dict[str, Any]], *args: Any) -> None:
+        super().__init__("java-workers", *args)
+        self.settings = settings
+        self.specs = specs
+        self.recorded: Counter[str] = Counter()
+        self.stderr: deque[str] = deque(maxlen=200)
+
+    def work(self) -> None:
+        job = {
+            "op": "jepsen_workers",
+            "bootstrap": self.settings.bootstrap,
+            "queue_topic": QUEUE_TOPIC,
+            "txn_topic": TXN_TOPIC,
+            "partitions": self.settings.partitions,
+            "timeout_ms": TIMEOUT_MS,
+            "txn_timeout_ms": TXN_TIMEOUT_MS,
+            "workers": self.specs,
+        }
+        process = start_client(JAVA_CLIENT, job)
+        assert process.stdout is not None and process.stderr is not None
+        stderr = process.stderr
+        threading.Thread(target=lambda: self.stderr.extend(stderr), daemon=True).start()
+        threading.Thread(target=self._terminate_on_stop, args=(process,), daemon=True).start()
+        pending: dict[Any, Op] = {}
+        result: dict[str, Any] = {}
+        for text in process.stdout:
+            line = json.loads(text)
+            if "process" in line:
+                self._record(line, pending)
+            else:
+                result = line
+        process.wait()
+        if not result.get("ok"):
+            tail = "".join(self.stderr)
+            raise RuntimeError(f"Java workers: {result.get('error', 'no result')}\n{tail}")
+
+    def _terminate_on_stop(self, process: subprocess.Popen[str]) -> None:
+        self.stop_event.wait()
+        process.terminate()
+
+    def _record(self, line: dict[str, Any], pending: dict[Any, Op]) -> None:
+        process, type_, f, value = line["process"], line["type"], line["f"], line["value"]
+        if type_ == "invoke":
+            pending[process] = self.history.invoke(process, f, value)
+            return
+        if type_ == "record":
+            self.history.record(process, f, value)
+        else:
+            self.history.complete(pending.pop(process), type_, value)
+        self.recorded[f"{f}-{type_}"] += 1
+        if f == "poll" and type_ == "ok":
+            self.recorded["records-polled"] += sum(len(read) for read in value[0][1].values())
 
 
 def _delivered(delivered: dict[str, int], error: KafkaError | None, message: Message) -> None:
