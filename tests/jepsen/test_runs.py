@@ -4,7 +4,8 @@ the ISR alone, then the leader stops): the unsafe configuration (acks=1, unclean
 loses acknowledged writes and the checker reports them; the safe one (acks=all,
 min.insync.replicas=2, RF 3) loses nothing. A third, safe, on 5 nodes: cut links between
 two nodes and crashes that lose what a node had not fsynced lose nothing either; nor do
-crashes under Java kafka-clients 4.3 queue producers."""
+crashes with Java kafka-clients 4.3 in every role (producers, consumers in both group
+protocols, transactional read-write workers, share consumers)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.jepsen.run import Options, run
+from benchmarks.jepsen.checker import Result
+from benchmarks.jepsen.run import Clients, Options, run
 
 pytestmark = [pytest.mark.clients, pytest.mark.slow]
 SECONDS = 8.0
 SEED = 7
 FAULTS = ("leader-alone",)
+CONFLUENT = Clients()
+JAVA = Clients(producers="java", consumers="java", txn="java", share="java")
 
 
 def short_run(
@@ -27,16 +31,17 @@ def short_run(
     unsafe: bool,
     nodes: int = 3,
     faults: tuple[str, ...] = FAULTS,
-    java_producers: bool = False,
-) -> dict[str, int]:
+    clients: Clients = CONFLUENT,
+    seconds: float = SECONDS,
+) -> Result:
     result = run(
         Options(
-            seconds=SECONDS,
+            seconds=seconds,
             seed=SEED,
             unsafe=unsafe,
             out=tmp_path,
             nodes=nodes,
-            java_producers=java_producers,
+            clients=clients,
             faults=faults,
             fault_interval_s=1.0,
         )
@@ -50,30 +55,36 @@ def short_run(
     assert set(result.summary["fault_kinds"]) == set(faults)
     if "crash-node" in faults:
         assert result.summary["offsets_lost_in_crashes"] > 0
-    return dict(result.counts())
+    return result
 
 
 def test_the_unsafe_configuration_loses_acknowledged_writes(tmp_path: Path) -> None:
-    anomalies = short_run(tmp_path, unsafe=True)
+    anomalies = short_run(tmp_path, unsafe=True).counts()
     assert anomalies["lost-write"] > 0
 
 
 def test_the_safe_configuration_loses_nothing(tmp_path: Path) -> None:
-    anomalies = short_run(tmp_path, unsafe=False)
+    anomalies = short_run(tmp_path, unsafe=False).counts()
     assert anomalies == {}
 
 
 def test_cut_links_and_crashes_on_five_nodes_lose_nothing(tmp_path: Path) -> None:
-    anomalies = short_run(tmp_path, unsafe=False, nodes=5, faults=("cut-link", "crash-node"))
+    faults = ("cut-link", "crash-node")
+    anomalies = short_run(tmp_path, unsafe=False, nodes=5, faults=faults).counts()
     assert anomalies == {}
 
 
-def test_java_producers_under_crashes_lose_nothing(tmp_path: Path) -> None:
-    anomalies = short_run(tmp_path, unsafe=False, faults=("crash-node",), java_producers=True)
-    assert anomalies == {}
+def test_java_clients_under_crashes_lose_nothing(tmp_path: Path) -> None:
+    # longer: the Java workers' JVM starts, and their groups form, within the run
+    result = short_run(tmp_path, unsafe=False, faults=("crash-node",), clients=JAVA, seconds=12)
+    assert result.counts() == {}
     with (tmp_path / "history.jsonl").open() as lines:
         ops = [json.loads(line) for line in lines]
     java_sends = [
         op for op in ops if op["f"] == "send" and op["type"] == "ok" and "." in str(op["process"])
     ]
     assert len(java_sends) > 20
+    recorded = result.summary["java_operations"]
+    assert recorded["records-polled"] > 20  # the Java group members' polls
+    assert recorded["txn-ok"] > 10
+    assert recorded["share-ack-record"] > 20
