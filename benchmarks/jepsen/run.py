@@ -1,4 +1,6 @@
-"""`scripts/jepsen --minutes N --seed S [--unsafe] [--nodes 3] [--clients java]`: the queue,
+"""Jepsen-style runs of the queue, read-write and share workloads under a seeded nemesis.
+
+`scripts/jepsen --minutes N --seed S [--unsafe] [--nodes 3] [--clients java]`: the queue,
 read-write transaction and share-group workloads on an in-process cluster (3 nodes unless
 `--nodes`) under a seeded nemesis, then a final drain, then the checker over the whole
 history: the summary printed, history.jsonl, anomalies.json and summary.json written under
