@@ -439,7 +439,7 @@ class JavaWorkers(Worker):
         self.settings = settings
         self.specs = specs
         self.recorded: Counter[str] = Counter()
-        self.stderr: deque[str] = deque(maxlen=200)
+        self.stderr: deque[str] = deque(maxlen=40)  # the tail of the JVM's log
 
     def work(self) -> None:
         job = {
