@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from minibroker.testing.powerloss import SYNCED, TORN, CrashImage, PowerLossModel
 from minibroker.txn.snapshot import SnapshotEntry, read_snapshot, write_snapshot
-from tests.crash.powerloss import SYNCED, TORN, CrashImage, PowerLossModel
 
 
 def _last(images: list[CrashImage], variant: str) -> CrashImage:
