@@ -6,6 +6,9 @@ producer survives on every replica, whichever node loses power."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from confluent_kafka import Producer
 
 from minibroker.testing import KafkaCluster
@@ -93,3 +96,11 @@ def test_a_node_that_lost_power_is_not_elected_from_the_elr() -> None:
         acked += _produce(producer, "elr-cut", [b"after"])
         for node in (1, 2, 3):
             assert partition0.values(cluster, node, "elr-cut") == acked
+
+
+def test_the_power_loss_model_needs_one_log_directory_on_disk(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="storage='disk'"):
+        KafkaCluster(nodes=3, storage="memory", power_loss_seed=SEED)
+    two_dirs = {"log.dirs": f"{tmp_path / 'a'},{tmp_path / 'b'}"}
+    with pytest.raises(ValueError, match="one log directory"):
+        KafkaCluster(nodes=3, config=two_dirs, power_loss_seed=SEED)
