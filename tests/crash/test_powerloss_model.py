@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 
 from minibroker.log import LogConfig, LogManager
+from minibroker.log.checkpoints import write_atomically
 from minibroker.testing.powerloss import SYNCED, TORN, CrashImage, PowerLossModel
 from minibroker.txn.snapshot import SnapshotEntry, read_snapshot, write_snapshot
 from tests.log.log_testing import make_batch
@@ -114,3 +115,20 @@ def test_a_torn_image_recovers_to_the_whole_batches_it_kept(tmp_path: Path) -> N
         assert size_after == whole[-1]
         partial += kept not in ends
     assert partial >= 3
+
+
+def test_a_lazy_model_forgets_the_files_no_crash_image_can_hold(tmp_path: Path) -> None:
+    """Not eager, the graveyard keeps a replaced file only while a synced directory still
+    names it: a checkpoint rewritten (and its directory synced) many times leaves few."""
+    root = tmp_path / "data"
+    root.mkdir()
+    graveyard = tmp_path / "graveyard"
+    model = PowerLossModel(root, graveyard, eager=False)
+    with model.installed():
+        for round_ in range(600):
+            write_atomically(root / "checkpoint", f"round {round_}")
+        unsynced = root / "unsynced"
+        unsynced.write_bytes(b"x")
+    assert len(list(graveyard.iterdir())) < 300
+    assert model.crash_image(SYNCED).files == {"checkpoint": b"round 599"}
+    assert model.crash_image(TORN).files == {"checkpoint": b"round 599", "unsynced": b""}
