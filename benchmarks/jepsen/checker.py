@@ -340,6 +340,13 @@ def check(ops: list[Op]) -> Result:
         "offsets_lost_in_crashes": sum(
             op.value.get("lost_offsets", 0) for op in ops if op.f == "nemesis" and op.type == "ok"
         ),
+        "crash_images": dict(
+            Counter(
+                op.value["image"]
+                for op in ops
+                if op.f == "nemesis" and op.type == "ok" and op.value.get("image")
+            )
+        ),
         "writes": {
             "acknowledged": outcomes["ok"],
             "failed": outcomes["fail"],
@@ -365,7 +372,8 @@ def summary_text(result: Result) -> str:
     lines = [
         f"operations: {summary['operations']}   fault events: {summary['fault_events']} ("
         + ", ".join(f"{kind} {count}" for kind, count in sorted(summary["fault_kinds"].items()))
-        + f")   offsets lost by crashed nodes: {summary['offsets_lost_in_crashes']}",
+        + f")   offsets lost by crashed nodes: {summary['offsets_lost_in_crashes']}"
+        + "".join(f", {n} {kind} images" for kind, n in sorted(summary["crash_images"].items())),
         f"writes: {writes['acknowledged']} acknowledged, {writes['failed']} failed, "
         f"{writes['indeterminate']} indeterminate ({writes['acknowledged_unread']} "
         "acknowledged but never reached by a read)",

@@ -11,8 +11,12 @@ One fault at a time, healed before the next, so a majority of nodes is always up
 - `slow-node`: every request to a node waits (a slow disk or network), then not;
 - `cut-link`: the link between two nodes is cut (a partial partition: no replica fetch
   between them either way, both still reach the others and the controller), then healed;
-- `crash-node`: a node loses power: it stops and its replica logs lose what they had not
-  fsynced; it then starts again as after an unclean shutdown (out of every ISR and ELR);
+- `crash-node`: a node loses power: it stops and its replica log directory becomes a crash
+  image of the power-loss model (minibroker.testing.powerloss; the cluster runs with
+  `power_loss_seed`): "synced" (only what was fsynced) or "torn" (unsynced appends partly
+  kept, unsynced directory entries kept), drawn from the seed; its replica logs are recovered
+  from it (torn batches truncated) and it starts again as after an unclean shutdown (out of
+  every ISR and ELR);
 - `leader-alone`: a partition's followers stop fetching until the ISR is its leader alone,
   then the leader stops (with acks=1 and unclean election this loses the records only the
   leader had, as Kafka documents; with acks=all and min.insync.replicas=2 the writes are
@@ -141,11 +145,12 @@ class Nemesis(threading.Thread):
         self._record("heal", fault, {})
 
     def _crash(self, fault: Fault) -> None:
-        """Recorded with how many offsets the node's replica logs lost."""
+        """Recorded with how many offsets the node's replica logs lost, and the crash image."""
         value: dict[str, Any] = {"fault": fault.kind, "node": fault.node}
         invoked = self.history.invoke("nemesis", "nemesis", value)
         lost = self.cluster.crash_node(fault.node)
-        self.history.complete(invoked, "ok", {**value, "lost_offsets": lost})
+        image = self.cluster.last_crash_image
+        self.history.complete(invoked, "ok", {**value, "lost_offsets": lost, "image": image})
         self.stop_event.wait(fault.duration_s)
         self.cluster.start_node(fault.node)
         self._record("heal", fault, {})

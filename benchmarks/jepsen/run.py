@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -52,6 +53,8 @@ from tests.clients.runner import installed
 
 LAG_TIME_MS = 1000
 FLUSH_MS = 1000
+SEGMENT_BYTES = 1024 * 1024
+SHARED_MEMORY = Path("/dev/shm")
 REPLICATION_FACTOR = 3
 PARTITIONS = 3
 SAFE_CONFIG = {
@@ -68,6 +71,9 @@ SAFE_CONFIG = {
     # replica logs fsynced every second (as a page cache written back): a crash-node loses
     # about the last second of its replicas' appends
     "log.flush.interval.ms": FLUSH_MS,
+    # small segments: rolls happen under crashes, and each fsync the power-loss model reads
+    # (the active segment) stays small
+    "log.segment.bytes": SEGMENT_BYTES,
 }
 UNSAFE_CONFIG = {
     **SAFE_CONFIG,
@@ -157,9 +163,19 @@ def run(options: Options) -> Result:
         installed(JAVA_CLIENT)  # a first install compiles: before the run's clock starts
     history = History()
     config: dict[str, Any] = UNSAFE_CONFIG if options.unsafe else SAFE_CONFIG
-    with KafkaCluster(
-        nodes=options.nodes, storage="memory", config=config, record_requests=False
-    ) as cluster:
+    # on disk, so that crash-node goes through the power-loss model (its fsyncs never reach
+    # the disk); in shared memory where there is some
+    scratch = SHARED_MEMORY if SHARED_MEMORY.is_dir() else None
+    with (
+        tempfile.TemporaryDirectory(prefix="minibroker-jepsen-", dir=scratch) as data_dir,
+        KafkaCluster(
+            nodes=options.nodes,
+            data_dir=data_dir,
+            config=config,
+            record_requests=False,
+            power_loss_seed=options.seed,
+        ) as cluster,
+    ):
         for topic in (QUEUE_TOPIC, TXN_TOPIC):
             cluster.create_topic(topic, PARTITIONS, replication_factor=REPLICATION_FACTOR)
         cluster.wait_in_sync()

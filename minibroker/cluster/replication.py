@@ -66,6 +66,14 @@ class ReplicaStores:
             return found
         return store.create(topic, index, topic_id, config)
 
+    def abandon(self, node_id: int) -> None:
+        """A power cut on `node_id`: its replica logs are dropped unflushed; the next
+        `replica_log` opens them again from what is on disk (recovering them)."""
+        manager = self.by_node.pop(node_id, None)
+        self._loaded.pop(node_id, None)
+        if manager is not None:
+            manager.abandon()
+
     def delete(self, node_id: int, topic: str, index: int) -> None:
         self.store(node_id).delete(topic, index)
         self._loaded[node_id].pop((topic, index), None)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minibroker.cluster.replicas import NO_LEADER, ReplicaSet
+from minibroker.cluster.replicas import NO_LEADER, UNDEFINED_EPOCH, EpochCache, ReplicaSet
 from minibroker.cluster.replication import (
     REPLICAS_FILE,
     ReplicaStores,
@@ -517,6 +517,26 @@ class Cluster:
             topic.topic_id,
             self.log_config(topic),
         )
+
+    def reopen_replicas(self, node_id: int) -> None:
+        """`node_id`'s replica logs opened again from its log directories (after
+        `replica_stores.abandon`: recovered as after an unclean shutdown); a replica whose
+        partition directory is gone starts empty. Its leader epochs are those of its log."""
+        for partition in self.replicated_partitions():
+            replica_set = partition.replication
+            assert replica_set is not None
+            replica = replica_set.replicas.get(node_id)
+            if replica is None:
+                continue
+            topic = self.topics[partition.topic]
+            log = self.replica_stores.replica_log(
+                node_id, topic.name, partition.index, topic.topic_id, self.log_config(topic)
+            )
+            if partition.log is replica.log:
+                partition.log = log
+            replica.log = log
+            replica.epochs = EpochCache.of_log(log)
+            replica.following_epoch = UNDEFINED_EPOCH
 
     def drop_replica(self, partition: Partition, node_id: int) -> None:
         replica_set = partition.replication

@@ -181,6 +181,11 @@ class LogDirs:
         for manager in self.managers:
             manager.close()
 
+    def abandon(self) -> None:
+        """LogManager.abandon over every log directory."""
+        for manager in self.managers:
+            manager.abandon()
+
 
 def _remove_unfinished_moves(manager: LogManager) -> None:
     """Future directories of moves cut short before their rename: the source is whole."""

@@ -416,6 +416,14 @@ class LogManager:
         if moved:
             self.checkpoint()
 
+    def abandon(self) -> None:
+        """A power cut: every descriptor closed and every log dropped, nothing flushed or
+        written (what survives is what the disk kept)."""
+        for remover in self._removers:
+            remover.join()
+        self.pool.close_all()
+        self._logs.clear()
+
     def close(self) -> None:
         """Flush every log, write the checkpoints, then the clean-shutdown marker."""
         for remover in self._removers:

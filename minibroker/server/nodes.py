@@ -22,14 +22,15 @@ producer state and transaction index are rebuilt from its own log.
 Faults between nodes: a cut link between two nodes (a partial network partition) stops the
 replica fetches between them both ways; the controller (this shared state) still hears from
 both, as KRaft controllers on their own machines would, so followers leave the ISR only by
-lagging. A crashed node (`lose_unsynced`) loses what its replica logs had not fsynced and,
-when it starts again, is handled as Kafka's controller handles a broker registering after an
-unclean shutdown: out of every ISR and ELR.
+lagging. A crashed node (`lose_unsynced`, or `lose_power` with its log directory rebuilt
+from a crash image) loses what its replica logs had not fsynced and, when it starts again, is
+handled as Kafka's controller handles a broker registering after an unclean shutdown: out of
+every ISR and ELR.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
@@ -358,6 +359,36 @@ class Nodes:
                 lost += end - replica.log_end_offset
         self.crashed.add(node_id)
         return lost
+
+    def lose_power(self, node_id: int, power_cut: Callable[[], None]) -> int:
+        """A power cut on a stopped node whose replica logs are on disk: they are dropped as
+        they are (nothing flushed), `power_cut` leaves its log directory as the cut would (a
+        crash image), and they are opened again from it, recovering as Kafka's log manager
+        does after an unclean shutdown (segments past the recovery point scanned, a torn tail
+        truncated); it starts again as after an unclean shutdown. The state the nodes share
+        (controller metadata, single-replica logs, coordinators) is not touched. Returns how
+        many offsets its replica logs lost."""
+        self.broker(node_id)
+        if node_id in self.live:
+            raise NodeError(f"node {node_id} is running: stop it first")
+        owner = self.brokers[min(self.brokers)]
+        ends = self._replica_ends(node_id)
+        owner.cluster.replica_stores.abandon(node_id)
+        power_cut()
+        owner.cluster.reopen_replicas(node_id)
+        recovered = self._replica_ends(node_id)
+        self.crashed.add(node_id)
+        return sum(max(0, end - recovered.get(key, 0)) for key, end in ends.items())
+
+    def _replica_ends(self, node_id: int) -> dict[tuple[str, int], int]:
+        owner = self.brokers[min(self.brokers)]
+        ends = {}
+        for partition in owner.cluster.replicated_partitions():
+            assert partition.replication is not None
+            replica = partition.replication.replicas.get(node_id)
+            if replica is not None:
+                ends[(partition.topic, partition.index)] = replica.log_end_offset
+        return ends
 
     def _restarted_uncleanly(self, node_id: int) -> None:
         """Kafka's `handleBrokerUncleanShutdown` (with ELR enabled): the node leaves every ISR

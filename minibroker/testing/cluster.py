@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import random
 import shutil
 import tempfile
 import threading
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from minibroker.cluster.append import append_record
 from minibroker.cluster.assignments import placed_replicas
+from minibroker.cluster.replication import NODES_DIR
 from minibroker.cluster.state import Partition, TopicError
 from minibroker.config import BrokerConfig
 from minibroker.groups.consumer.model import ConsumerGroup
@@ -46,6 +48,7 @@ from minibroker.server.faults import (
 from minibroker.server.nodes import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, NodeError
 from minibroker.telemetry.manager import PushedMetric
 from minibroker.telemetry.subscriptions import DEFAULT_INTERVAL_MS, Subscription
+from minibroker.testing.powerloss import VARIANTS, PowerLossModel
 from minibroker.testing.replication import ReplicationHelpers
 from minibroker.testing.security import AUTHORIZER_CONFIG, SecurityHelpers
 from minibroker.testing.share_groups import (
@@ -481,7 +484,10 @@ class AsyncKafkaCluster(_Helpers):
     serve the Schema Registry (minibroker.registry) on an ephemeral port of `host`, at
     `schema_registry_url` (or start it later with `start_schema_registry()`). `kafka_version`:
     the Kafka release to emulate ("2.8", "3.0" ... "4.3"; the setting
-    `minibroker.emulate.kafka.version`, default the newest).
+    `minibroker.emulate.kafka.version`, default the newest). `power_loss_seed` (disk storage,
+    one log directory): each node's replica logs are written through the power-loss
+    interposer (minibroker.testing.powerloss), so that `crash_node` rebuilds the node's log
+    directory from a crash image, synced or torn as drawn from this seed.
     """
 
     def __init__(
@@ -499,6 +505,7 @@ class AsyncKafkaCluster(_Helpers):
         console_read_only: bool = False,
         schema_registry: bool = False,
         kafka_version: str | None = None,
+        power_loss_seed: int | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError("a cluster has at least one node")
@@ -527,6 +534,19 @@ class AsyncKafkaCluster(_Helpers):
         self._registry_wanted = schema_registry
         self._registry: RunningRegistry | None = None
         self._registry_port = 0
+        self._power_loss_seed = power_loss_seed
+        self._power_loss_random = random.Random(power_loss_seed)
+        self._power_loss: dict[int, PowerLossModel] = {}
+        self._graveyard: Path | None = None
+        self.last_crash_image: str | None = None
+        if power_loss_seed is not None:
+            self._check_power_loss_storage()
+
+    def _check_power_loss_storage(self) -> None:
+        if self.storage != "disk":
+            raise ValueError("power_loss_seed needs storage='disk'")
+        if self._given_data_dir is None and len(BrokerConfig(self._settings).log_dirs) > 1:
+            raise ValueError("power_loss_seed models one log directory, not several log.dirs")
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -593,8 +613,36 @@ class AsyncKafkaCluster(_Helpers):
             brokers[0].faults.clear()
         for broker in reversed(brokers):
             await broker.stop()
+        self._uninstall_power_loss()
+
+    def _install_power_loss(self) -> None:
+        """A power-loss model on each node's replica log directory (not on the shared state:
+        controller metadata and single-replica logs survive a node's crash)."""
+        data_dir = self.data_dir
+        if self._power_loss_seed is None or data_dir is None:
+            return
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self._graveyard = Path(
+            tempfile.mkdtemp(prefix="minibroker-graveyard-", dir=data_dir.parent)
+        )
+        for node_id in self.node_ids:
+            root = data_dir / NODES_DIR / str(node_id)
+            root.mkdir(parents=True, exist_ok=True)
+            graveyard = self._graveyard / str(node_id)
+            model = PowerLossModel(root, graveyard, self._power_loss_seed + node_id, eager=False)
+            model.install()
+            self._power_loss[node_id] = model
+
+    def _uninstall_power_loss(self) -> None:
+        for model in self._power_loss.values():
+            model.uninstall()
+        self._power_loss = {}
+        if self._graveyard is not None:
+            shutil.rmtree(self._graveyard, ignore_errors=True)
+            self._graveyard = None
 
     async def _start_on(self, ports: list[int]) -> None:
+        self._install_power_loss()
         brokers: dict[int, Broker] = {}
         owner: Broker | None = None
         for node_id, port in zip(self.node_ids, ports, strict=True):
@@ -611,6 +659,7 @@ class AsyncKafkaCluster(_Helpers):
             except BaseException:
                 for started in reversed(brokers.values()):
                     await started.stop()
+                self._uninstall_power_loss()
                 raise
         self._brokers = brokers
         if self._console_wanted and owner is not None:
@@ -650,16 +699,34 @@ class AsyncKafkaCluster(_Helpers):
         role of internal ones) elect leaders on live nodes."""
         await self.node(node).stop_listening()
 
-    async def crash_node(self, node: int) -> int:
+    async def crash_node(self, node: int, image: str | None = None) -> int:
         """Power loss on a node: it stops as `stop_node` does, its replica fetches end, and its
         replica logs keep only what they had fsynced (`log.flush.interval.*`, segment rolls,
         `minibroker.fsync.on.ack`); returns how many offsets they lost. `start_node` brings it
         back as after an unclean shutdown: out of every ISR and ELR, its replicas truncating
-        and catching up as followers."""
+        and catching up as followers.
+
+        With `power_loss_seed`, the node's replica log directory becomes a crash image of the
+        power-loss model (`last_crash_image` says which: "synced", only what was fsynced, or
+        "torn", unsynced appends partly kept and unsynced directory entries kept; `image`
+        chooses, else the seed draws it) and its
+        replica logs are opened again from it, recovered as Kafka recovers a log after an
+        unclean shutdown (torn batches truncated). Without it, each replica log is truncated
+        to its recovery point. Either way what the nodes share (controller metadata, the
+        single-replica logs, group and transaction coordinator state, producer state) is
+        kept."""
+        if image is not None and image not in VARIANTS:
+            raise ValueError(f"image is one of {', '.join(VARIANTS)}, not {image!r}")
         broker = self.node(node)
         await broker.stop_listening()
         await broker.replica_fetcher.join()
-        return broker.nodes.lose_unsynced(node)
+        model = self._power_loss.get(node)
+        if model is None:
+            self.last_crash_image = None
+            return broker.nodes.lose_unsynced(node)
+        crash = model.crash_image(image or self._power_loss_random.choice(VARIANTS))
+        self.last_crash_image = crash.variant
+        return broker.nodes.lose_power(node, lambda: model.restore(crash))
 
     async def start_node(self, node: int) -> None:
         """Bring a stopped node back on its port: its single-replica partitions are online
@@ -832,8 +899,14 @@ class KafkaCluster(_Helpers):
     def stop_node(self, node: int) -> None:
         self._call(self._async.stop_node(node))
 
-    def crash_node(self, node: int) -> int:
-        return self._call(self._async.crash_node(node))
+    def crash_node(self, node: int, image: str | None = None) -> int:
+        return self._call(self._async.crash_node(node, image))
+
+    @property
+    def last_crash_image(self) -> str | None:
+        """The crash image variant of the last `crash_node` ("synced" or "torn"; None without
+        `power_loss_seed`)."""
+        return self._async.last_crash_image
 
     def start_node(self, node: int) -> None:
         self._call(self._async.start_node(node))

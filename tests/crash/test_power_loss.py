@@ -43,7 +43,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from minibroker.log import LogConfig, LogManager, PartitionLog, syncs
 from minibroker.records.records import iter_records
 from minibroker.testing import KafkaBroker
-from tests.crash.powerloss import SYNCED, CrashImage, PowerLossModel, syncs_skipped
+from minibroker.testing.powerloss import SYNCED, CrashImage, PowerLossModel, syncs_skipped
 from tests.log.log_testing import make_batch, split_batches
 
 ROUNDS = int(os.environ.get("POWER_LOSS_ROUNDS", "40"))

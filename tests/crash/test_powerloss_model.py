@@ -4,10 +4,14 @@ the torn variant no more than what was written)."""
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
+from minibroker.log import LogConfig, LogManager
+from minibroker.log.checkpoints import write_atomically
+from minibroker.testing.powerloss import SYNCED, TORN, CrashImage, PowerLossModel
 from minibroker.txn.snapshot import SnapshotEntry, read_snapshot, write_snapshot
-from tests.crash.powerloss import SYNCED, TORN, CrashImage, PowerLossModel
+from tests.log.log_testing import make_batch
 
 
 def _last(images: list[CrashImage], variant: str) -> CrashImage:
@@ -69,3 +73,62 @@ def test_a_producer_snapshot_survives_power_loss_once_written(tmp_path: Path) ->
         model.crash_now()
     recovered = _last(model.images_taken, SYNCED).materialise(tmp_path / "recovered")
     assert read_snapshot(recovered / "topic-0" / written.name) == [entry]
+
+
+def _torn_segment_recovered(tmp_path: Path, seed: int) -> tuple[int, int, list[int], int]:
+    """One synced batch then three unsynced ones, a torn crash image of them recovered: the
+    image's segment size, the recovered log end offset, the batch ends and the recovered
+    segment's size."""
+    data_dir = tmp_path / f"data-{seed}"
+    data_dir.mkdir()
+    model = PowerLossModel(data_dir, tmp_path / f"graveyard-{seed}", seed, eager=False)
+    config = LogConfig()
+    with model.installed():
+        manager = LogManager(data_dir, node_id=1, cluster_id="c", default_config=config)
+        log = manager.create("t", 0, uuid.uuid4(), config)
+        ends = []
+        for index, value in enumerate([b"synced", b"unsynced-1", b"unsynced-2", b"unsynced-3"]):
+            log.append(make_batch([value]), 0, now_ms=0)
+            ends.append(log.size_bytes)
+            if index == 0:
+                log.flush()
+        image = model.crash_image(TORN)
+        manager.abandon()
+    segment = f"t-0/{0:020d}.log"
+    recovered_dir = image.materialise(tmp_path / f"recovered-{seed}")
+    recovered = LogManager(recovered_dir, node_id=1, cluster_id="c", default_config=config)
+    [reopened] = recovered.load()
+    end = reopened.log_end_offset
+    recovered.close()
+    return len(image.files[segment]), end, ends, (recovered_dir / segment).stat().st_size
+
+
+def test_a_torn_image_recovers_to_the_whole_batches_it_kept(tmp_path: Path) -> None:
+    """The torn variant keeps a random prefix of the unsynced appends, often ending inside a
+    batch: recovery (no clean shutdown) truncates the partial batch and keeps the whole ones."""
+    partial = 0
+    for seed in range(10):
+        kept, end, ends, size_after = _torn_segment_recovered(tmp_path, seed)
+        whole = [batch_end for batch_end in ends if batch_end <= kept]
+        assert kept >= ends[0]  # the synced batch is always there
+        assert end == len(whole)
+        assert size_after == whole[-1]
+        partial += kept not in ends
+    assert partial >= 3
+
+
+def test_a_lazy_model_forgets_the_files_no_crash_image_can_hold(tmp_path: Path) -> None:
+    """Not eager, the graveyard keeps a replaced file only while a synced directory still
+    names it: a checkpoint rewritten (and its directory synced) many times leaves few."""
+    root = tmp_path / "data"
+    root.mkdir()
+    graveyard = tmp_path / "graveyard"
+    model = PowerLossModel(root, graveyard, eager=False)
+    with model.installed():
+        for round_ in range(600):
+            write_atomically(root / "checkpoint", f"round {round_}")
+        unsynced = root / "unsynced"
+        unsynced.write_bytes(b"x")
+    assert len(list(graveyard.iterdir())) < 300
+    assert model.crash_image(SYNCED).files == {"checkpoint": b"round 599"}
+    assert model.crash_image(TORN).files == {"checkpoint": b"round 599", "unsynced": b""}

@@ -3,9 +3,10 @@ same seeded `leader-alone` faults (a partition's followers stop fetching until i
 the ISR alone, then the leader stops): the unsafe configuration (acks=1, unclean election)
 loses acknowledged writes and the checker reports them; the safe one (acks=all,
 min.insync.replicas=2, RF 3) loses nothing. A third, safe, on 5 nodes: cut links between
-two nodes and crashes that lose what a node had not fsynced lose nothing either; nor do
-crashes with Java kafka-clients 4.3 in every role (producers, consumers in both group
-protocols, transactional read-write workers, share consumers)."""
+two nodes and crashes (power cuts through the power-loss model: the node's replica logs
+recovered from a synced or torn crash image) lose nothing either; nor do crashes with Java
+kafka-clients 4.3 in every role (producers, consumers in both group protocols, transactional
+read-write workers, share consumers)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,9 @@ def short_run(
     assert set(result.summary["fault_kinds"]) == set(faults)
     if "crash-node" in faults:
         assert result.summary["offsets_lost_in_crashes"] > 0
+        # through the power-loss model: every crash left a crash image
+        crashes = result.summary["fault_kinds"]["crash-node"]
+        assert sum(result.summary["crash_images"].values()) == crashes
     return result
 
 
