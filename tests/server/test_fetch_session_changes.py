@@ -4,6 +4,7 @@ partitions changed (over the wire, in-process brokers, reads counted in the hand
 
 from __future__ import annotations
 
+import base64
 import errno
 import time
 import uuid
@@ -20,6 +21,7 @@ from minibroker.log.blob import FileBlob
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.testing import KafkaBroker, KafkaCluster
+from tests.clients.runner import run_ok
 from tests.server.test_fetch_v13 import answered, fetch_fields, topic_id
 from tests.wire import WireClient
 
@@ -125,6 +127,42 @@ def test_each_change_reads_and_answers_only_its_partition(
             read, parts = session.fetch()
             assert (read, sorted(parts)) == ([0, 1, 2, 3], [0, 1, 2, 3])
             assert all(p.error_code != ErrorCode.NO_ERROR for p in parts.values())
+
+
+def test_a_partition_left_out_for_the_size_limit_is_read_again(
+    kafka: KafkaBroker, reads: list[int]
+) -> None:
+    """A partition with records the fetch had no room for has more to read though its state
+    does not change: the next fetches read it until it has returned them."""
+    tid = topic_id(kafka)
+    for index in range(PARTITIONS):
+        kafka.produce(TOPIC, f"record-{index}".encode() * 50, partition=index)
+    with WireClient(kafka.bootstrap_servers) as client:
+
+        def fetch(offsets: dict[int, int], session_id: int, epoch: int) -> Any:
+            fields = fetch_fields({tid: offsets}, session_id=session_id, epoch=epoch)
+            fields["max_bytes"] = 1  # the first partition with records only (KIP-74)
+            response = client.call(ApiKey.Fetch, 18, **fields)
+            assert response.error_code == ErrorCode.NO_ERROR
+            return {p: part for (_, p), part in answered(response).items()}
+
+        session_id = client.call(
+            ApiKey.Fetch, 18, **fetch_fields({tid: all_from(0)}, epoch=0)
+        ).session_id
+        # the full fetch had room for every partition; now one per fetch, from offset 0 again
+        got = []
+        offsets: dict[int, int] = all_from(0)
+        for epoch in range(1, PARTITIONS + 1):
+            reads.clear()
+            parts = fetch(offsets, session_id, epoch)
+            with_records = [p for p, part in parts.items() if bytes(part.records)]
+            assert len(with_records) == 1
+            got.extend(with_records)
+            offsets = {with_records[0]: 1}
+        assert sorted(got) == list(range(PARTITIONS))
+        reads.clear()
+        assert fetch(offsets, session_id, PARTITIONS + 1) == {}
+        assert reads == [got[-1]]
 
 
 def test_a_topic_config_change_is_seen(kafka: KafkaBroker, reads: list[int]) -> None:
@@ -262,6 +300,11 @@ def test_high_watermark_and_leader_changes_in_a_cluster(reads: list[int]) -> Non
             assert parts[0].current_leader.leader_id == follower
 
 
+def incremental_fetches(kafka: KafkaBroker) -> list[Any]:
+    fetches = kafka.requests(ApiKey.Fetch)
+    return [f for f in fetches if f.body.session_id != 0 and f.body.session_epoch > 0]
+
+
 def test_kafka_python_consumes_many_partitions_through_a_session(reads: list[int]) -> None:
     """kafka-python (v12, incremental sessions) on 60 partitions: records appended to a few
     of them while it polls reach it, and its incremental fetches read only those."""
@@ -272,7 +315,10 @@ def test_kafka_python_consumes_many_partitions_through_a_session(reads: list[int
         consumer.assign([KafkaTopicPartition(TOPIC, p) for p in range(partitions)])
         consumer.seek_to_beginning()
         try:
-            assert consumer.poll(timeout_ms=500) == {}
+            deadline = time.monotonic() + TIMEOUT_S
+            while not incremental_fetches(kafka):  # the full fetch is answered: caught up
+                assert time.monotonic() < deadline, "no incremental fetch"
+                assert consumer.poll(timeout_ms=100) == {}
             expected = {(p, f"r{p}".encode()) for p in (3, 17, 42)}
             got: set[tuple[int, bytes]] = set()
             for index, value in sorted(expected):
@@ -284,10 +330,42 @@ def test_kafka_python_consumes_many_partitions_through_a_session(reads: list[int
                     got.update((tp.partition, record.value) for record in records)
         finally:
             consumer.close()
-        fetches = kafka.requests(ApiKey.Fetch)
-    incremental = [f for f in fetches if f.body.session_id != 0 and f.body.session_epoch > 0]
-    assert len(incremental) >= 2
     # after the full fetch only the three partitions appended to (and their fetch offsets
     # moved) are read
     assert reads
     assert set(reads) <= {3, 17, 42}
+
+
+def test_java_consumes_many_partitions_through_a_session_in_small_fetches() -> None:
+    """Java 4.3 on 60 partitions, 20 of them with records, fetches too small for more than a
+    few partitions each: the partitions left out are read again until consumed."""
+    partitions = 60
+    with KafkaBroker(storage="memory") as kafka:
+        kafka.create_topic(TOPIC, partitions=partitions)
+        values: dict[int, list[bytes]] = {}
+        for index in range(0, partitions, 3):
+            for n in range(2):
+                value = f"{index:02d}-{n}".encode() * 150
+                kafka.produce(TOPIC, value, partition=index)
+                values.setdefault(index, []).append(value)
+        result = run_ok(
+            "java-4.3",
+            {
+                "op": "consume",
+                "bootstrap": kafka.bootstrap_servers,
+                "topic": TOPIC,
+                "count": 2 * len(values),
+                "from": "earliest",
+                "group": None,
+                "timeout_ms": TIMEOUT_S * 1000,
+                "config": {"max.partition.fetch.bytes": "1024", "fetch.max.bytes": "4096"},
+            },
+        )
+        fetches = incremental_fetches(kafka)
+    assert not result["timed_out"]
+    got: dict[int, list[bytes]] = {}
+    for record in result["records"]:
+        got.setdefault(record["partition"], []).append(base64.b64decode(record["value"]))
+    assert got == values
+    assert len(fetches) >= 2
+    assert len({f.body.session_id for f in fetches}) == 1
