@@ -153,6 +153,9 @@ class FetchSession:
     cached_size: int = -1  # the size when last touched; -1: not in the cache
     evictable_by_all: bool = False
     evictable_by_privileged: bool = False
+    # Whom, and under which ACLs, the partitions were last all authorized for (the handler's
+    # key): while it holds, a partition not pending is still authorized.
+    authorized_as: object = None
     # The partitions the next incremental fetch reads (a subset of `partitions`).
     pending: set[CachedPartition] = field(default_factory=set)
     # Waiting long polls, called on any change to one of the partitions (the shape of
@@ -344,6 +347,7 @@ class IncrementalContext(FetchContext):
         self.session = session
         self.expected_epoch = next_epoch(request_epoch)
         self.read_all = False
+        self.authorized_as: object = None  # the session's once answered
 
     def partitions(self, topic_names: TopicNames) -> list[Requested]:
         found = []
@@ -372,6 +376,8 @@ class IncrementalContext(FetchContext):
             session.answered(cached, answer, rotate=respond and answer.has_records)
             if respond:
                 included.append(key)
+        if self.read_all:  # every partition was authorized for `authorized_as`
+            session.authorized_as = self.authorized_as
         return SessionAnswer(ErrorCode.NO_ERROR, session.id, included)
 
 

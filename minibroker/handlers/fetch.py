@@ -20,14 +20,15 @@ Fetch sessions (KIP-227, v7+), per node, as Kafka's FetchManager (cluster/fetch_
 a full fetch with epoch 0 creates a session when `max.incremental.fetch.session.cache.slots`
 (default 1000) allow and answers its id; incremental fetches (that id, the next epoch) add or
 change the partitions they name, drop `ForgottenTopicsData`, read the session's partitions
-that may have changed since they last had nothing to say (every one for a follower, under an
-authorizer or a test's pushed errors) and answer only those with records, a new high
-watermark or log start offset, or an error; a long poll waits on the session, woken by any
-change to its partitions. Epoch -1 is a sessionless full fetch (closing the session it
-names). Unknown session: FETCH_SESSION_ID_NOT_FOUND; wrong epoch (or a second fetch of the
-session overtaking a waiting one): INVALID_FETCH_SESSION_EPOCH; a session made with topic ids
-used below v13 or the other way round: FETCH_SESSION_TOPIC_ID_ERROR. These top-level errors
-come with no partitions and session id 0 (the overtaken fetch keeps its session's id).
+that may have changed since they last had nothing to say (every one for a follower, under a
+test's pushed errors, and under an authorizer after an ACL change or from another principal)
+and answer only those with records, a new high watermark or log start offset, or an error;
+a long poll waits on the session, woken by any change to its partitions. Epoch -1 is a
+sessionless full fetch (closing the session it names). Unknown session:
+FETCH_SESSION_ID_NOT_FOUND; wrong epoch (or a second fetch of the session overtaking a
+waiting one): INVALID_FETCH_SESSION_EPOCH; a session made with topic ids used below v13 or
+the other way round: FETCH_SESSION_TOPIC_ID_ERROR. These top-level errors come with no
+partitions and session id 0 (the overtaken fetch keeps its session's id).
 
 Authorization (Kafka's order, after the session is resolved): a follower fetch (replica id
 >= 0) needs CLUSTER_ACTION on the cluster, else every partition gets TOPIC_AUTHORIZATION_FAILED;
@@ -313,11 +314,12 @@ async def _long_poll(
     items: list[Requested],
     replica_id: int,
     session: IncrementalContext | None,
+    denied: set[PartitionKey],
 ) -> list[PartitionRead]:
     """Read; while fewer than `min_bytes` were read (and no partition has an error), wait for
     an append to the partitions until `max_wait_ms` after the first read, and read again. An
     incremental fetch that reads only its session's pending partitions waits on its session
-    and reads the pending ones again."""
+    and reads the pending ones again (but the `denied` ones)."""
     min_bytes = poll_min_bytes(ctx, request)
     reads, total, has_error = collect(ctx, request, items, replica_id)
     if total >= min_bytes or has_error or request.max_wait_ms <= 0:
@@ -336,7 +338,8 @@ async def _long_poll(
             read.drop_records()
         await wait_for_append(waited, deadline - loop.time(), loop)
         if session is not None:
-            items = session.partitions(lambda topic_id: _topic_name(cluster, topic_id))
+            pending = session.partitions(lambda topic_id: _topic_name(cluster, topic_id))
+            items = [item for item in pending if item.key not in denied]
         reads, total, has_error = collect(ctx, request, items, replica_id)
         if total >= min_bytes or has_error or deadline - loop.time() <= 0:
             break
@@ -425,12 +428,23 @@ def _denied(ctx: RequestContext, items: list[Requested], replica_id: int) -> set
 
 
 def _with_denied(items: list[Requested], reads: list[PartitionRead]) -> list[PartitionRead]:
-    """`reads` with the denied partitions put back in the request's order."""
-    by_key = {read.key: read for read in reads}
-    return [
-        by_key.get(item.key) or PartitionRead(item, error=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    """`reads` with the denied partitions put back in the request's order (the session's, for
+    an incremental fetch: its long poll may have read partitions that changed meanwhile)."""
+    by_key: dict[PartitionKey, PartitionRead | None] = {read.key: read for read in reads}
+    merged = [
+        by_key.pop(item.key, None)
+        or PartitionRead(item, error=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         for item in items
     ]
+    if by_key:
+        merged += (read for read in by_key.values() if read is not None)
+        merged.sort(key=_session_order)
+    return merged
+
+
+def _session_order(read: PartitionRead) -> int:
+    cached = read.requested.cached
+    return 0 if cached is None else cached.order
 
 
 # ---- the response ------------------------------------------------------------------------
@@ -591,7 +605,7 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     items = context.partitions(lambda topic_id: _topic_name(cluster, topic_id))
     denied = _denied(ctx, items, replica_id)
     readable = [item for item in items if item.key not in denied] if denied else items
-    reads = await _long_poll(ctx, request, readable, replica_id, incremental)
+    reads = await _long_poll(ctx, request, readable, replica_id, incremental, denied)
     if ctx.api_version < FIRST_ZSTD_VERSION:
         _for_old_fetchers(ctx, reads)
     if denied:
@@ -607,11 +621,24 @@ def _pending_only(
 ) -> IncrementalContext | None:
     """An incremental context that reads only its session's pending partitions (None: any
     other). A follower's reads every partition (its fetch moves the ISR and high watermark),
-    as does one under an authorizer (an ACL change notifies no partition) or a test's pushed
-    errors."""
+    as does one under a test's pushed errors, and under an authorizer one from another
+    principal or host than the last, or after an ACL change (which notifies no partition)."""
     if not isinstance(context, IncrementalContext):
         return None
-    if replica_id >= 0 or ctx.broker.authorizer is not None or ctx.entry_errors:
+    authorizer = ctx.broker.authorizer
+    if authorizer is not None:
+        session = ctx.session
+        context.authorized_as = (
+            session.principal,
+            session.host,
+            session.inter_broker,
+            authorizer.generation,
+        )
+    if (
+        replica_id >= 0
+        or ctx.entry_errors
+        or context.authorized_as != context.session.authorized_as
+    ):
         context.read_all = True
         return None
     return context

@@ -20,7 +20,7 @@ from minibroker.handlers import fetch as fetch_handler
 from minibroker.log.blob import FileBlob
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
-from minibroker.testing import KafkaBroker, KafkaCluster
+from minibroker.testing import AUTHORIZER_CONFIG, KafkaBroker, KafkaCluster
 from tests.clients.runner import run_ok
 from tests.server.test_fetch_v13 import answered, fetch_fields, topic_id
 from tests.wire import WireClient
@@ -163,6 +163,61 @@ def test_a_partition_left_out_for_the_size_limit_is_read_again(
         reads.clear()
         assert fetch(offsets, session_id, PARTITIONS + 1) == {}
         assert reads == [got[-1]]
+
+
+def test_an_acl_change_has_the_session_read_again(reads: list[int]) -> None:
+    """Under an authorizer, a session reads only what changed while its principal and the
+    ACLs stay the same; an ACL change (which notifies no partition) has every partition
+    authorized and read again."""
+    me = "User:ANONYMOUS"
+    with KafkaBroker(storage="memory", config=AUTHORIZER_CONFIG) as kafka:
+        kafka.create_topic(TOPIC, partitions=PARTITIONS)
+        kafka.add_acl(me, "READ", topic=TOPIC)
+        tid = topic_id(kafka)
+        with WireClient(kafka.bootstrap_servers) as client:
+            session = Session(client, tid, all_from(0), reads)
+            assert session.fetch() == ([0, 1, 2, 3], {})  # the first: all authorized, read
+            assert session.fetch() == ([], {})
+            kafka.produce(TOPIC, b"allowed", partition=1)
+            assert session.fetch({1: 1})[0] == [1]
+            kafka.remove_acls(principal=me, topic=TOPIC)
+            read, parts = session.fetch()
+            assert (read, sorted(parts)) == ([], [0, 1, 2, 3])  # refused: not read
+            assert {p.error_code for p in parts.values()} == {ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+            kafka.add_acl(me, "READ", topic=TOPIC)
+            read, parts = session.fetch()
+            assert (read, sorted(parts)) == ([0, 1, 2, 3], [0, 1, 2, 3])
+            assert {p.error_code for p in parts.values()} == {ErrorCode.NO_ERROR}
+            assert session.fetch() == ([], {})
+
+
+def test_a_long_poll_with_a_refused_partition_answers_what_woke_it(reads: list[int]) -> None:
+    """A refused partition does not end a long poll; the partition whose append ends it is
+    answered with it, in the session's order."""
+    me = "User:ANONYMOUS"
+    with KafkaBroker(storage="memory", config=AUTHORIZER_CONFIG) as kafka:
+        kafka.create_topic(TOPIC, partitions=PARTITIONS)
+        kafka.create_topic("hidden", partitions=1)
+        kafka.add_acl(me, "READ", topic=TOPIC)
+        tid, hidden = topic_id(kafka), topic_id(kafka, "hidden")
+        with WireClient(kafka.bootstrap_servers) as client:
+            fields = fetch_fields({hidden: {0: 0}, tid: all_from(0)}, epoch=0)
+            session_id = client.call(ApiKey.Fetch, 18, **fields).session_id
+            for epoch in (1, 2):  # the second reads only the refused partition's error
+                fields = fetch_fields({}, session_id=session_id, epoch=epoch)
+                assert list(answered(client.call(ApiKey.Fetch, 18, **fields))) == [(hidden, 0)]
+            fields = fetch_fields({}, session_id=session_id, epoch=3, max_wait_ms=TIMEOUT_S * 1000)
+            client.send(ApiKey.Fetch, 18, **fields)
+            deadline = time.monotonic() + TIMEOUT_S
+            while len(kafka.requests(ApiKey.Fetch)) < 4:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            kafka.produce(TOPIC, b"wakes", partition=2)
+            _, response = client.recv(ApiKey.Fetch, 18)
+    parts = answered(response)
+    assert list(parts) == [(hidden, 0), (tid, 2)]
+    assert parts[(hidden, 0)].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert b"wakes" in bytes(parts[(tid, 2)].records)
 
 
 def test_a_topic_config_change_is_seen(kafka: KafkaBroker, reads: list[int]) -> None:
