@@ -220,26 +220,81 @@ def test_a_long_poll_with_a_refused_partition_answers_what_woke_it(reads: list[i
     assert b"wakes" in bytes(parts[(tid, 2)].records)
 
 
-def test_a_topic_config_change_is_seen(kafka: KafkaBroker, reads: list[int]) -> None:
-    """What a fetch answers may depend on topic configs (below v10 a zstd topic is refused):
-    changing them has the topic's partitions read again."""
-    tid = topic_id(kafka)
+def test_retention_moving_the_log_start_is_seen(reads: list[int]) -> None:
+    """Records that expire a few seconds after the session caught up: retention deletes their
+    segments, and the session reads the partition and answers its new log start."""
+    config = {"log.retention.check.interval.ms": 200, "log.initial.task.delay.ms": 200}
+    with KafkaBroker(storage="memory", config=config) as kafka:
+        kafka.create_topic(TOPIC, PARTITIONS, {"retention.ms": 5_000, "segment.ms": 1})
+        written_ms = int(time.time() * 1000) - 2_000  # expiring 3 s from now
+        for n, value in enumerate((b"old-1", b"old-2", b"old-3")):
+            # timestamps past segment.ms apart: each record rolls a new segment
+            kafka.produce(TOPIC, value, partition=1, timestamp_ms=written_ms + 10 * n)
+        tid = topic_id(kafka)
+        with WireClient(kafka.bootstrap_servers) as client:
+            session = Session(client, tid, {**all_from(0), 1: 3}, reads)
+            assert session.fetch() == ([], {})
+            assert kafka.values(TOPIC, 1) == [b"old-1", b"old-2", b"old-3"]  # not expired yet
+            deadline = time.monotonic() + TIMEOUT_S
+            while len(kafka.values(TOPIC, 1)) > 1:
+                assert time.monotonic() < deadline, "retention did not run"
+                time.sleep(0.05)
+            read, parts = session.fetch()
+    assert (read, list(parts), parts[1].log_start_offset) == ([1], [1], 2)
+
+
+def alter_config(client: WireClient, resource_type: int, name: str, key: str, value: str) -> None:
+    altered = client.call(
+        ApiKey.IncrementalAlterConfigs,
+        1,
+        resources=[
+            {
+                "resource_type": resource_type,
+                "resource_name": name,
+                "configs": [{"name": key, "config_operation": 0, "value": value}],
+            }
+        ],
+        validate_only=False,
+    )
+    assert altered.responses[0].error_code == ErrorCode.NO_ERROR
+
+
+@pytest.mark.parametrize("resource", ["topic", "broker"])
+def test_a_config_change_that_refuses_old_fetchers_is_seen(
+    kafka: KafkaBroker, reads: list[int], resource: str
+) -> None:
+    """Below v10 a partition of a zstd topic is refused (UNSUPPORTED_COMPRESSION_TYPE):
+    setting `compression.type` on the topic, or the broker default it falls back to, has a
+    v9 session's partitions read and refused."""
+    fields = {**fetch_fields({}), "session_epoch": 0}
+    del fields["topics"]
+    partitions = [
+        {"partition": p, "current_leader_epoch": -1, "fetch_offset": 0, "log_start_offset": -1}
+        | {"partition_max_bytes": 1 << 20}
+        for p in range(PARTITIONS)
+    ]
     with WireClient(kafka.bootstrap_servers) as client:
-        session = Session(client, tid, all_from(0), reads)
-        altered = client.call(
-            ApiKey.IncrementalAlterConfigs,
-            1,
-            resources=[
-                {
-                    "resource_type": 2,
-                    "resource_name": TOPIC,
-                    "configs": [{"name": "retention.ms", "config_operation": 0, "value": "5000"}],
-                }
-            ],
-            validate_only=False,
+        full = client.call(
+            ApiKey.Fetch, 9, **fields, topics=[{"topic": TOPIC, "partitions": partitions}]
         )
-        assert altered.responses[0].error_code == ErrorCode.NO_ERROR
-        assert session.fetch() == ([0, 1, 2, 3], {})
+        assert (full.error_code, len(full.responses[0].partitions)) == (0, PARTITIONS)
+
+        def fetch(epoch: int) -> dict[int, int]:
+            reads.clear()
+            fields.update(session_id=full.session_id, session_epoch=epoch)
+            response = client.call(ApiKey.Fetch, 9, **fields, topics=[])
+            assert response.error_code == ErrorCode.NO_ERROR
+            return {
+                p.partition_index: p.error_code for t in response.responses for p in t.partitions
+            }
+
+        assert (fetch(1), reads) == ({}, [])
+        if resource == "topic":
+            alter_config(client, 2, TOPIC, "compression.type", "zstd")
+        else:
+            alter_config(client, 4, "", "compression.type", "zstd")
+        refused = dict.fromkeys(range(PARTITIONS), ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+        assert (fetch(2), reads) == (refused, [0, 1, 2, 3])
 
 
 @pytest.mark.parametrize("commit", [True, False])
@@ -424,3 +479,23 @@ def test_java_consumes_many_partitions_through_a_session_in_small_fetches() -> N
     assert got == values
     assert len(fetches) >= 2
     assert len({f.body.session_id for f in fetches}) == 1
+
+
+def test_single_replica_leader_moves_and_a_fenced_node_are_seen(reads: list[int]) -> None:
+    with KafkaCluster(nodes=2, storage="memory") as cluster:
+        cluster.create_topic(TOPIC, partitions=PARTITIONS)
+        node = cluster.leader(TOPIC, 0)
+        other = 3 - node
+        led = [p for p in range(PARTITIONS) if cluster.leader(TOPIC, p) == node]
+        assert len(led) >= 2
+        with WireClient(cluster.address(node)) as client:
+            session = Session(client, topic_id(cluster), dict.fromkeys(led, 0), reads)
+            assert session.fetch() == ([], {})
+            cluster.move_leader(TOPIC, led[0], other)
+            read, parts = session.fetch()
+            assert (read, list(parts)) == ([led[0]], [led[0]])
+            assert parts[led[0]].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            cluster.isolate_node(node)
+            read, parts = session.fetch()
+            assert (read, sorted(parts)) == (led, led)
+            assert {p.error_code for p in parts.values()} == {ErrorCode.NOT_LEADER_OR_FOLLOWER}
