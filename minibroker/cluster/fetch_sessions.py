@@ -163,6 +163,7 @@ class FetchSession:
     append_listeners: set[Callable[[Any], None]] = field(default_factory=set)
     _listened: dict[Partition, CachedPartition] = field(default_factory=dict)
     _next_order: int = 0
+    _closed: bool = False  # out of the cache: a fetch still answering it listens to nothing
 
     def __post_init__(self) -> None:
         for key, cached in self.partitions.items():
@@ -222,6 +223,7 @@ class FetchSession:
 
     def close(self) -> None:
         """Stop listening to every partition (the session leaves the cache)."""
+        self._closed = True
         for partition in self._listened:
             partition.append_listeners.discard(self)
         self._listened.clear()
@@ -246,7 +248,7 @@ class FetchSession:
             del self._listened[old]
             old.append_listeners.discard(self)
         cached.partition = partition
-        if partition is not None:
+        if partition is not None and not self._closed:
             self._listened[partition] = cached
             partition.append_listeners.add(self)
 
