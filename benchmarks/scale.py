@@ -264,9 +264,11 @@ def fetch_session_cost(partitions: int) -> dict[str, float]:
     broker = start_minibroker(Path("."), in_memory=True)
     try:
         admin = _admin(broker)
-        new = [NewTopic(name, SESSION_PARTITIONS_PER_TOPIC, 1) for name in names]
-        for future in admin.create_topics(new, request_timeout=120).values():
-            future.result()
+        for start in range(0, len(names), TOPICS_PER_REQUEST):
+            chunk = names[start : start + TOPICS_PER_REQUEST]
+            new = [NewTopic(name, SESSION_PARTITIONS_PER_TOPIC, 1) for name in chunk]
+            for future in admin.create_topics(new, request_timeout=120).values():
+                future.result()
         producer = Producer({"bootstrap.servers": broker.bootstrap, "log_level": 0})
         host, port = broker.bootstrap.rsplit(":", 1)
         with socket.create_connection((host, int(port))) as sock:

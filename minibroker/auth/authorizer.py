@@ -72,6 +72,9 @@ class Authorizer:
         self._path = path
         self._bindings: dict[AclBinding, None] = {}
         self._by_type: dict[ResourceType, list[AclBinding]] = {}
+        # Moves on every change of the ACLs: a decision made at one generation holds while it
+        # stays (fetch sessions re-check their partitions only when it moved).
+        self.generation = 0
 
     @classmethod
     def from_config(cls, config: BrokerConfig, data_dir: Path | None) -> Authorizer | None:
@@ -183,6 +186,7 @@ class Authorizer:
         return matched
 
     def _changed(self) -> None:
+        self.generation += 1
         self._index()
         self._save()
 

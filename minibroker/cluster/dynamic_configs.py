@@ -219,14 +219,19 @@ class DynamicConfigs:
     def apply(self, nodes: Iterable[ConfigHolder], owner: ConfigHolder, cluster: Cluster) -> None:
         """Give every node its effective config, and the shared topic state the owner's:
         every partition log's settings are derived again."""
+        compression = cluster.config.topic_value({}, "compression.type")
         for node in nodes:
             node.config = self.effective(node.config, node.node_id)
         cluster.config = owner.config
         cluster.logs.default_config = Cluster.default_log_config(owner.config)
+        # fetches below v10 refuse zstd topics: their fetchers must look again
+        compression_moved = cluster.config.topic_value({}, "compression.type") != compression
         for topic in cluster.topics.values():
             log_config = cluster.log_config(topic)
             for partition in topic.partitions:
                 partition.log.update_config(log_config)
+                if compression_moved:
+                    partition.notify_appended()
 
     def _write(self) -> None:
         if self.path is None:

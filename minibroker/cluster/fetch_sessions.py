@@ -11,6 +11,17 @@ Partitions that returned records move to the end of the session's order, as Kafk
 them. A full fetch naming a session id closes that session; epoch -1 (FINAL_EPOCH) never
 creates one (sessionless fetch).
 
+An incremental fetch costs what changed, not what the session holds: a session listens to
+each partition it read (`Partition.append_listeners`, which every change a fetch could see
+notifies: appends, high watermark, log start and last stable offset moves, leader changes,
+deletion) and keeps the partitions it must read again (`FetchSession.pending`): those
+notified, those the request added or changed, those last answered with an error or that had
+more to read than they returned. A partition read with nothing to say leaves it. Kafka's
+broker reads every partition of the session on each fetch; what it answers (Kafka's
+`updateAndGenerateResponseData`) is the same, since a partition left out is one whose answer
+would be unchanged. A long poll on a session waits on the session itself, which wakes its
+waiters on any change to one of its partitions.
+
 Errors as Kafka's `FetchManager.newContext` gives them: an unknown session id gets
 FETCH_SESSION_ID_NOT_FOUND, the wrong epoch INVALID_FETCH_SESSION_EPOCH, a request version on
 the other side of v13 from the session's (topic ids against names)
@@ -34,10 +45,13 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import NamedTuple
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from minibroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from minibroker.cluster.state import Partition
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
@@ -83,24 +97,28 @@ class Requested:
 
 class Answer(NamedTuple):
     """What a response says of a partition, as far as a session cares (a named tuple: one is
-    made per partition and fetch, and a frozen dataclass costs several times as much)."""
+    made per partition and fetch, and a frozen dataclass costs several times as much):
+    `partition`, the one read (None: not found), and `settled`, that it had nothing more to
+    read (no error, no records, the fetch offset at the readable end)."""
 
     error: ErrorCode
     high_watermark: int
     log_start_offset: int
     has_records: bool
+    partition: Partition | None = None
+    settled: bool = False
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class CachedPartition:
     topic: str | None
     wanted: Wanted
     high_watermark: int = -1
     log_start_offset: int = -1
-    # Set by the fetch handler when the partition was last answered with nothing to say: what
-    # that answer was made of. While the partition's state is the same, the next incremental
-    # fetch skips it without reading (it would again have nothing to say).
-    quiet: object = None
+    key: PartitionKey | None = None
+    # The partition last read, which notifies the session of its changes (None: not found).
+    partition: Partition | None = None
+    order: int = 0  # its place in the session's order (higher: later)
 
     def must_respond(self, answer: Answer, update: bool) -> bool:
         """Whether an incremental response must list this partition (Kafka's
@@ -135,9 +153,21 @@ class FetchSession:
     cached_size: int = -1  # the size when last touched; -1: not in the cache
     evictable_by_all: bool = False
     evictable_by_privileged: bool = False
-    # What an incremental fetch reads, in order, kept until the partitions, their order or
-    # what is wanted of them change (an idle session's fetch builds nothing).
-    reads: list[Requested] | None = None
+    # Whom, and under which ACLs, the partitions were last all authorized for (the handler's
+    # key): while it holds, a partition not pending is still authorized.
+    authorized_as: object = None
+    # The partitions the next incremental fetch reads (a subset of `partitions`).
+    pending: set[CachedPartition] = field(default_factory=set)
+    # Waiting long polls, called on any change to one of the partitions (the shape of
+    # `Partition.append_listeners`, so that the handler waits on a session as on partitions).
+    append_listeners: set[Callable[[Any], None]] = field(default_factory=set)
+    _listened: dict[Partition, CachedPartition] = field(default_factory=dict)
+    _next_order: int = 0
+    _closed: bool = False  # out of the cache: a fetch still answering it listens to nothing
+
+    def __post_init__(self) -> None:
+        for key, cached in self.partitions.items():
+            self._placed(key, cached)
 
     @property
     def size(self) -> int:
@@ -146,20 +176,85 @@ class FetchSession:
     def evictable_key(self) -> tuple[bool, int, int]:
         return (self.privileged, self.cached_size, self.id)
 
+    def __call__(self, partition: Partition) -> None:
+        """A change to a partition it listens to: read it on the next fetch, wake long polls."""
+        cached = self._listened.get(partition)
+        if cached is not None:
+            self.pending.add(cached)
+        for waiter in list(self.append_listeners):
+            waiter(self)
+
     def update(self, requested: Iterable[Requested], forgotten: Iterable[PartitionKey]) -> None:
         """Add the partitions an incremental fetch names, update the ones it changes (their
         topic name stays the one resolved when added) and drop the forgotten ones."""
         for item in requested:
             cached = self.partitions.get(item.key)
             if cached is None:
-                self.partitions[item.key] = CachedPartition(item.topic, item.wanted)
+                cached = self.partitions[item.key] = CachedPartition(item.topic, item.wanted)
+                self._placed(item.key, cached)
             else:
                 cached.wanted = item.wanted
-                cached.quiet = None
-            self.reads = None
+                self.pending.add(cached)
         for key in forgotten:
-            self.partitions.pop(key, None)
-            self.reads = None
+            gone = self.partitions.pop(key, None)
+            if gone is not None:
+                self.pending.discard(gone)
+                self._listen(gone, None)
+
+    def to_read(self, everything: bool) -> list[CachedPartition]:
+        """The partitions an incremental fetch reads, in the session's order: the pending ones,
+        or `everything`."""
+        if everything:
+            return list(self.partitions.values())
+        return sorted(self.pending, key=_order)
+
+    def answered(self, cached: CachedPartition, answer: Answer, rotate: bool) -> None:
+        """A partition was answered: listen to the partition read, keep it pending unless it
+        settled, and with `rotate` move it to the end of the session's order."""
+        if cached.partition is not answer.partition:
+            self._listen(cached, answer.partition)
+        if answer.settled:
+            self.pending.discard(cached)
+        else:
+            self.pending.add(cached)
+        if rotate and cached.key is not None:
+            self.partitions[cached.key] = self.partitions.pop(cached.key)
+            cached.order = self._take_order()
+
+    def close(self) -> None:
+        """Stop listening to every partition (the session leaves the cache)."""
+        self._closed = True
+        for partition in self._listened:
+            partition.append_listeners.discard(self)
+        self._listened.clear()
+        self.pending.clear()
+
+    def _placed(self, key: PartitionKey, cached: CachedPartition) -> None:
+        cached.key = key
+        cached.order = self._take_order()
+        if cached.partition is None:
+            self.pending.add(cached)
+        else:
+            self._listened[cached.partition] = cached
+            cached.partition.append_listeners.add(self)
+
+    def _take_order(self) -> int:
+        self._next_order += 1
+        return self._next_order
+
+    def _listen(self, cached: CachedPartition, partition: Partition | None) -> None:
+        old = cached.partition
+        if old is not None and self._listened.get(old) is cached:
+            del self._listened[old]
+            old.append_listeners.discard(self)
+        cached.partition = partition
+        if partition is not None and not self._closed:
+            self._listened[partition] = cached
+            partition.append_listeners.add(self)
+
+
+def _order(cached: CachedPartition) -> int:
+    return cached.order
 
 
 class SessionAnswer(NamedTuple):
@@ -227,12 +322,15 @@ class FullContext(SessionlessContext):
         by_key = {item.key: item for item in self.requested}
 
         def cached() -> dict[PartitionKey, CachedPartition]:
+            # A partition that settled is listened to and left out of the next fetch; the
+            # others (errors, more to read) are read by it.
             return {
                 key: CachedPartition(
                     by_key[key].topic,
                     by_key[key].wanted,
                     answer.high_watermark,
                     answer.log_start_offset,
+                    partition=answer.partition if answer.settled else None,
                 )
                 for key, answer in answers
             }
@@ -244,27 +342,24 @@ class FullContext(SessionlessContext):
 
 
 class IncrementalContext(FetchContext):
-    """Every partition of the session is read (but those the handler finds quiet); only those
-    with changes are answered."""
+    """The session's partitions that may have changed are read (all of them with
+    `read_all`); only those with changes are answered."""
 
     def __init__(self, session: FetchSession, request_epoch: int) -> None:
         self.session = session
         self.expected_epoch = next_epoch(request_epoch)
+        self.read_all = False
+        self.authorized_as: object = None  # the session's once answered
 
     def partitions(self, topic_names: TopicNames) -> list[Requested]:
-        session = self.session
-        if session.reads is not None:
-            return session.reads
         found = []
-        resolved = True
-        for key, cached in session.partitions.items():
+        for cached in self.session.to_read(self.read_all):
+            key = cached.key
+            assert key is not None
             topic_key = key[0]
             if cached.topic is None and isinstance(topic_key, uuid.UUID):
                 cached.topic = topic_names(topic_key)
-                resolved = resolved and cached.topic is not None
             found.append(Requested(key, cached.topic, cached.wanted, cached))
-        if resolved:  # else the next fetch tries to name the unknown topic ids again
-            session.reads = found
         return found
 
     def respond(self, answers: Sequence[tuple[PartitionKey, Answer]], now_ms: int) -> SessionAnswer:
@@ -276,12 +371,15 @@ class IncrementalContext(FetchContext):
         included = []
         for key, answer in answers:
             cached = session.partitions.get(key)
-            if cached is None or not cached.must_respond(answer, update=True):
+            if cached is None:
                 continue
-            included.append(key)
-            if answer.has_records:  # rotate: partitions that returned data go last
-                session.partitions[key] = session.partitions.pop(key)
-                session.reads = None
+            respond = cached.must_respond(answer, update=True)
+            # rotate: partitions that returned data go last
+            session.answered(cached, answer, rotate=respond and answer.has_records)
+            if respond:
+                included.append(key)
+        if self.read_all:  # every partition was authorized for `authorized_as`
+            session.authorized_as = self.authorized_as
         return SessionAnswer(ErrorCode.NO_ERROR, session.id, included)
 
 
@@ -309,7 +407,13 @@ class FetchSessionCache:
         session = self.sessions.pop(session_id, None)
         if session is not None:
             session.cached_size = -1
+            session.close()
         return session
+
+    def clear(self) -> None:
+        """Close every session (the broker stops)."""
+        for session_id in list(self.sessions):
+            self.remove(session_id)
 
     def new_context(
         self,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,8 @@ class ReplicaStores:
         self.default_config = default_config
         self.by_node: dict[int, LogDirs] = {}
         self._loaded: dict[int, dict[tuple[str, int], PartitionLog]] = {}
+        # Told (topic, partition) when a storage error takes a replica log offline.
+        self.on_offline: Callable[[str, int], None] | None = None
 
     def store(self, node_id: int) -> LogDirs:
         manager = self.by_node.get(node_id)
@@ -52,6 +54,8 @@ class ReplicaStores:
                 cluster_id=self.cluster_id,
                 default_config=self.default_config,
             )
+            if self.on_offline is not None:
+                manager.tell_offline(self.on_offline)
             self.by_node[node_id] = manager
             self._loaded[node_id] = {(log.topic, log.partition): log for log in manager.load()}
         return manager

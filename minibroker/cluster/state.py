@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from minibroker.cluster.replicas import NO_LEADER, UNDEFINED_EPOCH, EpochCache, ReplicaSet
 from minibroker.cluster.replication import (
@@ -87,6 +88,13 @@ def _known_topic_id(logs: list[PartitionLog]) -> uuid.UUID:
 AppendListener = Callable[["Partition"], None]
 
 
+class Listened(Protocol):
+    """What a long poll waits on: a partition, or a fetch session (woken by its partitions)."""
+
+    @property
+    def append_listeners(self) -> set[Callable[[Any], None]]: ...
+
+
 @dataclass(eq=False)
 class Partition:
     topic: str
@@ -115,7 +123,16 @@ class Partition:
             return ErrorCode.UNKNOWN_LEADER_EPOCH
         return ErrorCode.FENCED_LEADER_EPOCH
 
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: the log start moves up to `offset`; the new log start."""
+        log_start = self.log.delete_records_before(offset)
+        self.notify_appended()
+        return log_start
+
     def notify_appended(self) -> None:
+        """Any change a fetch could see: an append, a move of the high watermark, log start or
+        last stable offset, a new leader or leader epoch, the partition's deletion. Long polls
+        and fetch sessions listen."""
         for listener in list(self.append_listeners):
             listener(self)
 
@@ -146,6 +163,8 @@ class Cluster:
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         log_dirs = [m.data_dir for m in logs.managers if m.data_dir is not None] or None
         self.replica_stores = ReplicaStores(log_dirs, logs.cluster_id, logs.default_config)
+        logs.tell_offline(self._log_went_offline)
+        self.replica_stores.on_offline = self._log_went_offline
         # The live, unfenced nodes replicas may be placed on (server/nodes.py sets it).
         self.usable_nodes: Callable[[], set[int]] = set
         # Whether eligible leader replicas are enabled (the broker sets it from its features).
@@ -271,6 +290,7 @@ class Cluster:
 
     def _attach(self, partition: Partition, replica_set: ReplicaSet) -> None:
         partition.replication = replica_set
+        replica_set.high_watermark_listeners.append(partition.notify_appended)
         replica_set.elr_min_isr = functools.partial(self.elr_min_isr, partition)
         replica_set.min_isr = functools.partial(self.effective_min_isr, partition)
 
@@ -388,6 +408,8 @@ class Cluster:
         topic.configs = dict(configs)
         self._apply_log_config(topic)
         self._write_topic_configs()
+        for partition in topic.partitions:  # what a fetch answers may depend on them
+            partition.notify_appended()
 
     def check_topic_configs(self, configs: Mapping[str, str | None]) -> None:
         self._check_configs(configs)
@@ -442,6 +464,12 @@ class Cluster:
 
     # ---- replicated partitions ---------------------------------------------------------------
 
+    def _log_went_offline(self, topic: str, index: int) -> None:
+        """Fetchers of the partition look again (and answer KAFKA_STORAGE_ERROR)."""
+        partition = self.partition(topic, index)
+        if partition is not None:
+            partition.notify_appended()
+
     def log_managers(self) -> list[LogDirs]:
         """The data directory's and every node's replica logs (retention, flush, close)."""
         return [self.logs, *self.replica_stores.managers()]
@@ -470,6 +498,7 @@ class Cluster:
             partition.leader_epoch += 1
             partition.log = replica_set.install_leader(chosen, partition.leader_epoch).log
         self.write_replication_state()
+        partition.notify_appended()
         return True
 
     def min_isr(self, partition: Partition) -> int:
@@ -632,7 +661,7 @@ def _release_waiters(partition: Partition) -> None:
 
 
 async def wait_for_append(
-    partitions: list[Partition],
+    partitions: Sequence[Listened],
     timeout_s: float,
     loop: asyncio.AbstractEventLoop | None = None,
 ) -> None:

@@ -160,7 +160,7 @@ def delete_records(broker: Broker, name: str, index: int | None, offset: int) ->
         error = _delete_records_error(broker, partition, target)
         if error is not None:
             raise kafka_error(error, _delete_records_message(error, partition, target))
-        starts[partition.index] = partition.log.delete_records_before(target)
+        starts[partition.index] = partition.delete_records_before(target)
     return starts
 
 

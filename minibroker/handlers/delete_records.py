@@ -75,7 +75,7 @@ def _delete(ctx: RequestContext, topic: str, wanted: Any) -> Any:
         return _refused(wanted, error)
     return _Partition(
         partition_index=wanted.partition_index,
-        low_watermark=partition.log.delete_records_before(offset),
+        low_watermark=partition.delete_records_before(offset),
         error_code=ErrorCode.NO_ERROR,
     )
 

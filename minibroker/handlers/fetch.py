@@ -19,9 +19,12 @@ In an in-process cluster a partition this node does not lead gets NOT_LEADER_OR_
 Fetch sessions (KIP-227, v7+), per node, as Kafka's FetchManager (cluster/fetch_sessions.py):
 a full fetch with epoch 0 creates a session when `max.incremental.fetch.session.cache.slots`
 (default 1000) allow and answers its id; incremental fetches (that id, the next epoch) add or
-change the partitions they name, drop `ForgottenTopicsData`, read every partition of the
-session and answer only those with records, a new high watermark or log start offset, or an
-error. Epoch -1 is a sessionless full fetch (closing the session it names). Unknown session:
+change the partitions they name, drop `ForgottenTopicsData`, read the session's partitions
+that may have changed since they last had nothing to say (every one for a follower, under a
+test's pushed errors, and under an authorizer after an ACL change or from another principal)
+and answer only those with records, a new high watermark or log start offset, or an error;
+a long poll waits on the session, woken by any change to its partitions. Epoch -1 is a
+sessionless full fetch (closing the session it names). Unknown session:
 FETCH_SESSION_ID_NOT_FOUND; wrong epoch (or a second fetch of the session overtaking a
 waiting one): INVALID_FETCH_SESSION_EPOCH; a session made with topic ids used below v13 or
 the other way round: FETCH_SESSION_TOPIC_ID_ERROR. These top-level errors come with no
@@ -73,7 +76,7 @@ from minibroker.cluster.fetch_sessions import (
     Wanted,
 )
 from minibroker.cluster.reassignment import complete_reassignment
-from minibroker.cluster.state import Cluster, Partition, wait_for_append
+from minibroker.cluster.state import Cluster, Listened, Partition, wait_for_append
 from minibroker.handlers.registry import handles
 from minibroker.log import OffsetOutOfRange
 from minibroker.log.blob import FileRegion
@@ -119,9 +122,9 @@ class PartitionRead:
         "log_start_offset",
         "next_offset",
         "partition",
-        "quiet",
         "records",
         "requested",
+        "settled",
     )
 
     def __init__(self, requested: Requested, error: ErrorCode = ErrorCode.NO_ERROR) -> None:
@@ -135,7 +138,7 @@ class PartitionRead:
         self.records: bytes | FileRegion = _NO_RECORDS
         self.next_offset = -1  # the offset after the last batch in `records`
         self.aborted_transactions: list[tuple[int, int]] | None = None
-        self.quiet: tuple[object, ...] | None = None  # the state read, for a session
+        self.settled = False  # nothing to read: the fetch offset at the readable end
 
     def drop_records(self) -> None:
         if isinstance(self.records, FileRegion):
@@ -158,7 +161,12 @@ class PartitionRead:
 
     def answer(self) -> Answer:
         return Answer(
-            self.error, self.high_watermark, self.log_start_offset, has_records=bool(self.records)
+            self.error,
+            self.high_watermark,
+            self.log_start_offset,
+            bool(self.records),
+            self.partition,
+            self.settled and self.error == _NO_ERROR,
         )
 
     def fetched(self, version: int, current_leader: tuple[int, int] | None) -> FetchedPartition:
@@ -198,7 +206,8 @@ def _follower_fetched(
     """A follower's fetch offset is its log end: the ISR and high watermark may move."""
     replica_set = partition.replication
     assert replica_set is not None
-    joined, advanced = replica_set.follower_fetched(
+    # (a high watermark it advances notifies the partition's listeners: `Cluster._attach`)
+    joined, _advanced = replica_set.follower_fetched(
         replica_id, offset, partition.leader_epoch, ctx.now_ms()
     )
     if joined:
@@ -206,8 +215,6 @@ def _follower_fetched(
         if replica_set.reassignment is not None:
             # Not before this fetch has read: completing may delete the log it reads from.
             asyncio.get_running_loop().call_soon(complete_reassignment, ctx.broker, partition)
-    if advanced:
-        partition.notify_appended()
 
 
 def _read_partition(
@@ -255,6 +262,7 @@ def _read_partition(
         result.error = ErrorCode.OFFSET_OUT_OF_RANGE
         return result
     if result.log_start_offset <= wanted.fetch_offset >= upper:
+        result.settled = True
         return result  # nothing to read: what the log would answer, without asking it
     limit = min(wanted.partition_max_bytes, budget) if budget > 0 else 0
     try:
@@ -270,47 +278,17 @@ def _read_partition(
     return result
 
 
-def _state_read(
-    ctx: RequestContext, item: Requested, read_committed: bool
-) -> tuple[object, ...] | None:
-    """Everything a consumer's read of the partition with nothing to return is made of (None
-    where it would be an error): while it stays the same, so does the answer."""
-    located = _locate(ctx.broker.cluster, item)
-    if isinstance(located, ErrorCode) or located.log.storage_error is not None:
-        return None
-    log = located.log
-    return (
-        located,
-        log,
-        located.leader_epoch,
-        ctx.leader_error(located),
-        located.high_watermark,
-        log.log_start_offset,
-        located.last_stable_offset if read_committed else -1,
-    )
-
-
 def collect(
     ctx: RequestContext, request: Any, items: list[Requested], replica_id: int
 ) -> tuple[list[PartitionRead], int, bool]:
-    """The partitions read, the bytes read, and whether any partition has an error. A session
-    partition whose state is what it was when it was last answered with nothing is not read."""
+    """The partitions read, the bytes read, and whether any partition has an error."""
     read_committed = request.isolation_level == READ_COMMITTED
     remaining = _max_bytes(ctx, request)
     total = 0
     reads = []
     has_error = False
-    # Session partitions found quiet may be skipped: not for followers (their fetch moves the
-    # ISR and high watermark) nor under a test's pushed errors.
-    skipping = replica_id < 0 and not ctx.entry_errors
     for item in items:
-        state = None
-        if skipping and item.cached is not None:
-            state = _state_read(ctx, item, read_committed)
-            if state is not None and state == item.cached.quiet:
-                continue
         read = _read_partition(ctx, item, remaining, read_committed, replica_id)
-        read.quiet = state
         if read.records:
             if total > 0 and len(read.records) > remaining:
                 # Only a first batch larger than the budget (KIP-74) goes past it, and only the
@@ -331,10 +309,17 @@ def poll_min_bytes(ctx: RequestContext, request: Any) -> int:
 
 
 async def _long_poll(
-    ctx: RequestContext, request: Any, items: list[Requested], replica_id: int
+    ctx: RequestContext,
+    request: Any,
+    items: list[Requested],
+    replica_id: int,
+    session: IncrementalContext | None,
+    denied: set[PartitionKey],
 ) -> list[PartitionRead]:
     """Read; while fewer than `min_bytes` were read (and no partition has an error), wait for
-    an append to the partitions until `max_wait_ms` after the first read, and read again."""
+    an append to the partitions until `max_wait_ms` after the first read, and read again. An
+    incremental fetch that reads only its session's pending partitions waits on its session
+    and reads the pending ones again (but the `denied` ones)."""
     min_bytes = poll_min_bytes(ctx, request)
     reads, total, has_error = collect(ctx, request, items, replica_id)
     if total >= min_bytes or has_error or request.max_wait_ms <= 0:
@@ -342,12 +327,19 @@ async def _long_poll(
     loop = asyncio.get_running_loop()  # only here: each call costs a getpid system call
     deadline = loop.time() + request.max_wait_ms / 1000
     cluster = ctx.broker.cluster
-    located = (_locate(cluster, item) for item in items)
-    partitions = [found for found in located if isinstance(found, Partition)]
-    while partitions:
+    waited: list[Listened]
+    if session is not None:
+        waited = [session.session]
+    else:
+        located = (_locate(cluster, item) for item in items)
+        waited = [found for found in located if isinstance(found, Partition)]
+    while waited:
         for read in reads:
             read.drop_records()
-        await wait_for_append(partitions, deadline - loop.time(), loop)
+        await wait_for_append(waited, deadline - loop.time(), loop)
+        if session is not None:
+            pending = session.partitions(lambda topic_id: _topic_name(cluster, topic_id))
+            items = [item for item in pending if item.key not in denied]
         reads, total, has_error = collect(ctx, request, items, replica_id)
         if total >= min_bytes or has_error or deadline - loop.time() <= 0:
             break
@@ -436,12 +428,23 @@ def _denied(ctx: RequestContext, items: list[Requested], replica_id: int) -> set
 
 
 def _with_denied(items: list[Requested], reads: list[PartitionRead]) -> list[PartitionRead]:
-    """`reads` with the denied partitions put back in the request's order."""
-    by_key = {read.key: read for read in reads}
-    return [
-        by_key.get(item.key) or PartitionRead(item, error=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    """`reads` with the denied partitions put back in the request's order (the session's, for
+    an incremental fetch: its long poll may have read partitions that changed meanwhile)."""
+    by_key: dict[PartitionKey, PartitionRead | None] = {read.key: read for read in reads}
+    merged = [
+        by_key.pop(item.key, None)
+        or PartitionRead(item, error=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         for item in items
     ]
+    if by_key:
+        merged += (read for read in by_key.values() if read is not None)
+        merged.sort(key=_session_order)
+    return merged
+
+
+def _session_order(read: PartitionRead) -> int:
+    cached = read.requested.cached
+    return 0 if cached is None else cached.order
 
 
 # ---- the response ------------------------------------------------------------------------
@@ -598,10 +601,11 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     if context.error is not None:
         return fetch_frame(ctx, context.error, 0, [])
     cluster = ctx.broker.cluster
+    incremental = _pending_only(ctx, context, replica_id)
     items = context.partitions(lambda topic_id: _topic_name(cluster, topic_id))
     denied = _denied(ctx, items, replica_id)
     readable = [item for item in items if item.key not in denied] if denied else items
-    reads = await _long_poll(ctx, request, readable, replica_id)
+    reads = await _long_poll(ctx, request, readable, replica_id, incremental, denied)
     if ctx.api_version < FIRST_ZSTD_VERSION:
         _for_old_fetchers(ctx, reads)
     if denied:
@@ -609,18 +613,35 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     if ctx.broker.client_quotas.enabled and (throttled := _throttled(ctx, request, context, reads)):
         return throttled
     answer = context.respond([(read.key, read.answer()) for read in reads], ctx.now_ms())
-    if answer.error == ErrorCode.NO_ERROR and isinstance(context, IncrementalContext):
-        _remember_quiet(reads)
     return fetch_frame(ctx, answer.error, answer.session_id, _included(reads, answer.included))
 
 
-def _remember_quiet(reads: list[PartitionRead]) -> None:
-    """Which session partitions had nothing to say, and the state they said it from."""
-    for read in reads:
-        cached = read.requested.cached
-        if cached is not None:
-            quiet = not read.records and read.error == ErrorCode.NO_ERROR
-            cached.quiet = read.quiet if quiet else None
+def _pending_only(
+    ctx: RequestContext, context: FetchContext, replica_id: int
+) -> IncrementalContext | None:
+    """An incremental context that reads only its session's pending partitions (None: any
+    other). A follower's reads every partition (its fetch moves the ISR and high watermark),
+    as does one under a test's pushed errors, and under an authorizer one from another
+    principal or host than the last, or after an ACL change (which notifies no partition)."""
+    if not isinstance(context, IncrementalContext):
+        return None
+    authorizer = ctx.broker.authorizer
+    if authorizer is not None:
+        session = ctx.session
+        context.authorized_as = (
+            session.principal,
+            session.host,
+            session.inter_broker,
+            authorizer.generation,
+        )
+    if (
+        replica_id >= 0
+        or ctx.entry_errors
+        or context.authorized_as != context.session.authorized_as
+    ):
+        context.read_all = True
+        return None
+    return context
 
 
 def _included(reads: list[PartitionRead], included: list[PartitionKey]) -> list[PartitionRead]:

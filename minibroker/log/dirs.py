@@ -15,7 +15,7 @@ import contextlib
 import logging
 import shutil
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from .base import PartitionLog
@@ -165,9 +165,14 @@ class LogDirs:
         for manager in self.managers:
             manager.checkpoint()
 
-    def run_retention(self, now_ms: int) -> None:
+    def tell_offline(self, listener: Callable[[str, int], None]) -> None:
+        """`listener` is told (topic, partition) when a storage error takes a log offline."""
         for manager in self.managers:
-            manager.run_retention(now_ms)
+            manager.on_offline = listener
+
+    def run_retention(self, now_ms: int) -> list[tuple[str, int]]:
+        """The partitions whose log start moved."""
+        return [moved for manager in self.managers for moved in manager.run_retention(now_ms)]
 
     def run_cleaner(self, now_ms: int) -> None:
         for manager in self.managers:

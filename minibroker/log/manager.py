@@ -8,12 +8,13 @@ Layout of a data directory, as Kafka's:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import shutil
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .base import LogOfflineError, PartitionLog
@@ -84,6 +85,8 @@ class LogManager:
         # Told when a lazy or deferred log is created or opened (the broker loads its
         # producer state then).
         self.on_open: Opened | None = None
+        # Told (topic, partition) when a storage error takes one of its logs offline.
+        self.on_offline: Callable[[str, int], None] | None = None
         self._syncs: GroupedSyncs | None = None
         self._removers: list[threading.Thread] = []  # removing deleted partitions' directories
         self._clean_shutdown = False
@@ -319,9 +322,15 @@ class LogManager:
         return LazyPartitionLog(topic, partition, topic_id, config, self.create, self._told_opened)
 
     def _watch(self, log: SegmentedLog) -> SegmentedLog:
-        """DeleteRecords and truncation must survive a restart: checkpoint them at once."""
+        """DeleteRecords and truncation must survive a restart: checkpoint them at once. A log
+        going offline is told to `on_offline`."""
         log.on_checkpoint_needed = self.checkpoint
+        log.on_offline = functools.partial(self._went_offline, log.topic, log.partition)
         return log
+
+    def _went_offline(self, topic: str, partition: int) -> None:
+        if self.on_offline is not None:
+            self.on_offline(topic, partition)
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
@@ -391,10 +400,16 @@ class LogManager:
             if not isinstance(log, DeferredPartitionLog) or log.may_need_retention_or_cleaning()
         ]
 
-    def run_retention(self, now_ms: int) -> None:
-        deleted = sum(log.apply_retention(now_ms) for log in self._maintained())
-        if deleted:
+    def run_retention(self, now_ms: int) -> list[tuple[str, int]]:
+        """The partitions whose log start moved."""
+        moved = [
+            (log.topic, log.partition)
+            for log in self._maintained()
+            if log.apply_retention(now_ms) > 0
+        ]
+        if moved:
             self.checkpoint_log_start_offsets()
+        return moved
 
     def run_cleaner(self, now_ms: int) -> None:
         """One log cleaner pass over every compacted log (cleaner.py)."""

@@ -50,6 +50,8 @@ def storage_operation(
         except OSError as exc:
             self.storage_error = exc
             log.error("%s-%d is now offline: %s", self.topic, self.partition, exc)
+            if self.on_offline is not None:
+                self.on_offline()
             raise LogOfflineError(f"{self.topic}-{self.partition}: {exc}") from exc
 
     functools.update_wrapper(guarded, method)
@@ -74,6 +76,8 @@ class SegmentedLog(ABC):
         # or flushing, so that the checkpoint files follow before the caller answers.
         self.on_checkpoint_needed: Callable[[], None] | None = None
         self.storage_error: OSError | None = None
+        # Called when a storage error takes the log offline (fetchers must be told).
+        self.on_offline: Callable[[], None] | None = None
         # Where the log cleaner's last pass stopped (cleaner.py); in memory only.
         self.first_dirty_offset = 0
 

@@ -419,7 +419,10 @@ class Broker:
 
     def _run_retention(self) -> None:
         for logs in self.cluster.log_managers():
-            logs.run_retention(time.time_ns() // 1_000_000)
+            for topic, index in logs.run_retention(time.time_ns() // 1_000_000):
+                partition = self.cluster.partition(topic, index)
+                if partition is not None:  # a moved log start: fetchers look again
+                    partition.notify_appended()
 
     def _clean(self) -> None:
         for logs in self.cluster.log_managers():
@@ -474,6 +477,7 @@ class Broker:
                 self.groups.stop()
         await self._drain_connections(self.connections)
         await self._close_servers()
+        self.fetch_sessions.clear()  # they stop listening to the partitions
         await self.replica_fetcher.join()
         if self.owns_state:
             self.producers.close()

@@ -184,6 +184,7 @@ class Nodes:
         self._leaders[partition] = node_id
         if bump:
             partition.leader_epoch += 1
+        partition.notify_appended()
 
     def replica_view(self, partition: Partition) -> ReplicaView:
         replica_set = partition.replication
@@ -422,6 +423,7 @@ class Nodes:
             if partition.replication is None:
                 self.replica_of(partition)  # placed while the node is still live
         self.live.discard(node_id)
+        self._went_offline(node_id)
         self._left(node_id)
 
     def fence(self, node_id: int) -> None:
@@ -429,6 +431,7 @@ class Nodes:
         controller moves its leaderships away as when it stops."""
         self.broker(node_id)
         self.fenced.add(node_id)
+        self._went_offline(node_id)
         self._left(node_id)
 
     def unfence(self, node_id: int) -> None:
@@ -439,11 +442,24 @@ class Nodes:
                 self._back_online(node_id)
             self._rejoined(node_id)
 
+    def _went_offline(self, node_id: int) -> None:
+        """Its single-replica partitions have no leader now, and the replicated ones it leads
+        answer NOT_LEADER_OR_FOLLOWER until the controller elects another: their fetchers
+        look again."""
+        for partition in self.placed_on(node_id):
+            partition.notify_appended()
+        owner = self.brokers[min(self.brokers)]
+        for partition in owner.cluster.replicated_partitions():
+            assert partition.replication is not None
+            if partition.replication.leader == node_id:
+                partition.notify_appended()
+
     def _back_online(self, node_id: int) -> None:
         """The single-replica partitions on `node_id` are led again, with a new epoch (a new
         leader, as Kafka's controller elects it)."""
         for partition in self.placed_on(node_id):
             partition.leader_epoch += 1
+            partition.notify_appended()
 
     def shrink_lagging_isrs(self, now_ms: int, lag_max_ms: int) -> None:
         """Followers that have not caught up for `replica.lag.time.max.ms` leave the ISR."""

@@ -18,6 +18,9 @@ from minibroker.cluster.fetch_sessions import (
     Wanted,
     next_epoch,
 )
+from minibroker.cluster.state import Partition
+from minibroker.log.config import LogConfig
+from minibroker.log.memory import MemoryPartitionLog
 from minibroker.protocol.errors import ErrorCode
 
 TOPIC_ID = uuid.UUID("11111111-2222-3333-4444-555555555555")
@@ -224,3 +227,63 @@ def test_a_young_session_is_kept_from_consumers_but_not_from_followers() -> None
     two = [item(0), item(1)]
     context = cache.new_context(18, 0, 0, two, [], NOW, privileged=True)
     assert context.respond([(i.key, answer(1)) for i in two], NOW).session_id == 0
+
+
+# ---- which partitions an incremental fetch reads ------------------------------------------
+
+
+def partition(index: int) -> Partition:
+    return Partition("t", index, MemoryPartitionLog("t", index, TOPIC_ID, LogConfig()))
+
+
+def settled(found: Partition, hw: int = 5) -> Answer:
+    return Answer(ErrorCode.NO_ERROR, hw, 0, False, found, settled=True)
+
+
+def test_a_session_reads_only_the_partitions_notified_or_not_settled() -> None:
+    cache = FetchSessionCache(10, rng=random.Random(1))
+    parts = [partition(i) for i in range(3)]
+    items = [item(i) for i in range(3)]
+    context = cache.new_context(18, 0, 0, items, [], NOW)
+    answers = [(items[0].key, settled(parts[0])), (items[1].key, settled(parts[1]))]
+    answers.append((items[2].key, Answer(ErrorCode.NO_ERROR, 5, 0, True, parts[2])))
+    session_id = context.respond(answers, NOW).session_id
+    session = cache.get(session_id)
+    assert session is not None
+    # the two that settled are listened to; the one that returned records is read next
+    assert [p.append_listeners for p in parts] == [{session}, {session}, set()]
+    incremental = cache.new_context(18, session_id, 1, [], [], NOW)
+    assert isinstance(incremental, IncrementalContext)
+    assert [r.key for r in incremental.partitions(lambda _: None)] == [items[2].key]
+    incremental.respond([(items[2].key, settled(parts[2]))], NOW)
+    assert parts[2].append_listeners == {session}
+    parts[1].notify_appended()
+    nothing_new = cache.new_context(18, session_id, 2, [], [], NOW)
+    assert [r.key for r in nothing_new.partitions(lambda _: None)] == [items[1].key]
+
+
+def test_a_closed_session_stops_listening_even_when_a_fetch_answers_it_later() -> None:
+    cache = FetchSessionCache(10, rng=random.Random(1))
+    found = partition(0)
+    context = cache.new_context(18, 0, 0, [item(0)], [], NOW)
+    session_id = context.respond([(item(0).key, settled(found))], NOW).session_id
+    found.notify_appended()
+    incremental = cache.new_context(18, session_id, 1, [], [], NOW)
+    assert isinstance(incremental, IncrementalContext)
+    assert len(incremental.partitions(lambda _: None)) == 1
+    cache.remove(session_id)  # evicted while its fetch waits
+    assert found.append_listeners == set()
+    recreated = partition(0)  # e.g. the topic was deleted and created again meanwhile
+    answered = incremental.respond([(item(0).key, settled(recreated, hw=6))], NOW)
+    assert answered.included == [item(0).key]
+    assert found.append_listeners == recreated.append_listeners == set()
+
+
+def test_forgetting_a_partition_stops_listening_to_it() -> None:
+    cache = FetchSessionCache(10, rng=random.Random(1))
+    parts = [partition(0), partition(1)]
+    context = cache.new_context(18, 0, 0, [item(0), item(1)], [], NOW)
+    answers = [(item(i).key, settled(parts[i])) for i in range(2)]
+    session_id = context.respond(answers, NOW).session_id
+    cache.new_context(18, session_id, 1, [], [item(1).key], NOW)
+    assert [len(p.append_listeners) for p in parts] == [1, 0]
