@@ -86,6 +86,14 @@ def kafka() -> Iterator[KafkaBroker]:
         yield running
 
 
+def wait_for_fetches(kafka: KafkaBroker, count: int) -> None:
+    """Until the broker has received `count` Fetch requests (the last one parked)."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while len(kafka.requests(ApiKey.Fetch)) < count:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
 def all_from(offset: int) -> dict[int, int]:
     return dict.fromkeys(range(PARTITIONS), offset)
 
@@ -208,10 +216,7 @@ def test_a_long_poll_with_a_refused_partition_answers_what_woke_it(reads: list[i
                 assert list(answered(client.call(ApiKey.Fetch, 18, **fields))) == [(hidden, 0)]
             fields = fetch_fields({}, session_id=session_id, epoch=3, max_wait_ms=TIMEOUT_S * 1000)
             client.send(ApiKey.Fetch, 18, **fields)
-            deadline = time.monotonic() + TIMEOUT_S
-            while len(kafka.requests(ApiKey.Fetch)) < 4:
-                assert time.monotonic() < deadline
-                time.sleep(0.01)
+            wait_for_fetches(kafka, 4)
             kafka.produce(TOPIC, b"wakes", partition=2)
             _, response = client.recv(ApiKey.Fetch, 18)
     parts = answered(response)
@@ -368,10 +373,7 @@ def test_a_long_poll_on_a_session_wakes_on_a_change(kafka: KafkaBroker, reads: l
                 {}, session_id=session.session_id, epoch=1, max_wait_ms=TIMEOUT_S * 1000
             ),
         )
-        deadline = time.monotonic() + TIMEOUT_S
-        while len(kafka.requests(ApiKey.Fetch)) < 2:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_for_fetches(kafka, 2)
         kafka.produce(TOPIC, b"wakes", partition=0)
         _, response = client.recv(ApiKey.Fetch, 18)
     parts = answered(response)
