@@ -70,6 +70,7 @@ from minibroker.groups.group import (
     Member,
     SyncResult,
 )
+from minibroker.groups.loading import GroupTable
 from minibroker.groups.records import (
     GroupKey,
     GroupValue,
@@ -98,7 +99,7 @@ from minibroker.groups.streams.model import StreamsGroup
 from minibroker.groups.streams.records import changes as streams_changes
 from minibroker.groups.streams.records import restore as restore_streams_group
 from minibroker.groups.streams.records import tombstones as streams_tombstones
-from minibroker.groups.timers import Deadline
+from minibroker.groups.timers import Deadline, armed_late
 from minibroker.groups.txn_offsets import PendingTxnOffsets
 from minibroker.groups.zookeeper_offsets import ZooKeeperOffsets
 from minibroker.protocol.errors import ErrorCode
@@ -185,7 +186,12 @@ class GroupCoordinator:
     def __init__(
         self, config: BrokerConfig, cluster: Cluster, producers: ProducerStateManager
     ) -> None:
-        self.groups: dict[str, Group] = {}
+        self.groups = GroupTable(self)
+        # When this node took each `__consumer_offsets` partition over (its start, or the
+        # election that made it the leader): the timers of a partition loaded later count
+        # from then.
+        self._started_ms = now_ms()
+        self._owned_since: dict[int, int] = {}
         self.store = OffsetsTopic(
             cluster,
             config.get_int("offsets.topic.num.partitions"),
@@ -226,26 +232,50 @@ class GroupCoordinator:
     # ---- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Reload groups and offsets from `__consumer_offsets` and start the expiry timer."""
-        self._load(self.store.load_with_consumer_records())
+        """Start the expiry timer. Groups and offsets are loaded from `__consumer_offsets` a
+        partition at a time, when first needed (loading.py)."""
+        self._started_ms = now_ms()
         self._schedule_retention_check()
 
     def reload_partition(self, index: int) -> None:
         """Partition `index` of `__consumer_offsets` has a new leader: its groups are unloaded
-        (waiting members answered NOT_COORDINATOR) and loaded again from that leader's replica,
-        as Kafka's coordinator does on `onElection`. Share groups, kept in memory only, stay."""
-        for group in list(self.groups.values()):
+        (waiting members answered NOT_COORDINATOR), to be loaded again from that leader's
+        replica when next needed, as Kafka's coordinator does on `onElection`. Share groups,
+        kept in memory only, stay."""
+        for group in list(self.groups.loaded()):
             if group.share is None and self.offsets_partition_for(group.group_id) == index:
                 self._unload(group)
-                del self.groups[group.group_id]
+                self.groups.discard_loaded(group.group_id)
         self.txn_offsets.discard(lambda group_id: self.offsets_partition_for(group_id) == index)
         self.store.forget_unreplicated(index)
-        self._load(self.store.load_with_consumer_records([index]))
+        self.groups.unload(index)
+        self._owned_since[index] = now_ms()
+
+    # PartitionLoader (loading.py): where the groups come from.
+
+    def partition_index(self, group_id: str) -> int | None:
+        return self.store.partition_index(group_id)
+
+    def partition_indexes(self) -> list[int]:
+        topic = self.store.topic()
+        return [] if topic is None else [partition.index for partition in topic.partitions]
+
+    def load_partition(self, index: int) -> None:
+        """Replay one `__consumer_offsets` partition: its groups, offsets and pending
+        transactional offsets, with the timers they would have armed when it was taken over."""
+        elapsed_ms = now_ms() - self._owned_since.get(index, self._started_ms)
+        with armed_late(elapsed_ms):
+            self._load(self.store.load_with_consumer_records([index]))
+
+    def load_offsets_partition(self, index: int) -> None:
+        """A transaction marker is about to be written there: the producers' pending offsets
+        it ends are loaded first."""
+        self.groups.load_partition(index)
 
     def _load(self, records: Iterable[Loaded]) -> None:
         consumer_records: dict[str, dict[ConsumerGroupKey, ConsumerGroupValue]] = {}
         streams_records: dict[str, dict[bytes, bytes]] = {}
-        before = set(self.groups)
+        touched: set[str] = set()
         for loaded in records:
             if isinstance(loaded, LoadedConsumerRecord):
                 _collect(consumer_records, loaded.record)
@@ -264,15 +294,16 @@ class GroupCoordinator:
                 self._load_offset(loaded.key, loaded.value)
             else:
                 self._load_group(loaded.key, loaded.value)
+                touched.add(loaded.key.group)
         for group_id, records_of in consumer_records.items():
             self._load_consumer_group(group_id, records_of)
         for group_id, raw in streams_records.items():
             self._load_streams_group(group_id, raw)
-        for group_id, group in self.groups.items():
-            if group_id in before:
-                continue
-            for member in group.members.values():
-                self._arm_session(group, member)
+        for group_id in touched:
+            group = self.groups.get(group_id)
+            if group is not None:
+                for member in group.members.values():
+                    self._arm_session(group, member)
 
     def _load_consumer_group(
         self, group_id: str, records: dict[ConsumerGroupKey, ConsumerGroupValue]
@@ -319,7 +350,7 @@ class GroupCoordinator:
     def stop(self) -> None:
         """Answer every waiting member NOT_COORDINATOR (as Kafka on unload) and stop timers."""
         self._retention_check.cancel()
-        for group in self.groups.values():
+        for group in self.groups.loaded():
             self._unload(group)
 
     def _unload(self, group: Group) -> None:
@@ -547,12 +578,14 @@ class GroupCoordinator:
         )
 
     async def join_group(self, request: JoinRequest) -> JoinResult:
-        result = self._join(request)
+        result = self.begin_join(request)
         if isinstance(result, JoinResult):
             return result
         return await result
 
-    def _join(self, request: JoinRequest) -> JoinResult | asyncio.Future[JoinResult]:
+    def begin_join(self, request: JoinRequest) -> JoinResult | asyncio.Future[JoinResult]:
+        """The join's answer now, or the future the join's completion answers."""
+
         def error(code: ErrorCode) -> JoinResult:
             return JoinResult(code, request.member_id)
 
@@ -1184,6 +1217,7 @@ class GroupCoordinator:
 
     def complete_txn_offsets(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
         """A COMMIT/ABORT marker of `producer_id` is in that `__consumer_offsets` partition."""
+        self.groups.load_partition(offsets_partition)  # its pending offsets, first
         completed = self.txn_offsets.complete(
             producer_id, lambda group_id: self.offsets_partition_for(group_id) == offsets_partition
         )
