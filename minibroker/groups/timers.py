@@ -16,6 +16,7 @@ import asyncio
 import heapq
 import itertools
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -33,7 +34,7 @@ class Deadline:
     def start(self, delay_ms: int, action: Callable[[], None]) -> None:
         """Expire `delay_ms` from now (replacing any earlier deadline) and then run `action`."""
         self.cancel()
-        late = _LateArming.current
+        late = _late_arming()
         remaining_ms = delay_ms if late is None else delay_ms - late.elapsed_ms
         loop = asyncio.get_running_loop()
         self._handle = loop.call_later(max(remaining_ms, 0) / 1000, self._expire, action)
@@ -63,8 +64,6 @@ OverdueDeadline = tuple[int, int, Deadline, asyncio.TimerHandle, Callable[[], No
 
 
 class _LateArming:
-    current: _LateArming | None = None
-
     def __init__(self, elapsed_ms: int) -> None:
         self.elapsed_ms = elapsed_ms
         self._overdue: list[OverdueDeadline] = []
@@ -88,13 +87,22 @@ class _LateArming:
             deadline._expire_now(handle, action)
 
 
+# Per thread: brokers on other threads' event loops (tests run several) arm theirs as usual.
+_loading = threading.local()
+
+
+def _late_arming() -> _LateArming | None:
+    late: _LateArming | None = getattr(_loading, "late", None)
+    return late
+
+
 @contextmanager
 def armed_late(elapsed_ms: int) -> Iterator[None]:
     """Deadlines started inside count from `elapsed_ms` ago; those past run on leaving."""
-    previous = _LateArming.current
-    late = _LateArming.current = _LateArming(max(elapsed_ms, 0))
+    previous = _late_arming()
+    late = _loading.late = _LateArming(max(elapsed_ms, 0))
     try:
         yield
         late.run_overdue()
     finally:
-        _LateArming.current = previous
+        _loading.late = previous
