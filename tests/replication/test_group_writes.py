@@ -15,6 +15,7 @@ from minibroker.internal.topic import partition_for
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.errors import ErrorCode
 from minibroker.testing import KafkaCluster
+from tests.groups.wirehelp import join, sync
 from tests.replication.test_coordinators import CONFIG, INTERNAL_PARTITIONS, OFFSETS, TOPIC
 from tests.replication.test_coordinators import _commit as commit
 from tests.wire import WireClient
@@ -22,7 +23,8 @@ from tests.wire import WireClient
 
 @pytest.fixture
 def cluster() -> Iterator[KafkaCluster]:
-    with KafkaCluster(nodes=3, storage="memory", config=CONFIG) as running:
+    config = {**CONFIG, "group.initial.rebalance.delay.ms": 0}
+    with KafkaCluster(nodes=3, storage="memory", config=config) as running:
         running.create_topic(TOPIC, partitions=1, replication_factor=3)
         with WireClient(running.address(1)) as client:
             client.call(ApiKey.FindCoordinator, 4, key_type=0, coordinator_keys=["x"])
@@ -82,6 +84,24 @@ def test_a_consumer_group_join_the_isr_did_not_get_is_not_acknowledged(
 ) -> None:
     error = unreplicated(cluster, "joiners", lambda c: heartbeat(c, "joiners", "m", 0).error_code)
     assert error == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+def test_a_static_member_rejoin_the_isr_did_not_get_is_not_acknowledged(
+    cluster: KafkaCluster,
+) -> None:
+    """A static member back under a new member id in a Stable group: Kafka writes the group
+    with the new id and answers the join once that is committed."""
+    group = "statics"
+    with WireClient(cluster.address(cluster.coordinator(group))) as client:
+        first = join(client, group, instance_id="only")
+        assert first.error_code == ErrorCode.NO_ERROR
+        synced = sync(client, group, first.member_id, first.generation_id, {first.member_id: b""})
+        assert synced.error_code == ErrorCode.NO_ERROR
+
+    def rejoin(client: WireClient) -> int:
+        return int(join(client, group, instance_id="only").error_code)
+
+    assert unreplicated(cluster, group, rejoin) == ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
 def test_offset_delete_the_isr_did_not_get_is_not_acknowledged(cluster: KafkaCluster) -> None:
