@@ -11,23 +11,23 @@ id without a rebalance when nothing changed.
 Every method mutates state without awaiting; only join_group and sync_group then await
 their waiter future, which another member's request (or a deadline) completes. Committed
 offsets and group metadata are written to `__consumer_offsets` before they are answered and
-reloaded by `load()`; expired offsets and empty groups are cleaned up every
+loaded back with their partition (loading.py); expired offsets and empty groups are cleaned up every
 `offsets.retention.check.interval.ms`.
 
 KIP-848 consumer groups live in the same map (a `Group` whose `consumer` is set keeps its
 offsets here and its members, epochs and assignments in `groups/consumer/`): `consumer`
 answers ConsumerGroupHeartbeat, `classic_members` the classic requests of classic members
 inside a consumer group, and this class converts groups between the two protocols
-(online upgrade and downgrade) and reloads consumer-group records at `start()`.
+(online upgrade and downgrade) and reloads consumer-group records with their partition.
 
 Share groups (KIP-932) live there too (a `Group` whose `share` is set; `share` answers
-ShareGroupHeartbeat, in memory only). A group id belongs to one kind of group: the others'
-requests get GROUP_ID_NOT_FOUND (ConsumerGroupHeartbeat, ShareGroupHeartbeat, and OffsetCommit,
-OffsetFetch v9+ and OffsetDelete on a share group), a classic JoinGroup
-INCONSISTENT_GROUP_PROTOCOL, as Kafka.
+ShareGroupHeartbeat); their records are loaded with their partition. A group id belongs to
+one kind of group: the others' requests get GROUP_ID_NOT_FOUND (ConsumerGroupHeartbeat,
+ShareGroupHeartbeat, and OffsetCommit, OffsetFetch v9+ and OffsetDelete on a share group), a
+classic JoinGroup INCONSISTENT_GROUP_PROTOCOL, as Kafka.
 
 Streams groups (KIP-1071) likewise (`streams` answers StreamsGroupHeartbeat, in
-`groups/streams/`); their records are reloaded at `start()`. An empty classic group that only
+`groups/streams/`); their records are loaded with their partition. An empty classic group that only
 has offsets becomes a streams group when a member joins, and an empty streams group becomes a
 classic one when a classic member joins (offline upgrade and downgrade); OffsetCommit and
 OffsetFetch from streams members are checked by member epoch.
@@ -84,10 +84,13 @@ from minibroker.groups.records import (
 from minibroker.groups.settings import migration_policy
 from minibroker.groups.share.manager import ShareGroupError, ShareGroups
 from minibroker.groups.share.model import ShareGroup
+from minibroker.groups.share.records import restore as restore_share_group
+from minibroker.groups.share.records import tombstones as share_tombstones
 from minibroker.groups.store import (
     Loaded,
     LoadedConsumerRecord,
     LoadedOffset,
+    LoadedShareRecord,
     LoadedStreamsRecord,
     LoadedTxnMarker,
     OffsetsTopic,
@@ -129,8 +132,11 @@ def _collect(
         records[record.key] = record.value
 
 
-def _collect_streams(groups: dict[str, dict[bytes, bytes]], loaded: LoadedStreamsRecord) -> None:
-    """Keep the latest value of each streams-group record key (a tombstone removes it)."""
+def _collect_streams(
+    groups: dict[str, dict[bytes, bytes]], loaded: LoadedStreamsRecord | LoadedShareRecord
+) -> None:
+    """Keep the latest value of each streams- or share-group record key (a tombstone removes
+    it)."""
     records = groups.setdefault(loaded.group_id, {})
     if loaded.value is None:
         records.pop(loaded.key, None)
@@ -221,6 +227,7 @@ class GroupCoordinator:
         self.consumer.after_removal = self._maybe_downgrade
         self.classic_members = ClassicMembers(self.consumer, cluster)
         self.share = ShareGroups(config, cluster, self.share_group)
+        self.share.append = lambda group_id, records: self.store.append(group_id, records, now_ms())
         self.streams = StreamsGroups(config, cluster, self.streams_group)
         self.streams.persist = self._persist_streams_group
         self.streams.discard = self._discard_streams_group
@@ -240,10 +247,9 @@ class GroupCoordinator:
     def reload_partition(self, index: int) -> None:
         """Partition `index` of `__consumer_offsets` has a new leader: its groups are unloaded
         (waiting members answered NOT_COORDINATOR), to be loaded again from that leader's
-        replica when next needed, as Kafka's coordinator does on `onElection`. Share groups,
-        kept in memory only, stay."""
+        replica when next needed, as Kafka's coordinator does on `onElection`."""
         for group in list(self.groups.loaded()):
-            if group.share is None and self.offsets_partition_for(group.group_id) == index:
+            if self.offsets_partition_for(group.group_id) == index:
                 self._unload(group)
                 self.groups.discard_loaded(group.group_id)
         self.txn_offsets.discard(lambda group_id: self.offsets_partition_for(group_id) == index)
@@ -275,12 +281,15 @@ class GroupCoordinator:
     def _load(self, records: Iterable[Loaded]) -> None:
         consumer_records: dict[str, dict[ConsumerGroupKey, ConsumerGroupValue]] = {}
         streams_records: dict[str, dict[bytes, bytes]] = {}
+        share_records: dict[str, dict[bytes, bytes]] = {}
         touched: set[str] = set()
         for loaded in records:
             if isinstance(loaded, LoadedConsumerRecord):
                 _collect(consumer_records, loaded.record)
             elif isinstance(loaded, LoadedStreamsRecord):
                 _collect_streams(streams_records, loaded)
+            elif isinstance(loaded, LoadedShareRecord):
+                _collect_streams(share_records, loaded)
             elif isinstance(loaded, LoadedTxnMarker):
                 self.complete_txn_offsets(loaded.partition, loaded.producer_id, loaded.commit)
             elif isinstance(loaded, LoadedOffset) and loaded.txn_producer_id >= 0:
@@ -299,6 +308,8 @@ class GroupCoordinator:
             self._load_consumer_group(group_id, records_of)
         for group_id, raw in streams_records.items():
             self._load_streams_group(group_id, raw)
+        for group_id, raw in share_records.items():
+            self._load_share_group(group_id, raw)
         for group_id in touched:
             group = self.groups.get(group_id)
             if group is not None:
@@ -330,6 +341,17 @@ class GroupCoordinator:
             group = self.groups[group_id] = Group(group_id)
         group.streams = streams
         self.streams.loaded(streams)
+
+    def _load_share_group(self, group_id: str, records: dict[bytes, bytes]) -> None:
+        restored = restore_share_group(group_id, records)
+        if restored is None:
+            return
+        share, written_hash = restored
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = Group(group_id)
+        group.share = share
+        self.share.loaded(share, written_hash)
 
     def _discard_streams_group(self, streams: StreamsGroup) -> None:
         """A streams group created by a heartbeat that was then refused: the group id goes
@@ -1305,6 +1327,8 @@ class GroupCoordinator:
         if group.streams is not None:
             records.extend(streams_tombstones(group.streams))
             group.streams.stop_timers()
+        if group.share is not None:
+            records.extend(share_tombstones(group.share))
         error = self.store.append(group.group_id, records, now_ms())
         if error != ErrorCode.NO_ERROR:
             return error
@@ -1406,6 +1430,8 @@ class GroupCoordinator:
             if group.streams is not None:
                 records.extend(streams_tombstones(group.streams))
                 group.streams.stop_timers()
+            if group.share is not None:
+                records.extend(share_tombstones(group.share))
         if self.store.append(group.group_id, records, now) != ErrorCode.NO_ERROR:
             return
         for key in keys:

@@ -1,8 +1,9 @@
 """Group membership writes answer once the ISR has them, as Kafka 4.3's coordinator runtime
-answers a write operation only after its records are committed: a KIP-848 heartbeat that
-wrote the member's records, OffsetDelete's and DeleteGroups' tombstones answer
-COORDINATOR_NOT_AVAILABLE when the followers never get them. A request that wrote nothing
-is not an acks=all append: it goes on while the ISR is under min.insync.replicas."""
+answers a write operation only after its records are committed: a KIP-848 or share-group
+heartbeat that wrote the member's records, a static member's rejoin, OffsetDelete's and
+DeleteGroups' tombstones answer COORDINATOR_NOT_AVAILABLE when the followers never get them.
+A request that wrote nothing is not an acks=all append: it goes on while the ISR is under
+min.insync.replicas."""
 
 from __future__ import annotations
 
@@ -83,6 +84,25 @@ def test_a_consumer_group_join_the_isr_did_not_get_is_not_acknowledged(
     cluster: KafkaCluster,
 ) -> None:
     error = unreplicated(cluster, "joiners", lambda c: heartbeat(c, "joiners", "m", 0).error_code)
+    assert error == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+def test_a_share_group_join_the_isr_did_not_get_is_not_acknowledged(
+    cluster: KafkaCluster,
+) -> None:
+    def join_share_group(client: WireClient) -> int:
+        answer = client.call(
+            ApiKey.ShareGroupHeartbeat,
+            1,
+            group_id="sharers",
+            member_id="m",
+            member_epoch=0,
+            rack_id=None,
+            subscribed_topic_names=[TOPIC],
+        )
+        return int(answer.error_code)
+
+    error = unreplicated(cluster, "sharers", join_share_group)
     assert error == ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
