@@ -11,23 +11,23 @@ id without a rebalance when nothing changed.
 Every method mutates state without awaiting; only join_group and sync_group then await
 their waiter future, which another member's request (or a deadline) completes. Committed
 offsets and group metadata are written to `__consumer_offsets` before they are answered and
-reloaded by `load()`; expired offsets and empty groups are cleaned up every
+loaded back with their partition (loading.py); expired offsets and empty groups are cleaned up every
 `offsets.retention.check.interval.ms`.
 
 KIP-848 consumer groups live in the same map (a `Group` whose `consumer` is set keeps its
 offsets here and its members, epochs and assignments in `groups/consumer/`): `consumer`
 answers ConsumerGroupHeartbeat, `classic_members` the classic requests of classic members
 inside a consumer group, and this class converts groups between the two protocols
-(online upgrade and downgrade) and reloads consumer-group records at `start()`.
+(online upgrade and downgrade) and reloads consumer-group records with their partition.
 
 Share groups (KIP-932) live there too (a `Group` whose `share` is set; `share` answers
-ShareGroupHeartbeat, in memory only). A group id belongs to one kind of group: the others'
-requests get GROUP_ID_NOT_FOUND (ConsumerGroupHeartbeat, ShareGroupHeartbeat, and OffsetCommit,
-OffsetFetch v9+ and OffsetDelete on a share group), a classic JoinGroup
-INCONSISTENT_GROUP_PROTOCOL, as Kafka.
+ShareGroupHeartbeat); their records are loaded with their partition. A group id belongs to
+one kind of group: the others' requests get GROUP_ID_NOT_FOUND (ConsumerGroupHeartbeat,
+ShareGroupHeartbeat, and OffsetCommit, OffsetFetch v9+ and OffsetDelete on a share group), a
+classic JoinGroup INCONSISTENT_GROUP_PROTOCOL, as Kafka.
 
 Streams groups (KIP-1071) likewise (`streams` answers StreamsGroupHeartbeat, in
-`groups/streams/`); their records are reloaded at `start()`. An empty classic group that only
+`groups/streams/`); their records are loaded with their partition. An empty classic group that only
 has offsets becomes a streams group when a member joins, and an empty streams group becomes a
 classic one when a classic member joins (offline upgrade and downgrade); OffsetCommit and
 OffsetFetch from streams members are checked by member epoch.
@@ -70,6 +70,7 @@ from minibroker.groups.group import (
     Member,
     SyncResult,
 )
+from minibroker.groups.loading import GroupTable
 from minibroker.groups.records import (
     GroupKey,
     GroupValue,
@@ -83,10 +84,13 @@ from minibroker.groups.records import (
 from minibroker.groups.settings import migration_policy
 from minibroker.groups.share.manager import ShareGroupError, ShareGroups
 from minibroker.groups.share.model import ShareGroup
+from minibroker.groups.share.records import restore as restore_share_group
+from minibroker.groups.share.records import tombstones as share_tombstones
 from minibroker.groups.store import (
     Loaded,
     LoadedConsumerRecord,
     LoadedOffset,
+    LoadedShareRecord,
     LoadedStreamsRecord,
     LoadedTxnMarker,
     OffsetsTopic,
@@ -98,7 +102,7 @@ from minibroker.groups.streams.model import StreamsGroup
 from minibroker.groups.streams.records import changes as streams_changes
 from minibroker.groups.streams.records import restore as restore_streams_group
 from minibroker.groups.streams.records import tombstones as streams_tombstones
-from minibroker.groups.timers import Deadline
+from minibroker.groups.timers import Deadline, armed_late
 from minibroker.groups.txn_offsets import PendingTxnOffsets
 from minibroker.groups.zookeeper_offsets import ZooKeeperOffsets
 from minibroker.protocol.errors import ErrorCode
@@ -128,8 +132,11 @@ def _collect(
         records[record.key] = record.value
 
 
-def _collect_streams(groups: dict[str, dict[bytes, bytes]], loaded: LoadedStreamsRecord) -> None:
-    """Keep the latest value of each streams-group record key (a tombstone removes it)."""
+def _collect_streams(
+    groups: dict[str, dict[bytes, bytes]], loaded: LoadedStreamsRecord | LoadedShareRecord
+) -> None:
+    """Keep the latest value of each streams- or share-group record key (a tombstone removes
+    it)."""
     records = groups.setdefault(loaded.group_id, {})
     if loaded.value is None:
         records.pop(loaded.key, None)
@@ -185,7 +192,12 @@ class GroupCoordinator:
     def __init__(
         self, config: BrokerConfig, cluster: Cluster, producers: ProducerStateManager
     ) -> None:
-        self.groups: dict[str, Group] = {}
+        self.groups = GroupTable(self)
+        # When this node took each `__consumer_offsets` partition over (its start, or the
+        # election that made it the leader): the timers of a partition loaded later count
+        # from then.
+        self._started_ms = now_ms()
+        self._owned_since: dict[int, int] = {}
         self.store = OffsetsTopic(
             cluster,
             config.get_int("offsets.topic.num.partitions"),
@@ -215,6 +227,7 @@ class GroupCoordinator:
         self.consumer.after_removal = self._maybe_downgrade
         self.classic_members = ClassicMembers(self.consumer, cluster)
         self.share = ShareGroups(config, cluster, self.share_group)
+        self.share.append = lambda group_id, records: self.store.append(group_id, records, now_ms())
         self.streams = StreamsGroups(config, cluster, self.streams_group)
         self.streams.persist = self._persist_streams_group
         self.streams.discard = self._discard_streams_group
@@ -226,31 +239,57 @@ class GroupCoordinator:
     # ---- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Reload groups and offsets from `__consumer_offsets` and start the expiry timer."""
-        self._load(self.store.load_with_consumer_records())
+        """Start the expiry timer. Groups and offsets are loaded from `__consumer_offsets` a
+        partition at a time, when first needed (loading.py)."""
+        self._started_ms = now_ms()
         self._schedule_retention_check()
 
     def reload_partition(self, index: int) -> None:
         """Partition `index` of `__consumer_offsets` has a new leader: its groups are unloaded
-        (waiting members answered NOT_COORDINATOR) and loaded again from that leader's replica,
-        as Kafka's coordinator does on `onElection`. Share groups, kept in memory only, stay."""
-        for group in list(self.groups.values()):
-            if group.share is None and self.offsets_partition_for(group.group_id) == index:
+        (waiting members answered NOT_COORDINATOR), to be loaded again from that leader's
+        replica when next needed, as Kafka's coordinator does on `onElection`."""
+        for group in list(self.groups.loaded()):
+            if self.offsets_partition_for(group.group_id) == index:
                 self._unload(group)
-                del self.groups[group.group_id]
+                self.groups.discard_loaded(group.group_id)
         self.txn_offsets.discard(lambda group_id: self.offsets_partition_for(group_id) == index)
         self.store.forget_unreplicated(index)
-        self._load(self.store.load_with_consumer_records([index]))
+        self.groups.unload(index)
+        self._owned_since[index] = now_ms()
+
+    # PartitionLoader (loading.py): where the groups come from.
+
+    def partition_index(self, group_id: str) -> int | None:
+        return self.store.partition_index(group_id)
+
+    def partition_indexes(self) -> list[int]:
+        topic = self.store.topic()
+        return [] if topic is None else [partition.index for partition in topic.partitions]
+
+    def load_partition(self, index: int) -> None:
+        """Replay one `__consumer_offsets` partition: its groups, offsets and pending
+        transactional offsets, with the timers they would have armed when it was taken over."""
+        elapsed_ms = now_ms() - self._owned_since.get(index, self._started_ms)
+        with armed_late(elapsed_ms):
+            self._load(self.store.load_with_consumer_records([index]))
+
+    def load_offsets_partition(self, index: int) -> None:
+        """A transaction marker is about to be written there: the producers' pending offsets
+        it ends are loaded first."""
+        self.groups.load_partition(index)
 
     def _load(self, records: Iterable[Loaded]) -> None:
         consumer_records: dict[str, dict[ConsumerGroupKey, ConsumerGroupValue]] = {}
         streams_records: dict[str, dict[bytes, bytes]] = {}
-        before = set(self.groups)
+        share_records: dict[str, dict[bytes, bytes]] = {}
+        touched: set[str] = set()
         for loaded in records:
             if isinstance(loaded, LoadedConsumerRecord):
                 _collect(consumer_records, loaded.record)
             elif isinstance(loaded, LoadedStreamsRecord):
                 _collect_streams(streams_records, loaded)
+            elif isinstance(loaded, LoadedShareRecord):
+                _collect_streams(share_records, loaded)
             elif isinstance(loaded, LoadedTxnMarker):
                 self.complete_txn_offsets(loaded.partition, loaded.producer_id, loaded.commit)
             elif isinstance(loaded, LoadedOffset) and loaded.txn_producer_id >= 0:
@@ -264,15 +303,18 @@ class GroupCoordinator:
                 self._load_offset(loaded.key, loaded.value)
             else:
                 self._load_group(loaded.key, loaded.value)
+                touched.add(loaded.key.group)
         for group_id, records_of in consumer_records.items():
             self._load_consumer_group(group_id, records_of)
         for group_id, raw in streams_records.items():
             self._load_streams_group(group_id, raw)
-        for group_id, group in self.groups.items():
-            if group_id in before:
-                continue
-            for member in group.members.values():
-                self._arm_session(group, member)
+        for group_id, raw in share_records.items():
+            self._load_share_group(group_id, raw)
+        for group_id in touched:
+            group = self.groups.get(group_id)
+            if group is not None:
+                for member in group.members.values():
+                    self._arm_session(group, member)
 
     def _load_consumer_group(
         self, group_id: str, records: dict[ConsumerGroupKey, ConsumerGroupValue]
@@ -300,6 +342,17 @@ class GroupCoordinator:
         group.streams = streams
         self.streams.loaded(streams)
 
+    def _load_share_group(self, group_id: str, records: dict[bytes, bytes]) -> None:
+        restored = restore_share_group(group_id, records)
+        if restored is None:
+            return
+        share, written_hash = restored
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = Group(group_id)
+        group.share = share
+        self.share.loaded(share, written_hash)
+
     def _discard_streams_group(self, streams: StreamsGroup) -> None:
         """A streams group created by a heartbeat that was then refused: the group id goes
         back to what it was (nothing, or an empty classic group holding offsets)."""
@@ -319,7 +372,7 @@ class GroupCoordinator:
     def stop(self) -> None:
         """Answer every waiting member NOT_COORDINATOR (as Kafka on unload) and stop timers."""
         self._retention_check.cancel()
-        for group in self.groups.values():
+        for group in self.groups.loaded():
             self._unload(group)
 
     def _unload(self, group: Group) -> None:
@@ -547,12 +600,14 @@ class GroupCoordinator:
         )
 
     async def join_group(self, request: JoinRequest) -> JoinResult:
-        result = self._join(request)
+        result = self.begin_join(request)
         if isinstance(result, JoinResult):
             return result
         return await result
 
-    def _join(self, request: JoinRequest) -> JoinResult | asyncio.Future[JoinResult]:
+    def begin_join(self, request: JoinRequest) -> JoinResult | asyncio.Future[JoinResult]:
+        """The join's answer now, or the future the join's completion answers."""
+
         def error(code: ErrorCode) -> JoinResult:
             return JoinResult(code, request.member_id)
 
@@ -1184,6 +1239,7 @@ class GroupCoordinator:
 
     def complete_txn_offsets(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
         """A COMMIT/ABORT marker of `producer_id` is in that `__consumer_offsets` partition."""
+        self.groups.load_partition(offsets_partition)  # its pending offsets, first
         completed = self.txn_offsets.complete(
             producer_id, lambda group_id: self.offsets_partition_for(group_id) == offsets_partition
         )
@@ -1271,6 +1327,8 @@ class GroupCoordinator:
         if group.streams is not None:
             records.extend(streams_tombstones(group.streams))
             group.streams.stop_timers()
+        if group.share is not None:
+            records.extend(share_tombstones(group.share))
         error = self.store.append(group.group_id, records, now_ms())
         if error != ErrorCode.NO_ERROR:
             return error
@@ -1372,6 +1430,8 @@ class GroupCoordinator:
             if group.streams is not None:
                 records.extend(streams_tombstones(group.streams))
                 group.streams.stop_timers()
+            if group.share is not None:
+                records.extend(share_tombstones(group.share))
         if self.store.append(group.group_id, records, now) != ErrorCode.NO_ERROR:
             return
         for key in keys:

@@ -32,6 +32,8 @@ from minibroker.groups.records import (
     decode_key,
     decode_offset_value,
 )
+from minibroker.groups.share.records import SHARE_GROUP_RECORD_TYPES
+from minibroker.groups.share.records import decode_key as share_key
 from minibroker.groups.streams.records import STREAMS_GROUP_RECORD_TYPES
 from minibroker.groups.streams.records import decode_key as streams_key
 from minibroker.internal.topic import InternalTopic, KeyedRecord, ReadMarker
@@ -85,7 +87,23 @@ class LoadedStreamsRecord:
     value: bytes | None
 
 
-Loaded = LoadedOffset | LoadedGroup | LoadedTxnMarker | LoadedConsumerRecord | LoadedStreamsRecord
+@dataclass(frozen=True, slots=True)
+class LoadedShareRecord:
+    """A KIP-932 share-group record (share/records.py), value None for a tombstone."""
+
+    group_id: str
+    key: bytes
+    value: bytes | None
+
+
+Loaded = (
+    LoadedOffset
+    | LoadedGroup
+    | LoadedTxnMarker
+    | LoadedConsumerRecord
+    | LoadedStreamsRecord
+    | LoadedShareRecord
+)
 
 
 class OffsetsTopic(InternalTopic):
@@ -131,14 +149,17 @@ class OffsetsTopic(InternalTopic):
 
     def load(self) -> Iterator[LoadedOffset | LoadedGroup | LoadedTxnMarker]:
         """Every offset and group record and transaction marker in log order (tombstones have
-        value None); consumer-group and streams-group records are skipped."""
+        value None); consumer-, streams- and share-group records are skipped."""
         for item in self._load(consumer_records=False):
-            assert not isinstance(item, LoadedConsumerRecord | LoadedStreamsRecord)
+            assert not isinstance(
+                item, LoadedConsumerRecord | LoadedStreamsRecord | LoadedShareRecord
+            )
             yield item
 
     def load_with_consumer_records(self, indexes: Iterable[int] | None = None) -> Iterator[Loaded]:
         """As `load` (of every partition, or those of `indexes`), with the records of KIP-848
-        consumer groups and KIP-1071 streams groups in their log order."""
+        consumer groups, KIP-1071 streams groups and KIP-932 share groups in their log
+        order."""
         return self._load(consumer_records=True, indexes=indexes)
 
     def _load(
@@ -151,9 +172,13 @@ class OffsetsTopic(InternalTopic):
                     continue
                 key, value, txn_producer_id = item
                 try:
-                    if record_type(key) in STREAMS_GROUP_RECORD_TYPES:
+                    kind = record_type(key)
+                    if kind in STREAMS_GROUP_RECORD_TYPES:
                         if consumer_records:
                             yield LoadedStreamsRecord(streams_key(key)[1], key, value)
+                    elif kind in SHARE_GROUP_RECORD_TYPES:
+                        if consumer_records:
+                            yield LoadedShareRecord(share_key(key)[1], key, value)
                     elif not _is_consumer_group_record(key):
                         yield _decode(key, value, txn_producer_id)
                     elif consumer_records:

@@ -7,6 +7,9 @@ epoch and, when it changed (or on a full request), its assignment: the partition
 consume now. Partitions move between members by incremental reconciliation: the owner
 revokes (reports them no longer owned) before another member gets them. Epoch -1 leaves,
 -2 is a static member leaving for now (its assignment kept until its session times out).
+In a cluster the answer waits until the ISR of the group's `__consumer_offsets` partition has
+everything written to it (the heartbeat's records and those before), as Kafka's coordinator
+runtime answers a write operation; one that wrote nothing is not refused under min ISR.
 
 UNSUPPORTED_VERSION (no message) while the `group.version` feature is finalized below 1, as
 Kafka answers when the consumer rebalance protocol is not enabled.
@@ -97,12 +100,16 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any) -> 
         return new_response(
             ApiKey.ConsumerGroupHeartbeat, ctx.api_version, throttle_time_ms=0, error_code=refused
         )
+    writes = ctx.internal_writes()
     try:
         result = ctx.broker.groups.consumer.heartbeat(_heartbeat_request(ctx, request))
     except ConsumerGroupError as exc:
         return heartbeat_error(
             ApiKey.ConsumerGroupHeartbeat, ctx.api_version, exc.error, exc.message
         )
+    waited = await ctx.replicated_write(request.group_id, since=writes)
+    if waited != ErrorCode.NO_ERROR:
+        return heartbeat_error(ApiKey.ConsumerGroupHeartbeat, ctx.api_version, waited, None)
     return new_response(
         ApiKey.ConsumerGroupHeartbeat,
         ctx.api_version,

@@ -20,6 +20,11 @@ one every other classic member supports (INCONSISTENT_GROUP_PROTOCOL), the group
 `group.consumer.max.size` (GROUP_MAX_SIZE_REACHED). A consumer-protocol member joining a
 classic group with members upgrades it to a consumer group (groups/consumer/migration.py).
 
+In a cluster, a join answered at once with records written (a static member's new member id,
+a classic member joining a consumer group) is answered once the ISR of the group's
+`__consumer_offsets` partition has them, as Kafka's coordinator answers it from the append's
+completion (COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR if that fails).
+
 Authorization: READ on the group, checked first; without it GROUP_AUTHORIZATION_FAILED with
 generation -1, empty member ids and no members (Kafka's `JoinGroupRequest.getErrorResponse`).
 """
@@ -91,4 +96,13 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> Any:
         protocols=[(protocol.name, bytes(protocol.metadata)) for protocol in request.protocols],
         require_known_member_id=ctx.api_version >= MEMBER_ID_REQUIRED_FROM_VERSION,
     )
-    return _response(ctx, await ctx.broker.groups.join_group(join))
+    writes = ctx.internal_writes()
+    started = ctx.broker.groups.begin_join(join)
+    if not isinstance(started, JoinResult):
+        return _response(ctx, await started)
+    if ctx.internal_writes() == writes:
+        return _response(ctx, started)
+    # Answered at once with records written (a static member's new id, a classic member
+    # joining a consumer group): as Kafka, once the ISR has them.
+    error = await ctx.replicated_write(request.group_id, error=started.error)
+    return _response(ctx, started if error == started.error else JoinResult(error, ""))

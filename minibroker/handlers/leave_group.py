@@ -6,6 +6,9 @@ another member id gets FENCED_INSTANCE_ID; a dead group COORDINATOR_NOT_AVAILABL
 KIP-848 consumer group only classic members leave this way (others: UNKNOWN_MEMBER_ID); the
 group epoch is bumped, and when only classic members are left after the last member using
 the consumer protocol has gone, the group becomes a classic group again (online downgrade).
+In a cluster the answer waits until the ISR of the group's `__consumer_offsets` partition has
+everything written to it, as Kafka's coordinator runtime answers a write operation
+(context.py `replicated_write`).
 
 Version notes: v0-2 name one member and answer its error at the top level; v3+ (KIP-345)
 take a batch of members (by member id and/or instance id) and answer one error per member;
@@ -45,7 +48,9 @@ async def handle_leave_group(ctx: RequestContext, request: Any) -> Any:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         leaving = [(request.member_id, None)]
+    writes = ctx.internal_writes()
     error, member_errors = ctx.broker.groups.leave_group(request.group_id, leaving)
+    error = await ctx.replicated_write(request.group_id, error=error, since=writes)
     if not batched and error == ErrorCode.NO_ERROR:
         error = member_errors[0]
     return new_response(

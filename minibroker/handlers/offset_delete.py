@@ -4,7 +4,9 @@ Behaviour: deletes a group's committed offsets for the given partitions. An empt
 lose any of them; a consumer group with members only those of topics no member subscribes to
 (others get GROUP_SUBSCRIBED_TO_TOPIC); a non-empty group of another protocol type gets
 NON_EMPTY_GROUP. Unknown groups get GROUP_ID_NOT_FOUND, unknown partitions
-UNKNOWN_TOPIC_OR_PARTITION.
+UNKNOWN_TOPIC_OR_PARTITION. In a cluster the answer waits until the ISR of the group's
+`__consumer_offsets` partition has the tombstones, as Kafka's coordinator runtime answers
+(COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR at the top level if that fails).
 
 Authorization, as Kafka's `handleOffsetDeleteRequest`: DELETE on the group first (without it
 GROUP_AUTHORIZATION_FAILED at the top level, no topics); then READ on each topic: the
@@ -53,7 +55,9 @@ async def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
         for index in indexes
     ]
     wanted = [(name, indexes) for name, indexes in requested if name in readable]
+    writes = ctx.internal_writes()
     error, results = ctx.broker.groups.delete_offsets(request.group_id, wanted)
+    error = await ctx.replicated_write(request.group_id, error=error, since=writes)
     if error != ErrorCode.NO_ERROR:
         refused = []  # a group error answers no partitions, as Kafka's response builder
     topics: dict[str, list[Any]] = {}

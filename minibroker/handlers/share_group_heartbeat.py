@@ -8,7 +8,10 @@ or when it changed, the member's assignment: the partitions it may fetch from, c
 simple assignor. Partitions are shared between members, and a member takes its new
 assignment at once (no revocation). `HeartbeatIntervalMs` and the session timeout are the
 group's `share.heartbeat.interval.ms` and `share.session.timeout.ms` (GROUP configs over the
-broker's `group.share.*`). Share groups are kept in memory only (not in `__consumer_offsets`).
+broker's `group.share.*`). What changed is written to `__consumer_offsets` as Kafka's
+share-group records; in a cluster the answer waits until the ISR of the group's partition has
+everything written to it, as Kafka's coordinator runtime answers a write operation (one that
+wrote nothing is not refused under min ISR).
 
 UNSUPPORTED_VERSION (no message) while the `share.version` feature is finalized below 1, as
 Kafka answers when share groups are not enabled.
@@ -76,10 +79,14 @@ async def handle_share_group_heartbeat(ctx: RequestContext, request: Any) -> Any
         return new_response(
             ApiKey.ShareGroupHeartbeat, ctx.api_version, throttle_time_ms=0, error_code=refused
         )
+    writes = ctx.internal_writes()
     try:
         result = ctx.broker.groups.share.heartbeat(_heartbeat_request(ctx, request))
     except ShareGroupError as exc:
         return heartbeat_error(ApiKey.ShareGroupHeartbeat, ctx.api_version, exc.error, exc.message)
+    waited = await ctx.replicated_write(request.group_id, since=writes)
+    if waited != ErrorCode.NO_ERROR:
+        return heartbeat_error(ApiKey.ShareGroupHeartbeat, ctx.api_version, waited, None)
     return new_response(
         ApiKey.ShareGroupHeartbeat,
         ctx.api_version,

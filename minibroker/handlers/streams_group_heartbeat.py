@@ -10,7 +10,9 @@ INCORRECTLY_PARTITIONED_TOPICS, SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED for the
 rebalance delay or the assignment interval) and, when the member's endpoint information
 epoch is behind the group's, the partitions each user endpoint serves. Epoch -1 leaves.
 `AcceptableRecoveryLag` and `TaskOffsetIntervalMs` answer 0, as Kafka's coordinator leaves
-them.
+them. In a cluster the answer waits until the ISR of the group's `__consumer_offsets`
+partition has everything written to it, as Kafka's coordinator runtime answers a write
+operation (one that wrote nothing is not refused under min ISR).
 
 Internal topics (repartition and changelog topics) the topology needs and that do not exist
 are created here, as Kafka's broker does after the coordinator answers
@@ -263,10 +265,14 @@ async def handle_streams_group_heartbeat(ctx: RequestContext, request: Any) -> A
     refused = _refused(ctx, request)
     if refused is not None:
         return _error(ctx, refused, None)
+    writes = ctx.internal_writes()
     try:
         result = ctx.broker.groups.streams.heartbeat(_heartbeat_request(ctx, request))
     except StreamsGroupError as exc:
         return _error(ctx, exc.error, exc.message)
+    waited = await ctx.replicated_write(request.group_id, since=writes)
+    if waited != ErrorCode.NO_ERROR:
+        return _error(ctx, waited, None)
     creation = _create_internal_topics(ctx, result)
     return new_response(
         KEY,

@@ -86,6 +86,8 @@ def _write(
         return not_leader, None
     if cluster.not_enough_replicas(partition) is not None:
         return ErrorCode.NOT_ENOUGH_REPLICAS, None
+    if topic == OFFSETS_TOPIC:  # the pending offsets the marker ends, loaded first
+        ctx.broker.groups.load_offsets_partition(index)
     error = write_end_txn_marker(
         ctx.broker,
         topic,

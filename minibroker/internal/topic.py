@@ -133,6 +133,9 @@ class InternalTopic:
         self.cleanup_policy = cleanup_policy
         # Per partition: changes waiting for the ISR to have their records (end offset, apply).
         self._unreplicated: dict[int, list[tuple[int, Callable[[], None]]]] = {}
+        # Appends made so far: read before and after a request's changes, tells whether the
+        # request wrote anything (`replicated`'s `appended`).
+        self.appends = 0
 
     def topic(self) -> Topic | None:
         return self.cluster.topics.get(self.name)
@@ -198,6 +201,7 @@ class InternalTopic:
         except OSError:
             log.exception("cannot write to %s", self.name)
             return ErrorCode.NOT_COORDINATOR
+        self.appends += 1
         partition.notify_appended()
         return ErrorCode.NO_ERROR
 
@@ -213,10 +217,16 @@ class InternalTopic:
             return ErrorCode.NOT_ENOUGH_REPLICAS
         return None
 
-    async def replicated(self, key: str, node_id: int, timeout_s: float) -> ErrorCode:
+    async def replicated(
+        self, key: str, node_id: int, timeout_s: float, appended: bool = True
+    ) -> ErrorCode:
         """Wait, as an acks=all append does, until the ISR of `key`'s partition has every
         record its leader (`node_id`) appended; the coordinator error to answer if it does
-        not (the ISR under min.insync.replicas, the leader moved, the time out)."""
+        not (the ISR under min.insync.replicas, the leader moved, the time out). A request
+        that `appended` nothing waits the same way for the records before it (Kafka's
+        coordinator runtime answers a write operation without records once the last written
+        offset is committed); it was never an acks=all append, so min.insync.replicas
+        is not its concern."""
         topic = self.topic()
         if topic is None:
             return ErrorCode.NO_ERROR
@@ -231,6 +241,8 @@ class InternalTopic:
         if replica_set.high_watermark < end:
             await replica_set.wait_for_high_watermark(end, timeout_s)
         outcome = self.cluster.acks_all_outcome(partition, end, node_id)
+        if not appended and outcome == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+            outcome = ErrorCode.NO_ERROR
         if replica_set.leader == node_id:
             self._apply_replicated(partition)
         return coordinator_error(outcome)

@@ -138,23 +138,35 @@ class RequestContext(NamedTuple):
         return self.broker.nodes.leader_error(partition, self.broker.node_id)
 
     async def replicated_write(
-        self, key: str, key_type: int = GROUP_KEY_TYPE, error: ErrorCode = ErrorCode.NO_ERROR
+        self,
+        key: str,
+        key_type: int = GROUP_KEY_TYPE,
+        error: ErrorCode = ErrorCode.NO_ERROR,
+        since: int | None = None,
     ) -> ErrorCode:
         """A coordinator's answer `error` once its writes to `key`'s internal partition are in
         the ISR (acks=all; `offsets.commit.timeout.ms` for a group, `request.timeout.ms` for a
         transactional id, as Kafka waits): unchanged unless it was NO_ERROR and the wait
-        failed (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR)."""
+        failed (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR). `since`, the store's
+        `internal_writes` before the request's changes, tells whether it wrote anything."""
         if error != ErrorCode.NO_ERROR:
             return error
-        config = self.broker.config
-        store: InternalTopic
         if key_type == TRANSACTION_KEY_TYPE:
-            store = self.broker.transactions.store
-            timeout_ms = config.get_int("request.timeout.ms")
+            timeout_ms = self.broker.config.get_int("request.timeout.ms")
         else:
-            store = self.broker.groups.store
-            timeout_ms = config.get_int("offsets.commit.timeout.ms")
-        return await store.replicated(key, self.broker.node_id, timeout_ms / 1000)
+            timeout_ms = self.broker.config.get_int("offsets.commit.timeout.ms")
+        store = self._internal_store(key_type)
+        appended = since is None or store.appends != since
+        return await store.replicated(key, self.broker.node_id, timeout_ms / 1000, appended)
+
+    def internal_writes(self, key_type: int = GROUP_KEY_TYPE) -> int:
+        """How many appends the coordinator of `key_type` has made to its internal topic."""
+        return self._internal_store(key_type).appends
+
+    def _internal_store(self, key_type: int) -> InternalTopic:
+        if key_type == TRANSACTION_KEY_TYPE:
+            return self.broker.transactions.store
+        return self.broker.groups.store
 
     def coordinator_error(self, key: str, key_type: int = GROUP_KEY_TYPE) -> ErrorCode | None:
         """NOT_COORDINATOR when this node does not coordinate the group (or transactional

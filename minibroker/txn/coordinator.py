@@ -96,6 +96,9 @@ class TxnOffsetsOwner(Protocol):
     def complete_txn_offsets(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
         """The marker is in that `__consumer_offsets` partition: materialize or drop."""
 
+    def load_offsets_partition(self, index: int) -> None:
+        """A marker is about to be written to that `__consumer_offsets` partition."""
+
 
 def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
@@ -464,6 +467,8 @@ class TransactionCoordinator:
                     remaining.discard((topic, partition))
                     self._marker_replicated(txn, topic, partition, commit)
                     continue
+            if topic == OFFSETS_TOPIC:
+                self._offsets.load_offsets_partition(partition)
             error = self._marker_refusal(topic, partition) or self._write_marker(
                 topic, partition, txn.producer_id, txn.producer_epoch, coordinator_epoch, commit
             )

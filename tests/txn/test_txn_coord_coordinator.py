@@ -40,6 +40,9 @@ class Recorder:
     def complete_txn_offsets(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
         self.completed.append((offsets_partition, producer_id, commit))
 
+    def load_offsets_partition(self, index: int) -> None:
+        pass
+
 
 @dataclass
 class Clock:

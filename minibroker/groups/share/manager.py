@@ -13,10 +13,11 @@ removed, and the group epoch bumped.
 
 `member_assignment()` tells ShareFetch/ShareAcknowledge which partitions a member may read.
 
-State is kept in memory only: the share-group records of `__consumer_offsets`
-(ShareGroupMetadata, ShareGroupMemberMetadata, ShareGroupTargetAssignment*,
-ShareGroupCurrentMemberAssignment, ShareGroupStatePartitionMetadata) are not written yet, so a
-restart forgets share groups (their members rejoin). Errors are raised as `ShareGroupError`
+What changed is written to `__consumer_offsets` as Kafka's share-group records (records.py:
+ShareGroupMetadata, ShareGroupMemberMetadata, ShareGroupTargetAssignment*,
+ShareGroupCurrentMemberAssignment) through `persist`, after each heartbeat and fencing; the
+coordinator loads them back with the group's partition (after a restart, or on the new leader
+of that partition), members going on at their epochs. Errors are raised as `ShareGroupError`
 (Kafka's code and message) and answered by the handler. Nothing here awaits.
 """
 
@@ -33,6 +34,7 @@ from minibroker.groups.consumer.model import Assignment, TopicInfo, copy_assignm
 from minibroker.groups.settings import ShareSettings
 from minibroker.groups.share.assignor import ShareMemberSpec, assign
 from minibroker.groups.share.model import LEAVE_GROUP_MEMBER_EPOCH, ShareGroup, ShareMember
+from minibroker.groups.share.records import StoredRecord, changes, metadata_hash
 from minibroker.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -137,6 +139,38 @@ class ShareGroups:
         # leaves does that itself with its last ShareFetch/ShareAcknowledge (epoch -1), which
         # clients may send after the leaving heartbeat.
         self.member_fenced: Callable[[str, str], None] = lambda group_id, member_id: None
+        # Appends a group's records to `__consumer_offsets`; the error if that fails.
+        self.append: Callable[[str, list[StoredRecord]], ErrorCode] = lambda group_id, records: (
+            ErrorCode.NO_ERROR
+        )
+
+    # ---- persistence -----------------------------------------------------------------------
+
+    def persist(self, group: ShareGroup) -> ErrorCode:
+        """Write what changed in the group since its records were last written."""
+        records = changes(group)
+        if not records:
+            return ErrorCode.NO_ERROR
+        error = self.append(group.group_id, records)
+        if error != ErrorCode.NO_ERROR:
+            group.written = {}  # unknown: the next write rewrites every record
+            log.warning("share group %s: records not written: %s", group.group_id, error.name)
+        return error
+
+    def _persist_or_raise(self, group: ShareGroup) -> None:
+        error = self.persist(group)
+        if error != ErrorCode.NO_ERROR:
+            raise ShareGroupError(error)
+
+    def loaded(self, group: ShareGroup, written_hash: int) -> None:
+        """A group restored from its records: its subscribed topics as they are now (changed
+        since: the next heartbeat bumps the epoch), and each member's session armed with the
+        broker's `group.share.session.timeout.ms` until its next heartbeat."""
+        group.subscription_metadata = self._subscription_metadata(group)
+        if metadata_hash(group.subscription_metadata) != written_hash:
+            group.subscription_metadata = {}
+        for member in group.members.values():
+            self._arm_session(group, member, self.settings.session_timeout_ms)
 
     # ---- for ShareFetch / ShareAcknowledge -------------------------------------------------
 
@@ -180,6 +214,7 @@ class ShareGroups:
         before = copy_assignment(member.assigned)
         self._advance(group, member, self._update_member(member, request))
         self._arm_session(group, member, request.session_timeout_ms)
+        self._persist_or_raise(group)
         full = joining or request.subscribed_topic_names is not None
         return ShareHeartbeatResult(
             member_id=member.member_id,
@@ -257,6 +292,7 @@ class ShareGroups:
             raise _unknown_member(group, member_id)
         log.info("group %s: member %s left", group_id, member_id)
         self.remove_member(group, member)
+        self._persist_or_raise(group)
         return ShareHeartbeatResult(member_id, LEAVE_GROUP_MEMBER_EPOCH)
 
     def _arm_session(self, group: ShareGroup, member: ShareMember, timeout_ms: int) -> None:
@@ -270,6 +306,7 @@ class ShareGroups:
             return
         log.info("group %s: member %s removed: %s", group.group_id, member.member_id, reason)
         self.remove_member(group, member)
+        self.persist(group)
         self.member_fenced(group.group_id, member.member_id)
 
     def remove_member(self, group: ShareGroup, member: ShareMember) -> None:

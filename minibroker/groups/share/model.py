@@ -8,7 +8,8 @@ to them. Partitions are shared: several members may have the same partition, and
 takes its target assignment at once (share groups have no revocation protocol). The group is
 Empty without members, else Stable.
 
-Kept in memory only: the share-group records of `__consumer_offsets` are not written yet.
+Written to `__consumer_offsets` as Kafka's share-group records (records.py) and loaded back
+with the group's coordinator partition.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ class ShareGroup:
     target: dict[str, Assignment] = field(default_factory=dict)
     # The existing topics the members subscribe to, by name.
     subscription_metadata: dict[str, TopicInfo] = field(default_factory=dict)
+    # The records last written for the group (records.py), by key.
+    written: dict[bytes, bytes | None] = field(default_factory=dict)
 
     @property
     def state(self) -> ShareGroupState:
