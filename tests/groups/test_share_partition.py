@@ -122,6 +122,18 @@ def test_a_member_released_at_session_close_gives_back_only_its_records() -> Non
     assert share.available_offsets(10) == [0, 1]
 
 
+def test_records_released_at_session_close_count_as_never_delivered() -> None:
+    share = SharePartition(0, LIMITS)
+    share.acquire_new("a", 0, 0, now_ms=0)
+    for delivery in range(2, LIMITS.delivery_count_limit + 1):
+        share.acknowledge("a", [ack(0, 0, RELEASE)], now_ms=delivery)
+        share.acquire("a", share.available_offsets(1), now_ms=delivery)
+    # at the limit, yet a session close makes it available again, one delivery fewer
+    assert share.release_member("a") == 1
+    share.acquire("b", share.available_offsets(1), now_ms=10)
+    assert share.acquired_ranges([0]) == [AcquiredRange(0, 0, LIMITS.delivery_count_limit)]
+
+
 def test_the_in_flight_limit_stops_new_acquisitions() -> None:
     share = SharePartition(0, ShareLimits(3, 4, 1000))
     share.acquire_new("a", 0, 3, now_ms=0)

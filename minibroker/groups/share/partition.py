@@ -284,14 +284,21 @@ class SharePartition:
     # ---- releasing -------------------------------------------------------------------------
 
     def release_member(self, member_id: str) -> int:
-        """Release every record `member_id` holds (its share session closed or it left)."""
+        """Release every record `member_id` holds (its share session closed or it left).
+
+        As Kafka's SharePartition does, such records count as fetched but never delivered to
+        the application: their delivery count goes back down by one, and they are made
+        available again even at the delivery count limit."""
         held = [
             r
             for r in self._records.values()
             if r.state == RecordState.ACQUIRED and r.member_id == member_id
         ]
         for record in held:
-            self._release(record)
+            self.changes += 1
+            record.delivery_count -= 1
+            record.state = RecordState.AVAILABLE
+            record.member_id = None
         self._advance_start()
         return len(held)
 
