@@ -414,7 +414,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
             self._mute_while_throttled()
         if self._decoder.buffered:  # frames held back while answers were unwritten
             self._start_buffered_frames()
-        else:
+        elif self._reading_paused or (self._writer is not None and self._writer.queued_frames):
+            # Fewer requests in flight may resume reading, answers queued behind a full socket
+            # may pause it; otherwise nothing changed since the last `_update_reading` (every
+            # other change of its conditions is followed by one).
             self._update_reading()
 
     def _authenticated(self) -> None:
