@@ -10,7 +10,8 @@ handler's to the byte; what this path leaves out is what cannot apply to it: the
 decoding, the fetch session (a sessionless context answers every partition), authorization
 and quotas (`dispatch` calls `answer` only when neither is configured), down-conversion and
 zstd checks (below v10). The answer to a fetch of one partition is framed from a cached
-template of the same encoder's bytes, as the produce path's answers are.
+template of the same encoder's bytes, as the produce path's answers are, in one C call
+(`fetch_answer`).
 
 A fetch that must wait is a `PendingFetch` rather than a task: it listens to its partitions'
 appends as the handler's long poll does, and its deadline (the handler's: `max_wait_ms` from

@@ -6,7 +6,8 @@ librdkafka and the Java client send), no transactional id, one topic, one partit
 uncompressed, non-transactional CreateTime batch that `validate_produce_records` accepts.
 This module then does what the handler does for such a batch (topic and leader lookup, the
 topic's limits, the producer's sequence check, the append) and frames the answer from a
-template per (version, topic, partition) with the correlation id and offsets patched in.
+template per (version, topic, partition) with the correlation id and offsets patched in
+(in one C call, `produce_answer`).
 
 The handler (`produce.py`) is the reference: everything this path does not answer exactly
 as the handler would returns UNHANDLED, and the request is decoded and handled as always:
