@@ -305,7 +305,8 @@ def collect(
 
 def poll_min_bytes(ctx: RequestContext, request: Any) -> int:
     """The bytes that end a long poll: `min_bytes`, at most `max_bytes`."""
-    return min(int(request.min_bytes), _max_bytes(ctx, request))
+    min_bytes, max_bytes = int(request.min_bytes), _max_bytes(ctx, request)
+    return min_bytes if min_bytes < max_bytes else max_bytes  # (no `min`: once per long poll)
 
 
 async def _long_poll(

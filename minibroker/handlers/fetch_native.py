@@ -10,7 +10,8 @@ handler's to the byte; what this path leaves out is what cannot apply to it: the
 decoding, the fetch session (a sessionless context answers every partition), authorization
 and quotas (`dispatch` calls `answer` only when neither is configured), down-conversion and
 zstd checks (below v10). The answer to a fetch of one partition is framed from a cached
-template of the same encoder's bytes, as the produce path's answers are.
+template of the same encoder's bytes, as the produce path's answers are, in one C call
+(`fetch_answer`).
 
 A fetch that must wait is a `PendingFetch` rather than a task: it listens to its partitions'
 appends as the handler's long poll does, and its deadline (the handler's: `max_wait_ms` from
@@ -27,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import struct
 import uuid
 import weakref
 from collections.abc import Callable
@@ -40,7 +40,6 @@ from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import EncodedFrame, RequestHeader
 from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.fetch_response import FetchedPartition, FetchedTopic, encode_fetch_response
-from minibroker.protocol.varint import encode_uvarint
 from minibroker.records.accel import pure_python_forced
 from minibroker.server.context import NO_ENTRY_ERRORS, RequestContext, Session
 
@@ -76,17 +75,21 @@ class PlainRequest(NamedTuple):
     isolation_level: int
 
 
-def _load() -> Callable[[memoryview], Plain | None] | None:
-    if pure_python_forced():
-        return None
+Builder: TypeAlias = Callable[..., bytearray]
+
+
+def _load() -> tuple[Callable[[memoryview], Plain | None] | None, Builder | None]:
+    """The request walk (None when the pure path is forced or the accelerator not built) and
+    the answer builder, a one-partition answer from its template in one call (only ever
+    called once the walk took a request; the encoder is its reference)."""
     try:
-        from minibroker.protocol._accel import plain_fetch
+        from minibroker.protocol._accel import fetch_answer, plain_fetch
     except ImportError:
-        return None
-    return plain_fetch
+        return None, None
+    return (None if pure_python_forced() else plain_fetch), fetch_answer
 
 
-native_plain_fetch = _load()
+native_plain_fetch, _fetch_answer = _load()
 
 
 def answer(
@@ -140,14 +143,11 @@ def _frame(ctx: RequestContext, reads: list[PartitionRead]) -> Answer:
 
 # A one-partition answer is its template's head (up to the preferred read replica), the
 # records' compact length, the records, and the partition's, topic's and response's empty
-# tagged fields. Patched into the head: the frame size and correlation id at 0, and the
-# high watermark, last stable offset and log start offset before the aborted transactions'
-# one-byte length (null or empty) and the preferred read replica.
-_SIZE_AND_CORRELATION = struct.Struct(">ii")
-_OFFSETS = struct.Struct(">qqq")
-_OFFSETS_FROM_END = _OFFSETS.size + 1 + 4
+# tagged fields (`_TAIL`). `fetch_answer` patches into the head the frame size and
+# correlation id at 0, and the high watermark, last stable offset and log start offset
+# before the aborted transactions' one-byte length (null or empty) and the preferred read
+# replica.
 _TAIL = b"\x00\x00\x00"
-_ONE_BYTE_UVARINT = 0x7F  # a compact length below this, plus one, is one byte
 _TemplateKey: TypeAlias = tuple[int, "int | str", int, bool]
 _templates: dict[_TemplateKey, bytes] = {}
 _MAX_TEMPLATES = 4096
@@ -166,17 +166,15 @@ def _single_partition_frame(ctx: RequestContext, read: PartitionRead, records: b
         if len(_templates) >= _MAX_TEMPLATES:
             _templates.clear()
         _templates[key] = head
-    frame = bytearray(head)
-    if len(records) < _ONE_BYTE_UVARINT:
-        frame.append(len(records) + 1)
-    else:
-        frame += encode_uvarint(len(records) + 1)
-    frame += records
-    frame += _TAIL
-    _SIZE_AND_CORRELATION.pack_into(frame, 0, len(frame) - 4, ctx.header.correlation_id)
-    offsets = (read.high_watermark, read.last_stable_offset, read.log_start_offset)
-    _OFFSETS.pack_into(frame, len(head) - _OFFSETS_FROM_END, *offsets)
-    return frame
+    assert _fetch_answer is not None  # (this path runs only with the accelerator)
+    return _fetch_answer(
+        head,
+        ctx.header.correlation_id,
+        read.high_watermark,
+        read.last_stable_offset,
+        read.log_start_offset,
+        records,
+    )
 
 
 def _template(
@@ -202,7 +200,9 @@ def _requested(cluster: Cluster, version: int, partitions: list[PlainPartition])
     for topic, index, leader_epoch, offset, max_bytes, log_start, last_epoch in partitions:
         if version >= _FIRST_TOPIC_ID_VERSION:
             assert isinstance(topic, bytes)
-            known = _known_topic(cluster, topic)
+            known = _known_topics.get(topic)  # `_known_topic`'s first test inline
+            if known is None or cluster.topics.get(known.name) is not known:
+                known = _known_topic(cluster, topic)
             # the topic's own id object when known: the handler compares it cheaply
             topic_key: uuid.UUID | str = _topic_id(topic) if known is None else known.topic_id
             name = None if known is None else known.name
@@ -291,7 +291,8 @@ class PendingFetch:
         self._reading_again = False
         for partition in partitions:
             partition.append_listeners.add(self)  # not a bound method: no reference cycle
-        self._deadlines = Deadlines.of(loop)
+        last = Deadlines.last  # `Deadlines.of`'s first test inline: this runs per long poll
+        self._deadlines = last if last is not None and last.loop is loop else Deadlines.of(loop)
         self._tick: int | None = self._deadlines.add(self, deadline)
 
     # ---- what the connection asks of a task ----
@@ -401,20 +402,20 @@ class Deadlines:
     )
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        self.loop = loop
         self._ticks: dict[int, dict[PendingFetch, None]] = {}
 
-    _last: Deadlines | None = None  # the last loop's, as a weak dictionary's get is slow
+    last: Deadlines | None = None  # the last loop's, as a weak dictionary's get is slow
 
     @classmethod
     def of(cls, loop: asyncio.AbstractEventLoop) -> Deadlines:
-        last = cls._last
-        if last is not None and last._loop is loop:
+        last = cls.last
+        if last is not None and last.loop is loop:
             return last
         deadlines = cls._of_loop.get(loop)
         if deadlines is None:
             deadlines = cls._of_loop[loop] = cls(loop)
-        cls._last = deadlines
+        cls.last = deadlines
         return deadlines
 
     def add(self, pending: PendingFetch, deadline: float) -> int:
@@ -422,7 +423,7 @@ class Deadlines:
         waiting = self._ticks.get(tick)
         if waiting is None:
             waiting = self._ticks[tick] = {}
-            self._loop.call_at(tick / 1000, self._expire, tick)
+            self.loop.call_at(tick / 1000, self._expire, tick)
         waiting[pending] = None
         return tick
 

@@ -6,7 +6,8 @@ librdkafka and the Java client send), no transactional id, one topic, one partit
 uncompressed, non-transactional CreateTime batch that `validate_produce_records` accepts.
 This module then does what the handler does for such a batch (topic and leader lookup, the
 topic's limits, the producer's sequence check, the append) and frames the answer from a
-template per (version, topic, partition) with the correlation id and offsets patched in.
+template per (version, topic, partition) with the correlation id and offsets patched in
+(in one C call, `produce_answer`).
 
 The handler (`produce.py`) is the reference: everything this path does not answer exactly
 as the handler would returns UNHANDLED, and the request is decoded and handled as always:
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import struct
 import time
 import uuid
 from collections.abc import Callable
@@ -68,17 +68,21 @@ class Unhandled(enum.Enum):
 UNHANDLED = Unhandled.UNHANDLED
 
 
-def _load() -> Callable[[memoryview], Plain | None] | None:
-    if pure_python_forced():
-        return None
+Builder: TypeAlias = Callable[..., bytearray]
+
+
+def _load() -> tuple[Callable[[memoryview], Plain | None] | None, Builder | None]:
+    """The request walk (None when the pure path is forced or the accelerator not built) and
+    the answer builder, the answer from its template in one call (only ever called once the
+    walk took a request; the encoder is its reference)."""
     try:
-        from minibroker.protocol._accel import plain_produce
+        from minibroker.protocol._accel import plain_produce, produce_answer
     except ImportError:
-        return None
-    return plain_produce
+        return None, None
+    return (None if pure_python_forced() else plain_produce), produce_answer
 
 
-native_plain_produce = _load()
+native_plain_produce, _produce_answer = _load()
 
 
 def answer(broker: Broker, frame: memoryview) -> bytearray | Unhandled | None:
@@ -99,7 +103,10 @@ def answer(broker: Broker, frame: memoryview) -> bytearray | Unhandled | None:
         null_keys and config.compacted
     ):
         return UNHANDLED
-    max_timestamp = max(NO_TIMESTAMP, base_timestamp + max_delta)
+    # (no `max`: the builtin parses keywords, a measurable share of a small request)
+    max_timestamp = base_timestamp + max_delta
+    if max_timestamp < NO_TIMESTAMP:
+        max_timestamp = NO_TIMESTAMP
     data = frame[start:stop] if not frame.readonly else bytearray(frame[start:stop])
     batch = ValidatedBatch(data, *plain[9:13], is_transactional=False, max_timestamp=max_timestamp)
     # (`check_append` lets a plain producer's batch through at its first test: not called then)
@@ -164,13 +171,10 @@ def _takes_as_is(
     )
 
 
-# The fields patched into a template: the correlation id at 4 and, from the frame's end,
-# base offset, log append time (-1: CreateTime) and log start offset, then 9 bytes (no
-# record errors, null error message, the partition's, the topic's and the response's empty
-# tagged fields around throttle time 0).
-_CORRELATION = struct.Struct(">i")
-_OFFSETS = struct.Struct(">qqq")
-_OFFSETS_FROM_END = _OFFSETS.size + 9
+# The fields `produce_answer` patches into a template: the correlation id at 4 and, from the
+# frame's end, base offset, log append time (-1: CreateTime) and log start offset, then 9
+# bytes (no record errors, null error message, the partition's, the topic's and the
+# response's empty tagged fields around throttle time 0).
 _TemplateKey: TypeAlias = tuple[int, "str | bytes", int]
 _templates: dict[_TemplateKey, bytes] = {}
 _MAX_TEMPLATES = 4096
@@ -192,11 +196,8 @@ def _answer_frame(
         if len(_templates) >= _MAX_TEMPLATES:
             _templates.clear()
         _templates[key] = template
-    frame = bytearray(template)
-    _CORRELATION.pack_into(frame, 4, correlation_id)
-    at = len(frame) - _OFFSETS_FROM_END
-    _OFFSETS.pack_into(frame, at, base_offset, NO_TIMESTAMP, partition.log.log_start_offset)
-    return frame
+    assert _produce_answer is not None  # (this path runs only with the accelerator)
+    return _produce_answer(template, correlation_id, base_offset, partition.log.log_start_offset)
 
 
 def _error_frame(plain: Plain, error: ErrorCode, message: str) -> bytearray | None:

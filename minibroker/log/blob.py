@@ -151,7 +151,8 @@ class FileBlob:
 
     @property
     def size(self) -> int:
-        return max(self._size, 0)
+        # (no `max`: a builtin with keyword parsing, and this is asked twice per append)
+        return self._size if self._size > 0 else 0
 
     def exists(self) -> bool:
         return self._size >= 0

@@ -15,6 +15,11 @@
  * `plain_fetch(frame)`: the common Fetch request whole (see handlers/fetch_native.py): v12-18,
  * a consumer's (replica id -1, no ReplicaState), sessionless (session id 0, epoch -1), no
  * forgotten topics, no tagged fields. None for anything else.
+ *
+ * `produce_answer(...)` and `fetch_answer(...)`: the answer frames of the native paths, from a
+ * template the Python encoder made (handlers/produce_native.py, fetch_native.py), with the
+ * request's and partition's fields patched in: what the Python code did with `bytearray`
+ * and `Struct.pack_into`, in one call.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -376,6 +381,25 @@ static int plain_batch(const uint8_t *p, Py_ssize_t size, Batch *b) {
                     &b->null_keys);
 }
 
+/* A tuple of `n` items: an int from `ints[i]`, or `objects[i]` where that is not NULL (a new
+ * reference, which the tuple takes, or which is released on failure). Built directly, as
+ * Py_BuildValue's format parsing costs about as much as the rest of a small request's walk. */
+static PyObject *tuple_of(Py_ssize_t n, const int64_t *ints, PyObject **objects) {
+    PyObject *tuple = PyTuple_New(n);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = objects != NULL && objects[i] != NULL ? objects[i]
+                         : tuple != NULL ? PyLong_FromLongLong((long long)ints[i])
+                                         : NULL;
+        if (tuple == NULL || item == NULL) {
+            Py_XDECREF(item);
+            Py_CLEAR(tuple);
+            continue; /* the remaining objects are released too */
+        }
+        PyTuple_SET_ITEM(tuple, i, item);
+    }
+    return tuple;
+}
+
 static PyObject *plain_produce(PyObject *module, PyObject *frame) {
     (void)module;
     Py_buffer view;
@@ -392,12 +416,14 @@ static PyObject *plain_produce(PyObject *module, PyObject *frame) {
                        &correlation_id)
         && single_partition_body(&r, (int)version, &acks, &topic, &index, &start, &stop)
         && plain_batch(r.buf + start, stop - start, &b)) {
-        result = Py_BuildValue(
-            "(LLLOLnnLLLLLLLLL)", (long long)version, (long long)correlation_id,
-            (long long)acks, topic, (long long)index, start, stop, (long long)b.base_timestamp,
-            (long long)b.max_timestamp, (long long)b.producer_id, (long long)b.producer_epoch,
-            (long long)b.base_sequence, (long long)b.count, (long long)b.min_delta,
-            (long long)b.max_delta, (long long)b.null_keys);
+        int64_t ints[16] = {version,          correlation_id, acks,          0,
+                            index,            start,          stop,          b.base_timestamp,
+                            b.max_timestamp,  b.producer_id,  b.producer_epoch,
+                            b.base_sequence,  b.count,        b.min_delta,
+                            b.max_delta,      b.null_keys};
+        PyObject *objects[16] = {NULL, NULL, NULL, topic};
+        topic = NULL; /* the tuple's */
+        result = tuple_of(16, ints, objects);
     }
     Py_XDECREF(topic);
     PyBuffer_Release(&view);
@@ -425,9 +451,11 @@ static PyObject *fetch_partition(Reader *r, PyObject *topic) {
         || !fixed(r, 4, &max_bytes) || !no_tagged_fields(r)) {
         return NULL;
     }
-    return Py_BuildValue("(OLLLLLL)", topic, (long long)index, (long long)leader_epoch,
-                         (long long)fetch_offset, (long long)max_bytes,
-                         (long long)log_start_offset, (long long)last_fetched_epoch);
+    int64_t ints[7] = {0,         index,           leader_epoch,      fetch_offset,
+                       max_bytes, log_start_offset, last_fetched_epoch};
+    PyObject *objects[7] = {topic};
+    Py_INCREF(topic);
+    return tuple_of(7, ints, objects);
 }
 
 /* One FetchTopic, its partitions appended to `partitions`; 0 if not plain. */
@@ -511,10 +539,11 @@ static PyObject *plain_fetch(PyObject *module, PyObject *frame) {
             (const char *)r.buf + CLIENT_ID_AT,
             client_id_length < 0 ? 0 : (Py_ssize_t)client_id_length, NULL);
         if (client_id != NULL) {
-            result = Py_BuildValue("(LLNLLLLO)", (long long)version, (long long)correlation_id,
-                                   client_id, (long long)max_wait_ms, (long long)min_bytes,
-                                   (long long)max_bytes, (long long)isolation_level,
-                                   partitions);
+            int64_t ints[8] = {version,   correlation_id, 0, max_wait_ms, min_bytes,
+                               max_bytes, isolation_level, 0};
+            PyObject *objects[8] = {NULL, NULL, client_id, NULL, NULL, NULL, NULL, partitions};
+            partitions = NULL; /* the tuple's */
+            result = tuple_of(8, ints, objects);
         }
     }
     Py_XDECREF(partitions);
@@ -524,6 +553,126 @@ static PyObject *plain_fetch(PyObject *module, PyObject *frame) {
         Py_RETURN_NONE;
     }
     return result;
+}
+
+/* ---- answer frames ------------------------------------------------------------------ */
+
+static void put_be(uint8_t *p, int size, int64_t value) {
+    for (int i = size - 1; i >= 0; i--) {
+        p[i] = (uint8_t)(value & 0xFF);
+        value >>= 8;
+    }
+}
+
+/* Fast-call arguments: `count` ints from `args[first]` on; 0 with an exception set if one
+ * is not an int or does not fit 64 bits. */
+static int int_args(PyObject *const *args, Py_ssize_t first, Py_ssize_t count, int64_t *out) {
+    for (Py_ssize_t i = 0; i < count; i++) {
+        out[i] = PyLong_AsLongLong(args[first + i]);
+        if (out[i] == -1 && PyErr_Occurred()) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The offsets of one produced partition sit before 9 fixed bytes at the template's end (no
+ * record errors, null error message, the partition's, topic's and response's empty tagged
+ * fields around throttle time 0): base offset, log append time, log start offset. */
+#define PRODUCE_OFFSETS_FROM_END (3 * 8 + 9)
+
+/* produce_answer(template, correlation_id, base_offset, log_start_offset) -> bytearray: the
+ * template (a whole answer frame) with the correlation id at 4 and the partition's offsets
+ * (log append time -1: CreateTime) patched in (produce_native.py's `_answer_frame`). */
+static PyObject *produce_answer(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    int64_t ints[3];
+    if (nargs != 4 || !PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "produce_answer(template, correlation_id, "
+                                         "base_offset, log_start_offset)");
+        return NULL;
+    }
+    Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
+    if (size < 8 + PRODUCE_OFFSETS_FROM_END) {
+        PyErr_SetString(PyExc_ValueError, "produce_answer: template too short");
+        return NULL;
+    }
+    if (!int_args(args, 1, 3, ints)) {
+        return NULL;
+    }
+    PyObject *frame = PyByteArray_FromStringAndSize(PyBytes_AS_STRING(args[0]), size);
+    if (frame == NULL) {
+        return NULL;
+    }
+    uint8_t *p = (uint8_t *)PyByteArray_AS_STRING(frame);
+    put_be(p + 4, 4, ints[0]);
+    uint8_t *offsets = p + size - PRODUCE_OFFSETS_FROM_END;
+    put_be(offsets, 8, ints[1]);
+    put_be(offsets + 8, 8, -1);
+    put_be(offsets + 16, 8, ints[2]);
+    return frame;
+}
+
+/* The offsets of a fetched partition sit before the aborted transactions' one-byte length
+ * (null or empty) and the preferred read replica (4 bytes) at the head's end. */
+#define FETCH_OFFSETS_FROM_END (3 * 8 + 1 + 4)
+#define FETCH_TAIL_BYTES 3 /* the partition's, topic's and response's empty tagged fields */
+
+/* fetch_answer(head, correlation_id, high_watermark, last_stable_offset, log_start_offset,
+ * records) -> bytearray: a one-partition Fetch answer (fetch_native.py's
+ * `_single_partition_frame`): the head (the answer up to the preferred read replica), the
+ * records' compact length and the records, the empty tagged fields; the frame size and
+ * correlation id at 0 and the offsets patched into the head. */
+static PyObject *fetch_answer(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    int64_t ints[4];
+    if (nargs != 6 || !PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "fetch_answer(head, correlation_id, high_watermark, "
+                                         "last_stable_offset, log_start_offset, records)");
+        return NULL;
+    }
+    Py_ssize_t head_size = PyBytes_GET_SIZE(args[0]);
+    if (head_size < 8 + FETCH_OFFSETS_FROM_END) {
+        PyErr_SetString(PyExc_ValueError, "fetch_answer: head too short");
+        return NULL;
+    }
+    if (!int_args(args, 1, 4, ints)) {
+        return NULL;
+    }
+    Py_buffer records;
+    if (PyObject_GetBuffer(args[5], &records, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    uint8_t length[10];
+    int length_bytes = 0;
+    for (uint64_t value = (uint64_t)records.len + 1; ; value >>= 7) {
+        length[length_bytes++] = (uint8_t)((value & 0x7F) | (value > 0x7F ? 0x80 : 0));
+        if (value <= 0x7F) {
+            break;
+        }
+    }
+    Py_ssize_t size = head_size + length_bytes + records.len + FETCH_TAIL_BYTES;
+    if (size - 4 > INT32_MAX) {
+        PyBuffer_Release(&records);
+        PyErr_SetString(PyExc_OverflowError, "fetch_answer: frame too large");
+        return NULL;
+    }
+    PyObject *frame = PyByteArray_FromStringAndSize(NULL, size);
+    if (frame != NULL) {
+        uint8_t *p = (uint8_t *)PyByteArray_AS_STRING(frame);
+        memcpy(p, PyBytes_AS_STRING(args[0]), (size_t)head_size);
+        memcpy(p + head_size, length, (size_t)length_bytes);
+        memcpy(p + head_size + length_bytes, records.buf, (size_t)records.len);
+        memset(p + size - FETCH_TAIL_BYTES, 0, FETCH_TAIL_BYTES);
+        put_be(p, 4, size - 4);
+        put_be(p + 4, 4, ints[0]);
+        uint8_t *offsets = p + head_size - FETCH_OFFSETS_FROM_END;
+        put_be(offsets, 8, ints[1]);
+        put_be(offsets + 8, 8, ints[2]);
+        put_be(offsets + 16, 8, ints[3]);
+    }
+    PyBuffer_Release(&records);
+    return frame;
 }
 
 static PyMethodDef methods[] = {
@@ -538,6 +687,11 @@ static PyMethodDef methods[] = {
      "plain_fetch(frame) -> (version, correlation_id, client_id, max_wait_ms, min_bytes, "
      "max_bytes, isolation_level, [(topic, partition, current_leader_epoch, fetch_offset, "
      "partition_max_bytes, log_start_offset, last_fetched_epoch)]) | None"},
+    {"produce_answer", (PyCFunction)(void (*)(void))produce_answer, METH_FASTCALL,
+     "produce_answer(template, correlation_id, base_offset, log_start_offset) -> bytearray"},
+    {"fetch_answer", (PyCFunction)(void (*)(void))fetch_answer, METH_FASTCALL,
+     "fetch_answer(head, correlation_id, high_watermark, last_stable_offset, "
+     "log_start_offset, records) -> bytearray"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -22,3 +22,15 @@ def plain_fetch(
     tuple[int, int, str, int, int, int, int, list[tuple[str | bytes, int, int, int, int, int, int]]]
     | None
 ): ...
+def produce_answer(
+    template: bytes, correlation_id: int, base_offset: int, log_start_offset: int, /
+) -> bytearray: ...
+def fetch_answer(
+    head: bytes,
+    correlation_id: int,
+    high_watermark: int,
+    last_stable_offset: int,
+    log_start_offset: int,
+    records: bytes,
+    /,
+) -> bytearray: ...

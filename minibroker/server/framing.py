@@ -118,8 +118,13 @@ class FrameDecoder:
         if size <= DIRECT_FRAME_BYTES:
             if available < size:
                 return None
-            frame = self._scratch[body_start : body_start + size]  # a slice is a copy
-            self._consume(body_start + size)
+            end = body_start + size
+            frame = self._scratch[body_start:end]  # a slice is a copy
+            # `_consume`, inline (once per request)
+            if end == self._end:
+                self._start = self._end = 0
+            else:
+                self._start = end
             return memoryview(frame)
         self._direct = self._take_buffer(max(min(size, _FIRST_ALLOCATION), available))
         self._direct_size = size

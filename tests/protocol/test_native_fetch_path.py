@@ -9,7 +9,8 @@ topics) and with what the handler's own functions answer inside it (unknown topi
 partitions, offsets out of range, leader epochs, size limits, read_committed); long polls
 are compared when they time out and when an append ends them, and a cancelled one leaves no
 listener behind. Mutated frames check that `plain_fetch` takes only what the pure decoder
-accepts, with the same fields. The native run uses the built extension even under
+accepts, with the same fields, and the one-partition answer built in C from its template is
+`fetch_frame`'s for any offsets and records' size. The native run uses the built extension even under
 MINIBROKER_PURE_PYTHON=1; skipped only when it was not built."""
 
 from __future__ import annotations
@@ -25,14 +26,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from minibroker.cluster.fetch_sessions import Requested, Wanted
 from minibroker.config import BrokerConfig
 from minibroker.handlers import fetch_native
+from minibroker.handlers.fetch import PartitionRead, fetch_frame
 from minibroker.log.blob import FileRegion
 from minibroker.protocol.api_keys import ApiKey
-from minibroker.protocol.codec import EncodedFrame, decode_body, decode_header
+from minibroker.protocol.codec import EncodedFrame, RequestHeader, decode_body, decode_header
+from minibroker.protocol.errors import ErrorCode
 from minibroker.records.records import build_batch
 from minibroker.server.broker import Broker
-from minibroker.server.context import Session
+from minibroker.server.context import RequestContext, Session
 from minibroker.server.dispatch import dispatch
 from tests.wire import encode_request, request_frame
 
@@ -357,3 +361,42 @@ def test_plain_fetch_takes_only_what_the_pure_decoder_accepts(
         for p in topic.partitions
     ]
     assert plain[7] == decoded
+
+
+_int64 = st.integers(-(2**63), 2**63 - 1)
+# compact lengths of one, two and three bytes
+_records = st.binary(max_size=300) | st.binary(min_size=16_370, max_size=16_400)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    version=st.integers(12, 18),
+    correlation_id=st.integers(-(2**31), 2**31 - 1),
+    index=st.integers(0, PARTITIONS - 1),
+    offsets=st.tuples(_int64, _int64, _int64),
+    committed=st.booleans(),
+    records=_records,
+)
+def test_one_partition_answer_is_the_handlers(
+    version: int,
+    correlation_id: int,
+    index: int,
+    offsets: tuple[int, int, int],
+    committed: bool,
+    records: bytes,
+) -> None:
+    """The native path's one-partition answer (its template patched by `fetch_answer`) is
+    the handler's `fetch_frame` to the byte, whatever the offsets and records' size."""
+    broker = _broker(None)
+    broker.cluster.create_topic("t", PARTITIONS, {})
+    topic = broker.cluster.topics["t"]
+    topic_key: uuid.UUID | str = topic.topic_id if version >= 13 else "t"
+    header = RequestHeader(ApiKey.Fetch, version, correlation_id, "client")
+    ctx = RequestContext(broker, header, broker.config.listeners[0], Session())
+    read = PartitionRead(Requested((topic_key, index), "t", Wanted(0, 1 << 20)))
+    read.high_watermark, read.last_stable_offset, read.log_start_offset = offsets
+    read.records = records
+    read.aborted_transactions = [] if committed else None
+    native_answer = fetch_native._single_partition_frame(ctx, read, records)
+    assert isinstance(native_answer, bytearray)
+    assert bytes(native_answer) == _bytes(fetch_frame(ctx, ErrorCode.NO_ERROR, 0, [read]))

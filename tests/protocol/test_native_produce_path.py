@@ -281,3 +281,36 @@ def test_not_leader_and_replicated_acks_all_are_the_handlers(tmp_path: Path) -> 
             frame = bytearray(_frame({**request, "acks": acks}, broker, 1)[4:])
             with _native(native.plain_produce):
                 assert produce_native.answer(broker, memoryview(frame)) is produce_native.UNHANDLED
+
+
+_int64 = st.integers(-(2**63), 2**63 - 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    version=st.integers(9, 13),
+    correlation_id=st.integers(-(2**31), 2**31 - 1),
+    name=st.text(min_size=1, max_size=30),
+    topic_id=st.uuids(),
+    index=st.integers(0, 2**31 - 1),
+    base_offset=_int64,
+    log_start_offset=_int64,
+)
+def test_produce_answer_is_the_encoders(
+    version: int,
+    correlation_id: int,
+    name: str,
+    topic_id: uuid.UUID,
+    index: int,
+    base_offset: int,
+    log_start_offset: int,
+) -> None:
+    """`produce_answer` patches the template into exactly the frame the encoder makes."""
+    topic_key: str | bytes = topic_id.bytes if version >= 13 else name
+    no_error = produce_native.ErrorCode.NO_ERROR
+    template = bytes(produce_native._encoded(version, 0, topic_key, index, no_error, 0, -1, None))
+    expected = produce_native._encoded(
+        version, correlation_id, topic_key, index, no_error, base_offset, log_start_offset, None
+    )
+    built = native.produce_answer(template, correlation_id, base_offset, log_start_offset)
+    assert isinstance(built, bytearray) and built == expected
