@@ -10,8 +10,8 @@ partitions, offsets out of range, leader epochs, size limits, read_committed); l
 are compared when they time out and when an append ends them, and a cancelled one leaves no
 listener behind. Mutated frames check that `plain_fetch` takes only what the pure decoder
 accepts, with the same fields, and the one-partition answer built in C from its template is
-`fetch_frame`'s for any offsets and records' size. The native run uses the built extension even under
-MINIBROKER_PURE_PYTHON=1; skipped only when it was not built."""
+`fetch_frame`'s for any offsets and records' size. The native run uses the built extension
+even under MINIBROKER_PURE_PYTHON=1; skipped only when it was not built."""
 
 from __future__ import annotations
 
