@@ -126,12 +126,17 @@ class FilePool:
 class FileBlob:
     """A file whose size is tracked here, so appends never need a `stat`."""
 
-    def __init__(self, path: Path | str, pool: FilePool, *, new: bool = False) -> None:
+    def __init__(
+        self, path: Path | str, pool: FilePool, *, new: bool = False, absent: bool = False
+    ) -> None:
         """The file at `path` as it is on disk; with `new`, created empty now (its descriptor
-        is opened in the pool on first use)."""
+        is opened in the pool on first use); with `absent`, known not to exist yet (created by
+        its first write)."""
         self._key = str(path)
         self._pool = pool
-        if new:
+        if absent:
+            self._size, self.modified_ms = -1, 0
+        elif new:
             os.close(os.open(self._key, _CREATE_EMPTY, 0o644))
             self._size, self.modified_ms = 0, time.time_ns() // 1_000_000
         else:

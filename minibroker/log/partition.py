@@ -151,7 +151,7 @@ class FilePartitionLog(SegmentedLog):
         """Open an existing partition directory. After an unclean shutdown every segment from
         the one holding the recovery point is re-checked batch by batch and re-indexed; any
         segment whose index is missing or inconsistent is re-indexed too. Transaction indexes
-        are rebuilt from the first segment re-checked or whose `.txnindex` is missing or torn."""
+        are rebuilt from the first segment re-checked or whose `.txnindex` is torn."""
         now = wall_clock_ms() if now_ms is None else now_ms
         log = cls(directory, topic, partition, topic_id, config, pool, now)
         log._load_segments(now, recovery_point, clean_shutdown)
@@ -278,13 +278,7 @@ class FilePartitionLog(SegmentedLog):
         return True
 
     def _txn_index_is_sound(self, segment: LogSegment) -> bool:
-        if not segment.txn_index.blob.exists():
-            logger.warning(
-                "%s: rebuilding missing transaction index of %d",
-                self.directory,
-                segment.base_offset,
-            )
-            return False
+        """A missing `.txnindex` is an empty one (Kafka creates it lazily)."""
         try:
             segment.txn_index.check()
         except CorruptIndexError as error:
@@ -306,10 +300,14 @@ class FilePartitionLog(SegmentedLog):
     # -- segment files -------------------------------------------------------------------------
 
     def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        """As Kafka, the `.txnindex` is created by its first entry: a segment without aborted
+        transactions has none (one inode fewer per partition created)."""
         prefix = os.path.join(self.directory, segment_file_name(base_offset, ""))
-        log, offset_index, time_index, txn_index = (
-            FileBlob(prefix + suffix, self._pool, new=True) for suffix in SEGMENT_SUFFIXES
+        log, offset_index, time_index = (
+            FileBlob(prefix + suffix, self._pool, new=True)
+            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
         )
+        txn_index = FileBlob(prefix + TXN_INDEX_SUFFIX, self._pool, absent=True)
         return LogSegment(
             base_offset, log, offset_index, time_index, txn_index, self.config, now_ms=now_ms
         )

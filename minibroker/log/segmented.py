@@ -238,10 +238,14 @@ class SegmentedLog(ABC):
         self, producer_id: int, first_offset: int, last_offset: int, last_stable_offset: int
     ) -> None:
         index = self._active.txn_index
+        created = not index.blob.exists()
         index.append(AbortedTxn(producer_id, first_offset, last_offset, last_stable_offset))
+        if created:  # the segment's first entry created its file
+            self._segments_changed()
         if self.recovery_point > last_offset:
             # The marker was flushed as it was appended: recovery will not rebuild this entry.
             index.flush()
+            self._flush_directory()
 
     @storage_operation
     def collect_aborted_txns(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
@@ -267,7 +271,10 @@ class SegmentedLog(ABC):
                 if txn is not None:
                     aborted.append(txn)
             if position >= first_position:
+                created = bool(aborted) and not segment.txn_index.blob.exists()
                 segment.txn_index.reset(aborted)
+                if created:
+                    self._segments_changed()
 
     # -- truncation, deletion, retention -------------------------------------------------------
 

@@ -109,7 +109,9 @@ class TransactionIndex:
         self._last_offset = None
 
     def reset(self, txns: Iterable[AbortedTxn] = ()) -> None:
-        self.blob.truncate(0)
+        """Replace the entries with `txns` (a missing file stays missing if there are none)."""
+        if self.blob.exists():
+            self.blob.truncate(0)
         self._last_offset = None
         self._unflushed = True
         for txn in txns:

@@ -108,11 +108,9 @@ def test_roll_on_segment_bytes_names_files_and_relative_offsets(tmp_path: Path) 
         "00000000000000000000.index",
         "00000000000000000000.log",
         "00000000000000000000.timeindex",
-        "00000000000000000000.txnindex",
         "00000000000000000006.index",
         "00000000000000000006.log",
         "00000000000000000006.timeindex",
-        "00000000000000000006.txnindex",
         "partition.metadata",
     ]
     stored = [stamped(b, o, LEADER_EPOCH) for b, o in zip(originals, BASE_OFFSETS, strict=True)]

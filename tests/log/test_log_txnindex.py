@@ -1,6 +1,6 @@
 """`.txnindex`: Kafka's aborted-transaction index per segment, in the file and memory backends:
-collected across segments, truncated, deleted with its segment, rebuilt after a crash or when
-missing or torn."""
+collected across segments, truncated, deleted with its segment, created by its first entry,
+rebuilt after a crash or when torn."""
 
 from __future__ import annotations
 
@@ -103,11 +103,42 @@ def test_index_files_sit_beside_their_segments_and_go_with_them(tmp_path: Path) 
     log = manager.create(TOPIC, 0, uuid.uuid4(), config)
     write_scenario(log)
     files = txnindex_files(tmp_path / "data")
-    assert len(files) == len(log.segments())
+    # As Kafka, only a segment with an aborted transaction has a `.txnindex`.
+    assert len(files) == len(EXPECTED)
+    assert set(files) < {f"{base:020d}.txnindex" for base, _ in log.segments()}
     assert b"".join(files.values()) == b"".join(txn.encode() for txn in EXPECTED)
     manager.run_retention(now_ms=T0)
     assert [base for base, _ in log.segments()] == [log.segments()[-1][0]]
-    assert list(txnindex_files(tmp_path / "data")) == [f"{log.segments()[0][0]:020d}.txnindex"]
+    assert txnindex_files(tmp_path / "data") == {}
+    manager.close()
+
+
+def test_no_file_until_the_first_aborted_transaction(tmp_path: Path) -> None:
+    """Kafka creates a segment's `.txnindex` lazily; a missing one is an empty one, after a
+    clean shutdown as after a crash (recovery creates only the files that hold entries)."""
+    manager = manager_for("file", tmp_path)
+    log = manager.create(TOPIC, 0, uuid.uuid4(), CONFIG)
+    assert txnindex_files(tmp_path / "data") == {}
+    write_scenario(log)
+    written = txnindex_files(tmp_path / "data")
+    assert len(written) == len(EXPECTED)
+    manager.close()
+    manager = manager_for("file", tmp_path)
+    [log] = manager.load()
+    assert txnindex_files(tmp_path / "data") == written
+    assert log.collect_aborted_txns(0, log.log_end_offset) == EXPECTED
+    manager.delete(TOPIC, 0)
+    manager.close()
+
+    manager = manager_for("file", tmp_path)
+    write_scenario(manager.create(TOPIC, 0, uuid.uuid4(), CONFIG))
+    manager.pool.close_all()  # a crash: nothing flushed, the files' creation lost
+    for path in (tmp_path / "data" / f"{TOPIC}-0").glob("*.txnindex"):
+        path.unlink()
+    manager = manager_for("file", tmp_path)
+    [log] = manager.load()
+    assert txnindex_files(tmp_path / "data") == written
+    assert log.collect_aborted_txns(0, log.log_end_offset) == EXPECTED
     manager.close()
 
 
@@ -125,19 +156,15 @@ def test_rebuilt_after_a_crash_as_written(tmp_path: Path) -> None:
     manager.close()
 
 
-@pytest.mark.parametrize("damage", ["missing", "torn", "below-base"])
-def test_missing_or_corrupt_index_is_rebuilt_after_a_clean_shutdown(
-    tmp_path: Path, damage: str
-) -> None:
+@pytest.mark.parametrize("damage", ["torn", "below-base"])
+def test_corrupt_index_is_rebuilt_after_a_clean_shutdown(tmp_path: Path, damage: str) -> None:
     manager = manager_for("file", tmp_path)
     write_scenario(manager.create(TOPIC, 0, uuid.uuid4(), CONFIG))
     manager.close()
     written = txnindex_files(tmp_path / "data")
     name = next(name for name, data in written.items() if data and not name.startswith("0" * 20))
     victim = tmp_path / "data" / f"{TOPIC}-0" / name
-    if damage == "missing":
-        victim.unlink()
-    elif damage == "torn":
+    if damage == "torn":
         victim.write_bytes(victim.read_bytes()[:-5])
     else:
         victim.write_bytes(AbortedTxn(9, 0, 0, 1).encode())
