@@ -10,8 +10,10 @@ limits (KIP-74), later ones only whole batches within `max_bytes` and their own
 still served whole) and list the aborted transactions overlapping the returned range, from the
 segments' `.txnindex` (Kafka's `LocalLog.collectAbortedTransactions`): an empty list when there
 are none, null for read_uncommitted. Control batches are served like data; clients skip
-them. Offsets outside [log start, high watermark] get
-OFFSET_OUT_OF_RANGE; a leader epoch newer than ours gets UNKNOWN_LEADER_EPOCH, an older one
+them. Offsets outside [log start, log end] get OFFSET_OUT_OF_RANGE; one past the high
+watermark (or last stable offset) but not past the log end is answered empty, as Kafka's
+`LocalLog.read` answers it (a new leader's high watermark may be behind what consumers read
+from the old one); a leader epoch newer than ours gets UNKNOWN_LEADER_EPOCH, an older one
 FENCED_LEADER_EPOCH. A partition whose storage failed (offline log) gets KAFKA_STORAGE_ERROR
 (NOT_LEADER_OR_FOLLOWER at v4-5, as Kafka down-converts it for clients that may not know it).
 In an in-process cluster a partition this node does not lead gets NOT_LEADER_OR_FOLLOWER.
@@ -253,12 +255,11 @@ def _read_partition(
             result.error = epoch_error
             return result
     upper = last_stable_offset if read_committed else high_watermark
-    readable_end = high_watermark
     if replica_id >= 0 and partition.replication is not None:
         _follower_fetched(ctx, partition, replica_id, wanted.fetch_offset)
-        upper = readable_end = log.log_end_offset
+        upper = log.log_end_offset
         result.high_watermark = partition.high_watermark
-    if wanted.fetch_offset > readable_end:
+    if wanted.fetch_offset > log.log_end_offset:
         result.error = ErrorCode.OFFSET_OUT_OF_RANGE
         return result
     if result.log_start_offset <= wanted.fetch_offset >= upper:

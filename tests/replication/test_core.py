@@ -373,6 +373,57 @@ def test_fetch_from_an_offline_partition_names_no_leader(cluster: KafkaCluster) 
     cluster.wait_in_sync("no-leader")
 
 
+def _consumer_fetch(cluster: KafkaCluster, topic: str, offset: int) -> Any:
+    """A consumer's Fetch v16 of partition 0 from `offset`, answered at once; its partition."""
+    with WireClient(cluster.address(cluster.leader(topic, 0))) as client:
+        response = client.call(
+            ApiKey.Fetch,
+            16,
+            max_wait_ms=0,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[
+                {
+                    "topic_id": _topic_id(cluster, topic),
+                    "partitions": [
+                        {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
+                    ],
+                }
+            ],
+            forgotten_topics_data=[],
+            rack_id="",
+        )
+    return response.responses[0].partitions[0]
+
+
+def test_a_fetch_past_the_high_watermark_but_not_the_log_end_is_answered_empty(
+    cluster: KafkaCluster,
+) -> None:
+    """Kafka's `LocalLog.read`: out of range only past the log end; between the high
+    watermark and the log end (where a consumer of a previous leader may stand while a new
+    leader's high watermark catches up) the answer is empty, without error."""
+    cluster.create_topic("above-hw", replication_factor=3)
+    cluster.wait_in_sync("above-hw")
+    partition0.produce(cluster, "above-hw", [b"replicated"])
+    for node in cluster.node_ids:
+        if node != cluster.leader("above-hw", 0):
+            cluster.pause_replication(node, "above-hw")
+    try:
+        partition0.produce(cluster, "above-hw", [b"leader only", b"too"], acks=1)
+        assert cluster.high_watermark("above-hw", 0) == 1
+        between = _consumer_fetch(cluster, "above-hw", 2)
+        assert (between.error_code, between.high_watermark) == (ErrorCode.NO_ERROR, 1)
+        assert not between.records
+        assert _consumer_fetch(cluster, "above-hw", 4).error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    finally:
+        for node in cluster.node_ids:
+            cluster.resume_replication(node, "above-hw")
+    cluster.wait_in_sync("above-hw")
+
+
 def _topic_id(cluster: KafkaCluster, topic: str) -> Any:
     with WireClient(cluster.address(1)) as client:
         metadata = client.call(ApiKey.Metadata, 12, topics=[{"name": topic}])
