@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Sized
+from collections.abc import Mapping, Sized
 from typing import TypeAlias
 
 from minibroker.protocol.varint import encode_uvarint
@@ -21,6 +21,23 @@ _INT64 = struct.Struct(">q")
 _UINT16 = struct.Struct(">H")
 
 TaggedFields: TypeAlias = dict[int, bytes]
+StoredRecord: TypeAlias = tuple[bytes, bytes | None]  # a key and its value (None: a tombstone)
+
+
+def record_changes(
+    written: Mapping[bytes, bytes | None], now: Mapping[bytes, bytes | None]
+) -> list[StoredRecord]:
+    """What to append for a group whose records were `written` and now are `now`: tombstones
+    of the keys gone first (a member's records go before the group's new epoch), then the
+    records that changed."""
+    gone: list[StoredRecord] = [(key, None) for key in written if key not in now]
+    changed: list[StoredRecord] = [(k, v) for k, v in now.items() if written.get(k) != v]
+    return gone + changed
+
+
+def tombstones_of(written: Mapping[bytes, bytes | None]) -> list[StoredRecord]:
+    """What deletes every record written."""
+    return [(key, None) for key in written]
 
 
 class RecordFormatError(ValueError):

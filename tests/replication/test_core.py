@@ -342,27 +342,7 @@ def test_fetch_from_an_offline_partition_names_no_leader(cluster: KafkaCluster) 
     partition0.wait_for(lambda: cluster.isr("no-leader", 0) == [3])
     cluster.stop_node(3)
     try:
-        with WireClient(cluster.address(1)) as client:
-            response = client.call(
-                ApiKey.Fetch,
-                16,
-                max_wait_ms=0,
-                min_bytes=1,
-                max_bytes=1 << 20,
-                isolation_level=0,
-                session_id=0,
-                session_epoch=-1,
-                topics=[
-                    {
-                        "topic_id": _topic_id(cluster, "no-leader"),
-                        "partitions": [
-                            {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
-                        ],
-                    }
-                ],
-                forgotten_topics_data=[],
-                rack_id="",
-            )
+        response = _consumer_fetch(cluster, "no-leader", 0, node=1)
         answer = response.responses[0].partitions[0]
         assert answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
         assert answer.current_leader.leader_id == -1
@@ -373,10 +353,10 @@ def test_fetch_from_an_offline_partition_names_no_leader(cluster: KafkaCluster) 
     cluster.wait_in_sync("no-leader")
 
 
-def _consumer_fetch(cluster: KafkaCluster, topic: str, offset: int) -> Any:
-    """A consumer's Fetch v16 of partition 0 from `offset`, answered at once; its partition."""
-    with WireClient(cluster.address(cluster.leader(topic, 0))) as client:
-        response = client.call(
+def _consumer_fetch(cluster: KafkaCluster, topic: str, offset: int, node: int) -> Any:
+    """A consumer's Fetch v16 to `node` of partition 0 from `offset`, answered at once."""
+    with WireClient(cluster.address(node)) as client:
+        return client.call(
             ApiKey.Fetch,
             16,
             max_wait_ms=0,
@@ -396,7 +376,6 @@ def _consumer_fetch(cluster: KafkaCluster, topic: str, offset: int) -> Any:
             forgotten_topics_data=[],
             rack_id="",
         )
-    return response.responses[0].partitions[0]
 
 
 def test_a_fetch_past_the_high_watermark_but_not_the_log_end_is_answered_empty(
@@ -414,10 +393,12 @@ def test_a_fetch_past_the_high_watermark_but_not_the_log_end_is_answered_empty(
     try:
         partition0.produce(cluster, "above-hw", [b"leader only", b"too"], acks=1)
         assert cluster.high_watermark("above-hw", 0) == 1
-        between = _consumer_fetch(cluster, "above-hw", 2)
+        leader = cluster.leader("above-hw", 0)
+        between = _consumer_fetch(cluster, "above-hw", 2, leader).responses[0].partitions[0]
         assert (between.error_code, between.high_watermark) == (ErrorCode.NO_ERROR, 1)
         assert not between.records
-        assert _consumer_fetch(cluster, "above-hw", 4).error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        past = _consumer_fetch(cluster, "above-hw", 4, leader).responses[0].partitions[0]
+        assert past.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
     finally:
         for node in cluster.node_ids:
             cluster.resume_replication(node, "above-hw")

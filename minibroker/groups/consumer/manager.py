@@ -36,9 +36,10 @@ from minibroker.groups.consumer.model import (
     copy_assignment,
     same_assignment,
 )
-from minibroker.groups.consumer.persist import StoredRecord, changes, now_ms
+from minibroker.groups.consumer.persist import changes, now_ms
 from minibroker.groups.consumer.reconcile import reconcile
 from minibroker.groups.consumer.regex import InvalidRegex, compile_re2
+from minibroker.groups.record_codec import StoredRecord
 from minibroker.groups.settings import ConsumerSettings
 from minibroker.protocol.errors import ErrorCode
 

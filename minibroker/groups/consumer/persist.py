@@ -41,8 +41,7 @@ from minibroker.groups.consumer_records import (
     TopicPartitions,
     encode_consumer_group_record,
 )
-
-StoredRecord = tuple[bytes, bytes | None]
+from minibroker.groups.record_codec import StoredRecord, record_changes, tombstones_of
 
 # Kafka's MemberState byte values.
 MEMBER_STATE_VALUES = {
@@ -170,18 +169,15 @@ def changes(group: ConsumerGroup, member: ConsumerMember | None = None) -> list[
             group.written.update(part)
             return changed
     now = snapshot(group)
-    written = group.written
-    gone: list[StoredRecord] = [(key, None) for key in written if key not in now]
-    changed = [(k, v) for k, v in now.items() if written.get(k) != v]
+    records = record_changes(group.written, now)
     group.written = now
     group.written_members = set(group.members)
-    # Tombstones first: a member's records go before the group's new epoch is recorded.
-    return gone + changed
+    return records
 
 
 def tombstones(group: ConsumerGroup) -> list[StoredRecord]:
     """Deletes every record of the group (DeleteGroups, or a group that became classic)."""
-    records: list[StoredRecord] = [(key, None) for key in group.written]
+    records = tombstones_of(group.written)
     group.written = {}
     group.written_members = set()
     return records

@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from minibroker.cluster.state import Cluster
 from minibroker.config import BrokerConfig
 from minibroker.groups.consumer.model import Assignment, TopicInfo, copy_assignment
+from minibroker.groups.record_codec import StoredRecord
 from minibroker.groups.settings import ShareSettings
 from minibroker.groups.share.assignor import ShareMemberSpec, assign
 from minibroker.groups.share.model import LEAVE_GROUP_MEMBER_EPOCH, ShareGroup, ShareMember
-from minibroker.groups.share.records import StoredRecord, changes, metadata_hash
+from minibroker.groups.share.records import changes, metadata_hash
 from minibroker.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)

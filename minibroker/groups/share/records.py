@@ -29,7 +29,14 @@ import uuid
 from collections.abc import Mapping
 
 from minibroker.groups.consumer.model import Assignment, TopicInfo
-from minibroker.groups.record_codec import RecordFormatError, StructReader, StructWriter
+from minibroker.groups.record_codec import (
+    RecordFormatError,
+    StoredRecord,
+    StructReader,
+    StructWriter,
+    record_changes,
+    tombstones_of,
+)
 from minibroker.groups.share.model import ShareGroup, ShareMember
 
 PARTITION_METADATA = 9
@@ -45,8 +52,6 @@ _MEMBER_TYPES = frozenset({MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT})
 _WRITTEN_TYPES = _MEMBER_TYPES | {METADATA, TARGET_METADATA}
 _VALUE_VERSION = 0
 _STABLE = 0
-
-StoredRecord = tuple[bytes, bytes | None]
 
 
 def encode_key(kind: int, group_id: str, member_id: str | None = None) -> bytes:
@@ -128,14 +133,13 @@ def snapshot(group: ShareGroup) -> dict[bytes, bytes | None]:
 
 def changes(group: ShareGroup) -> list[StoredRecord]:
     now = snapshot(group)
-    gone: list[StoredRecord] = [(key, None) for key in group.written if key not in now]
-    changed = [(key, value) for key, value in now.items() if group.written.get(key) != value]
+    records = record_changes(group.written, now)
     group.written = now
-    return gone + changed
+    return records
 
 
 def tombstones(group: ShareGroup) -> list[StoredRecord]:
-    records: list[StoredRecord] = [(key, None) for key in group.written]
+    records = tombstones_of(group.written)
     group.written = {}
     return records
 

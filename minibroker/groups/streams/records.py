@@ -31,7 +31,14 @@ import hashlib
 import struct
 from collections.abc import Iterable, Mapping
 
-from minibroker.groups.record_codec import RecordFormatError, StructReader, StructWriter
+from minibroker.groups.record_codec import (
+    RecordFormatError,
+    StoredRecord,
+    StructReader,
+    StructWriter,
+    record_changes,
+    tombstones_of,
+)
 from minibroker.groups.streams.model import (
     CopartitionGroup,
     MemberState,
@@ -57,8 +64,6 @@ _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 _VALUE_VERSION = 0
-
-StoredRecord = tuple[bytes, bytes | None]
 
 
 def record_type(key: bytes) -> int:
@@ -240,14 +245,13 @@ def snapshot(group: StreamsGroup) -> dict[bytes, bytes | None]:
 
 def changes(group: StreamsGroup) -> list[StoredRecord]:
     now = snapshot(group)
-    gone: list[StoredRecord] = [(key, None) for key in group.written if key not in now]
-    changed = [(key, value) for key, value in now.items() if group.written.get(key) != value]
+    records = record_changes(group.written, now)
     group.written = now
-    return gone + changed
+    return records
 
 
 def tombstones(group: StreamsGroup) -> list[StoredRecord]:
-    records: list[StoredRecord] = [(key, None) for key in group.written]
+    records = tombstones_of(group.written)
     group.written = {}
     return records
 
