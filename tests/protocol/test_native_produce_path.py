@@ -19,6 +19,7 @@ import struct
 import time
 import uuid
 from pathlib import Path
+from random import Random
 from typing import Any
 from unittest import mock
 
@@ -33,7 +34,7 @@ from minibroker.protocol.codec import decode_header
 from minibroker.protocol.produce_request import decode_produce_request
 from minibroker.records.compression import GZIP, NONE
 from minibroker.records.records import build_batch
-from minibroker.records.validate import ValidationConfig, validate_produce_records
+from minibroker.records.validate import InvalidRecords, ValidationConfig, validate_produce_records
 from minibroker.server.broker import Broker
 from minibroker.server.context import Session
 from minibroker.server.dispatch import dispatch
@@ -265,6 +266,44 @@ def test_plain_produce_takes_only_what_the_pure_path_accepts(
     assert plain[9:13] == fields
     assert not batch.is_transactional
     assert batch.max_timestamp == max(-1, plain[7] + plain[14])
+
+
+# The C CRC-32C sums three 2 KiB stripes at once, then the rest byte by byte.
+_STRIPES = 3 * 2048
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from([1, 2, 3, 11]).flatmap(
+        lambda stripes: st.integers(stripes * _STRIPES - 80, stripes * _STRIPES + 80)
+    ),
+    st.integers(0, 2**32),
+)
+def test_large_batches_crc_checked_across_stripes(value_size: int, seed: int) -> None:
+    """Batches about as long as one or more CRC stripes: `plain_produce` takes the intact
+    frame and refuses it with any byte of the checked part of its batch changed, as the
+    pure validator does."""
+    random = Random(seed)
+    request = {
+        "version": 9,
+        "topic": "plain",
+        "partition": 0,
+        "acks": 1,
+        "transactional_id": None,
+        "producer": (-1, -1, -1),
+        "records": [(None, random.randbytes(value_size), [], 0)],
+        "compression": NONE,
+        "corrupt": False,
+    }
+    frame = bytearray(_frame(request, _SOLO, 7)[4:])
+    plain = native.plain_produce(memoryview(frame))
+    assert plain is not None
+    start, stop = plain[5:7]
+    changed = random.randrange(start + 21, stop)  # the CRC covers the batch from attributes on
+    frame[changed] ^= 1 << random.randrange(8)
+    assert native.plain_produce(memoryview(frame)) is None
+    with pytest.raises(InvalidRecords, match="computed crc"):
+        validate_produce_records(bytes(frame[start:stop]), ValidationConfig(), 0)
 
 
 def test_not_leader_and_replicated_acks_all_are_the_handlers(tmp_path: Path) -> None:
