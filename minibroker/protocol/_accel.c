@@ -273,24 +273,27 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_serial(uint32_t crc, co
     return crc;
 }
 
-/* The crc32 instruction takes 3 cycles but can start one every cycle: three blocks of
- * STRIPE bytes are summed at once, each from register 0, and joined. The register is linear
- * over GF(2): the CRC of A then B is `shift(crc(A))` xor the CRC of B started from 0, where
- * `shift` is what STRIPE zero bytes do to a register, a linear map kept as four tables of a
- * byte each (`init_stripe_shift`). */
-#define STRIPE 2048
-static uint32_t stripe_shift[4][256];
+/* The crc32 instruction takes 3 cycles but can start one every cycle: three stripes are
+ * summed at once, each from register 0, and joined. The register is linear over GF(2): the
+ * CRC of A then B is `shift(crc(A))` xor the CRC of B started from 0, where `shift` is what
+ * |B| zero bytes do to a register, a linear map kept as four tables of a byte each
+ * (`init_stripe_shift`). Long stripes first (fewer joins, and the memory read in long runs),
+ * then short ones for what is left. */
+#define LONG_STRIPE 8192
+#define SHORT_STRIPE 1024
+typedef uint32_t ShiftTable[4][256];
+static ShiftTable long_shift, short_shift;
 
-static uint32_t shift_over_stripe(uint32_t crc) {
-    return stripe_shift[0][crc & 0xFF] ^ stripe_shift[1][(crc >> 8) & 0xFF]
-           ^ stripe_shift[2][(crc >> 16) & 0xFF] ^ stripe_shift[3][crc >> 24];
+static uint32_t shift_register(const ShiftTable table, uint32_t crc) {
+    return table[0][crc & 0xFF] ^ table[1][(crc >> 8) & 0xFF] ^ table[2][(crc >> 16) & 0xFF]
+           ^ table[3][crc >> 24];
 }
 
-static void init_stripe_shift(void) {
-    static const uint8_t zeros[STRIPE];
+static void init_stripe_shift(ShiftTable table, Py_ssize_t stripe) {
+    static const uint8_t zeros[LONG_STRIPE];
     uint32_t of_bit[32];
     for (int bit = 0; bit < 32; bit++) {
-        of_bit[bit] = crc32c_serial(1u << bit, zeros, STRIPE);
+        of_bit[bit] = crc32c_serial(1u << bit, zeros, stripe);
     }
     for (int lane = 0; lane < 4; lane++) {
         for (uint32_t byte = 0; byte < 256; byte++) {
@@ -300,27 +303,36 @@ static void init_stripe_shift(void) {
                     shifted ^= of_bit[8 * lane + bit];
                 }
             }
-            stripe_shift[lane][byte] = shifted;
+            table[lane][byte] = shifted;
         }
     }
 }
 
-__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const uint8_t *p,
-                                                                Py_ssize_t n) {
-    for (; n >= 3 * STRIPE; p += 3 * STRIPE, n -= 3 * STRIPE) {
+/* Whole rounds of three stripes from `*p`, `*n` advanced past them. */
+__attribute__((target("sse4.2"))) static inline uint32_t crc32c_stripes(
+    uint32_t crc, const uint8_t **p, Py_ssize_t *n, Py_ssize_t stripe, const ShiftTable table) {
+    for (; *n >= 3 * stripe; *p += 3 * stripe, *n -= 3 * stripe) {
+        const uint8_t *at = *p;
         uint64_t first = crc, second = 0, third = 0;
-        for (Py_ssize_t at = 0; at < STRIPE; at += 8) {
+        for (Py_ssize_t i = 0; i < stripe; i += 8) {
             uint64_t a, b, c;
-            memcpy(&a, p + at, 8);
-            memcpy(&b, p + STRIPE + at, 8);
-            memcpy(&c, p + 2 * STRIPE + at, 8);
+            memcpy(&a, at + i, 8);
+            memcpy(&b, at + stripe + i, 8);
+            memcpy(&c, at + 2 * stripe + i, 8);
             first = __builtin_ia32_crc32di(first, a);
             second = __builtin_ia32_crc32di(second, b);
             third = __builtin_ia32_crc32di(third, c);
         }
-        crc = shift_over_stripe(shift_over_stripe((uint32_t)first) ^ (uint32_t)second)
+        crc = shift_register(table, shift_register(table, (uint32_t)first) ^ (uint32_t)second)
               ^ (uint32_t)third;
     }
+    return crc;
+}
+
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const uint8_t *p,
+                                                                Py_ssize_t n) {
+    crc = crc32c_stripes(crc, &p, &n, LONG_STRIPE, long_shift);
+    crc = crc32c_stripes(crc, &p, &n, SHORT_STRIPE, short_shift);
     return crc32c_serial(crc, p, n);
 }
 #endif
@@ -758,7 +770,8 @@ PyMODINIT_FUNC PyInit__accel(void) {
 #ifdef HAVE_CRC_INSTRUCTION
     crc_in_hardware = __builtin_cpu_supports("sse4.2");
     if (crc_in_hardware) {
-        init_stripe_shift();
+        init_stripe_shift(long_shift, LONG_STRIPE);
+        init_stripe_shift(short_shift, SHORT_STRIPE);
     }
 #endif
     return PyModule_Create(&module_def);
