@@ -283,17 +283,7 @@ def test_large_batches_crc_checked_across_stripes(value_size: int, seed: int) ->
     frame and refuses it with any byte of the checked part of its batch changed, as the
     pure validator does."""
     random = Random(seed)
-    request = {
-        "version": 9,
-        "topic": "plain",
-        "partition": 0,
-        "acks": 1,
-        "transactional_id": None,
-        "producer": (-1, -1, -1),
-        "records": [(None, random.randbytes(value_size), [], 0)],
-        "compression": NONE,
-        "corrupt": False,
-    }
+    request = {**_COMMON, "records": [(None, random.randbytes(value_size), [], 0)]}
     frame = bytearray(_frame(request, _SOLO, 7)[4:])
     plain = native.plain_produce(memoryview(frame))
     assert plain is not None
