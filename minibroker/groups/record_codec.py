@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Mapping, Sized
-from typing import TypeAlias
+from typing import Protocol, TypeAlias
 
 from minibroker.protocol.varint import encode_uvarint
 
@@ -38,6 +38,26 @@ def record_changes(
 def tombstones_of(written: Mapping[bytes, bytes | None]) -> list[StoredRecord]:
     """What deletes every record written."""
     return [(key, None) for key in written]
+
+
+class WrittenGroup(Protocol):
+    """A group that remembers the records it last wrote (key → value)."""
+
+    written: dict[bytes, bytes | None]
+
+
+def take_changes(group: WrittenGroup, now: dict[bytes, bytes | None]) -> list[StoredRecord]:
+    """`record_changes` from what the group wrote to `now`, which it has written after."""
+    records = record_changes(group.written, now)
+    group.written = now
+    return records
+
+
+def take_tombstones(group: WrittenGroup) -> list[StoredRecord]:
+    """`tombstones_of` what the group wrote; it has then written nothing."""
+    records = tombstones_of(group.written)
+    group.written = {}
+    return records
 
 
 class RecordFormatError(ValueError):
@@ -116,6 +136,15 @@ class StructReader:
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.pos = 0
+
+    @classmethod
+    def of_version(cls, value: bytes, version: int, kind: str) -> StructReader:
+        """A reader past the value's INT16 version, which must be `version`."""
+        reader = cls(value)
+        found = reader.int16()
+        if found != version:
+            raise RecordFormatError(f"unknown {kind} value version {found}")
+        return reader
 
     def _take(self, size: int) -> bytes:
         if size < 0 or self.pos + size > len(self.data):

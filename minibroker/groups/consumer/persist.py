@@ -41,7 +41,7 @@ from minibroker.groups.consumer_records import (
     TopicPartitions,
     encode_consumer_group_record,
 )
-from minibroker.groups.record_codec import StoredRecord, record_changes, tombstones_of
+from minibroker.groups.record_codec import StoredRecord, take_changes, take_tombstones
 
 # Kafka's MemberState byte values.
 MEMBER_STATE_VALUES = {
@@ -168,17 +168,14 @@ def changes(group: ConsumerGroup, member: ConsumerMember | None = None) -> list[
             changed = [(k, v) for k, v in part.items() if group.written.get(k) != v]
             group.written.update(part)
             return changed
-    now = snapshot(group)
-    records = record_changes(group.written, now)
-    group.written = now
+    records = take_changes(group, snapshot(group))
     group.written_members = set(group.members)
     return records
 
 
 def tombstones(group: ConsumerGroup) -> list[StoredRecord]:
     """Deletes every record of the group (DeleteGroups, or a group that became classic)."""
-    records = tombstones_of(group.written)
-    group.written = {}
+    records = take_tombstones(group)
     group.written_members = set()
     return records
 

@@ -34,8 +34,8 @@ from minibroker.groups.record_codec import (
     StoredRecord,
     StructReader,
     StructWriter,
-    record_changes,
-    tombstones_of,
+    take_changes,
+    take_tombstones,
 )
 from minibroker.groups.share.model import ShareGroup, ShareMember
 
@@ -132,27 +132,18 @@ def snapshot(group: ShareGroup) -> dict[bytes, bytes | None]:
 
 
 def changes(group: ShareGroup) -> list[StoredRecord]:
-    now = snapshot(group)
-    records = record_changes(group.written, now)
-    group.written = now
-    return records
+    return take_changes(group, snapshot(group))
 
 
 def tombstones(group: ShareGroup) -> list[StoredRecord]:
-    records = tombstones_of(group.written)
-    group.written = {}
-    return records
+    return take_tombstones(group)
 
 
 # ---- reading ---------------------------------------------------------------------------------
 
 
 def _reader(value: bytes) -> StructReader:
-    reader = StructReader(value)
-    version = reader.int16()
-    if version != _VALUE_VERSION:
-        raise RecordFormatError(f"unknown share-group value version {version}")
-    return reader
+    return StructReader.of_version(value, _VALUE_VERSION, "share-group")
 
 
 def _read_topic_partitions(reader: StructReader) -> Assignment:

@@ -36,8 +36,8 @@ from minibroker.groups.record_codec import (
     StoredRecord,
     StructReader,
     StructWriter,
-    record_changes,
-    tombstones_of,
+    take_changes,
+    take_tombstones,
 )
 from minibroker.groups.streams.model import (
     CopartitionGroup,
@@ -244,27 +244,18 @@ def snapshot(group: StreamsGroup) -> dict[bytes, bytes | None]:
 
 
 def changes(group: StreamsGroup) -> list[StoredRecord]:
-    now = snapshot(group)
-    records = record_changes(group.written, now)
-    group.written = now
-    return records
+    return take_changes(group, snapshot(group))
 
 
 def tombstones(group: StreamsGroup) -> list[StoredRecord]:
-    records = tombstones_of(group.written)
-    group.written = {}
-    return records
+    return take_tombstones(group)
 
 
 # ---- reading ---------------------------------------------------------------------------------
 
 
 def _reader(value: bytes) -> StructReader:
-    reader = StructReader(value)
-    version = reader.int16()
-    if version != _VALUE_VERSION:
-        raise RecordFormatError(f"unknown streams-group value version {version}")
-    return reader
+    return StructReader.of_version(value, _VALUE_VERSION, "streams-group")
 
 
 def _read_strings(reader: StructReader) -> list[str]:
