@@ -121,6 +121,43 @@ class LogSegment:
         self._index_batch(header, position)
         self.last_modified_ms = now_ms
 
+    def append_in_place(
+        self,
+        batch: bytes | bytearray | memoryview,
+        last_offset: int,
+        max_timestamp: int,
+        now_ms: int,
+        config: LogConfig,
+    ) -> bool:
+        """`should_roll` and `append` in one, for a stamped batch (its last offset and max
+        timestamp given: no header parse) that is not this segment's first, rolls nothing and
+        is due no index entry: the common append. False, nothing written, for any other batch
+        (and while the rolling base timestamp is still to be read), which the caller then
+        appends as always."""
+        position = self.log.size
+        rolling_base = self._rolling_base_timestamp
+        size = len(batch)
+        if (
+            position == 0
+            or rolling_base is None
+            or self.bytes_since_last_index_entry > self.index_interval_bytes
+            or position + size > config.segment_bytes
+            or last_offset - self.base_offset > _INT32_MAX
+            or (max_timestamp - rolling_base if rolling_base >= 0 else now_ms - self.created_ms)
+            > config.segment_ms
+            or self.offset_index.is_full
+            or self.time_index.is_full
+        ):
+            return False
+        self.log.write_at(batch, position)
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = last_offset
+        self.bytes_since_last_index_entry += size
+        self._next_offset = last_offset + 1
+        self.last_modified_ms = now_ms
+        return True
+
     def _index_batch(self, header: BatchHeader, position: int) -> None:
         if header.max_timestamp > self.max_timestamp:
             self.max_timestamp = header.max_timestamp
