@@ -441,7 +441,7 @@ class ProducerStateManager:
             )
             if entry.current_txn_first_offset is not None:
                 partition.ongoing_txns.begin(batch.producer_id, entry.current_txn_first_offset)
-        self._maybe_expire()
+        self.expire_if_due()
 
     def check_end_txn_marker(
         self,
@@ -551,7 +551,9 @@ class ProducerStateManager:
 
     # -- expiration ----------------------------------------------------------------------------
 
-    def _maybe_expire(self) -> None:
+    def expire_if_due(self) -> None:
+        """What `record_append` does for a plain producer's batch (producer id -1): expire
+        producers when their check interval has passed."""
         now_ms = self._clock()
         if now_ms >= self._next_expiration_check_ms:
             self.remove_expired_producers(now_ms)
