@@ -195,16 +195,13 @@ class SegmentedLog(ABC):
             or self.unflushed_messages + last_offset_delta + 1 >= config.flush_messages
         ):
             return self.append(batch, leader_epoch, now_ms)
-        active = self._segments[-1]  # `_active`, inline: once per append
         try:
-            base_offset = active.next_offset  # (may read the segment's tail from its file)
-            stamp(batch, base_offset, leader_epoch)
-            appended = active.append_in_place(
-                batch, base_offset + last_offset_delta, max_timestamp, now_ms, config
+            base_offset = self._segments[-1].append_in_place(  # `_active`, inline
+                batch, leader_epoch, last_offset_delta, max_timestamp, now_ms, config
             )
         except OSError as exc:
             self._storage_failed(exc)
-        if not appended:
+        if base_offset < 0:
             return self.append(batch, leader_epoch, now_ms)
         if not self.unflushed_messages:
             self.oldest_unflushed_ms = now_ms
