@@ -42,7 +42,7 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.produce_response import encode_produce_answers
 from minibroker.records.accel import pure_python_forced
 from minibroker.records.batch import NO_TIMESTAMP, TIMESTAMP_CREATE_TIME, set_max_timestamp
-from minibroker.records.validate import CREATE_TIME, ValidatedBatch, ValidationConfig
+from minibroker.records.validate import CREATE_TIME, ValidatedBatch
 from minibroker.txn.producers import NO_PRODUCER_ID
 
 if TYPE_CHECKING:
@@ -93,7 +93,25 @@ def answer(broker: Broker, frame: memoryview) -> bytearray | Unhandled | None:
     plain = None if native_plain_produce is None else native_plain_produce(frame)
     if plain is None:
         return UNHANDLED
-    version, correlation_id, acks, topic_key, index, start, stop = plain[:7]
+    # (one unpacking: slices would each make a tuple)
+    (
+        version,
+        correlation_id,
+        acks,
+        topic_key,
+        index,
+        start,
+        stop,
+        base_timestamp,
+        header_max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count,
+        min_delta,
+        max_delta,
+        null_keys,
+    ) = plain
     cluster = broker.cluster
     route = _routes.get((topic_key, index))  # `_route`'s first tests inline
     if (
@@ -113,10 +131,15 @@ def answer(broker: Broker, frame: memoryview) -> bytearray | Unhandled | None:
         return UNHANDLED
     now_ms = time.time_ns() // 1_000_000
     config = cluster.validation_config(topic)
-    base_timestamp, header_max_timestamp = plain[7], plain[8]
-    min_delta, max_delta, null_keys = plain[13:]
-    if not _takes_as_is(config, stop - start, base_timestamp, min_delta, max_delta, now_ms) or (
-        null_keys and config.compacted
+    # The validator's checks that depend on the topic's configs, and no rewrite but the max
+    # timestamp: the topic stores the batch as it came.
+    if not (
+        config.timestamp_type == CREATE_TIME
+        and config.compression_type in _SAME_CODEC
+        and stop - start <= config.max_message_bytes
+        and base_timestamp + min_delta >= now_ms - config.timestamp_before_max_ms
+        and base_timestamp + max_delta <= now_ms + config.timestamp_after_max_ms
+        and not (null_keys and config.compacted)
     ):
         return UNHANDLED
     # (no `max`: the builtin parses keywords, a measurable share of a small request)
@@ -127,15 +150,21 @@ def answer(broker: Broker, frame: memoryview) -> bytearray | Unhandled | None:
     # (a plain producer's batch needs no ValidatedBatch: `check_append` lets it through at its
     # first test and `record_append` only expires producers for it)
     batch = None
-    if plain[9] > NO_PRODUCER_ID:
+    if producer_id > NO_PRODUCER_ID:
         batch = ValidatedBatch(
-            data, *plain[9:13], is_transactional=False, max_timestamp=max_timestamp
+            data,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            record_count,
+            is_transactional=False,
+            max_timestamp=max_timestamp,
         )
         if not broker.producers.check_append(partition, batch).should_append:
             return UNHANDLED
     if max_timestamp != header_max_timestamp:
         set_max_timestamp(data, TIMESTAMP_CREATE_TIME, max_timestamp)
-    last_offset_delta = plain[12] - 1
+    last_offset_delta = record_count - 1
     try:
         base_offset = partition.log.append_plain(
             data, partition.leader_epoch, now_ms, last_offset_delta, max_timestamp
@@ -146,7 +175,7 @@ def answer(broker: Broker, frame: memoryview) -> bytearray | Unhandled | None:
         log.error("append to %s-%d failed: %s", partition.topic, index, exc)
         return _error_frame(plain, ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
     if batch is None:
-        broker.producers.expire_if_due()
+        broker.producers.expire_if_due(now_ms)
     else:
         last_offset = base_offset + last_offset_delta
         broker.producers.record_append(partition, batch, base_offset, last_offset, max_timestamp)
@@ -154,7 +183,11 @@ def answer(broker: Broker, frame: memoryview) -> bytearray | Unhandled | None:
         partition.notify_appended()
     if acks == 0:
         return None
-    return _answer_frame(version, correlation_id, topic_key, index, base_offset, partition)
+    template = _templates.get((version, topic_key, index))  # `_template`'s first test inline
+    if template is None:
+        template = _template(version, topic_key, index)
+    assert _produce_answer is not None  # (this path runs only with the accelerator)
+    return _produce_answer(template, correlation_id, base_offset, partition.log.log_start_offset)
 
 
 # (cluster, topic, partition) per (topic name or id bytes, partition index)
@@ -190,25 +223,6 @@ def _route(cluster: Cluster, version: int, topic_key: str | bytes, index: int) -
     return route
 
 
-def _takes_as_is(
-    config: ValidationConfig,
-    size: int,
-    base_timestamp: int,
-    min_delta: int,
-    max_delta: int,
-    now_ms: int,
-) -> bool:
-    """Whether the topic stores the batch as it came (the validator's checks that depend on
-    the topic's configs, and no rewrite but the max timestamp)."""
-    return (
-        config.timestamp_type == CREATE_TIME
-        and config.compression_type in _SAME_CODEC
-        and size <= config.max_message_bytes
-        and base_timestamp + min_delta >= now_ms - config.timestamp_before_max_ms
-        and base_timestamp + max_delta <= now_ms + config.timestamp_after_max_ms
-    )
-
-
 # The fields `produce_answer` patches into a template: the correlation id at 4 and, from the
 # frame's end, base offset, log append time (-1: CreateTime) and log start offset, then 9
 # bytes (no record errors, null error message, the partition's, the topic's and the
@@ -218,15 +232,9 @@ _templates: dict[_TemplateKey, bytes] = {}
 _MAX_TEMPLATES = 4096
 
 
-def _answer_frame(
-    version: int,
-    correlation_id: int,
-    topic_key: str | bytes,
-    index: int,
-    base_offset: int,
-    partition: Partition,
-) -> bytearray:
-    """The handler's answer frame for one appended batch, from the cached template."""
+def _template(version: int, topic_key: str | bytes, index: int) -> bytes:
+    """The handler's answer frame for one appended batch, with the fields `produce_answer`
+    patches left zero, made once per (version, topic key, partition)."""
     key = (version, topic_key, index)
     template = _templates.get(key)
     if template is None:
@@ -234,8 +242,7 @@ def _answer_frame(
         if len(_templates) >= _MAX_TEMPLATES:
             _templates.clear()
         _templates[key] = template
-    assert _produce_answer is not None  # (this path runs only with the accelerator)
-    return _produce_answer(template, correlation_id, base_offset, partition.log.log_start_offset)
+    return template
 
 
 def _error_frame(plain: Plain, error: ErrorCode, message: str) -> bytearray | None:

@@ -551,10 +551,15 @@ class ProducerStateManager:
 
     # -- expiration ----------------------------------------------------------------------------
 
-    def expire_if_due(self) -> None:
+    def expire_if_due(self, wall_clock_ms: int | None = None) -> None:
         """What `record_append` does for a plain producer's batch (producer id -1): expire
-        producers when their check interval has passed."""
-        now_ms = self._clock()
+        producers when their check interval has passed. `wall_clock_ms` is the caller's
+        reading of the wall clock, which spares reading it again (unused with another clock,
+        as tests give)."""
+        if wall_clock_ms is not None and self._clock is _wall_clock_ms:
+            now_ms = wall_clock_ms
+        else:
+            now_ms = self._clock()
         if now_ms >= self._next_expiration_check_ms:
             self.remove_expired_producers(now_ms)
             self._next_expiration_check_ms = now_ms + self.expiration_check_interval_ms
