@@ -7,7 +7,10 @@ uncompressed, non-transactional CreateTime batch that `validate_produce_records`
 This module then does what the handler does for such a batch (topic and leader lookup, the
 topic's limits, the producer's sequence check, the append) and frames the answer from a
 template per (version, topic, partition) with the correlation id and offsets patched in
-(in one C call, `produce_answer`).
+(in one C call, `produce_answer`). The topic and partition are remembered per request key
+(`_route`); the append is the log's `append_plain` (the common append without a header
+parse or the storage guard's wrapper); a plain producer's batch (producer id -1) skips the
+producer state, which only expires producers for it.
 
 The handler (`produce.py`) is the reference: everything this path does not answer exactly
 as the handler would returns UNHANDLED, and the request is decoded and handled as always:
@@ -39,11 +42,11 @@ from minibroker.protocol.errors import ErrorCode
 from minibroker.protocol.produce_response import encode_produce_answers
 from minibroker.records.accel import pure_python_forced
 from minibroker.records.batch import NO_TIMESTAMP, TIMESTAMP_CREATE_TIME, set_max_timestamp
-from minibroker.records.validate import CREATE_TIME, ValidatedBatch, ValidationConfig
+from minibroker.records.validate import CREATE_TIME, ValidatedBatch
 from minibroker.txn.producers import NO_PRODUCER_ID
 
 if TYPE_CHECKING:
-    from minibroker.cluster.state import Partition, Topic
+    from minibroker.cluster.state import Cluster, Partition, Topic
     from minibroker.server.broker import Broker
 
 log = logging.getLogger(__name__)
@@ -90,17 +93,53 @@ def answer(broker: Broker, frame: memoryview) -> bytearray | Unhandled | None:
     plain = None if native_plain_produce is None else native_plain_produce(frame)
     if plain is None:
         return UNHANDLED
-    version, correlation_id, acks, topic_key, index, start, stop = plain[:7]
-    led = _led_partition(broker, version, topic_key, index, acks)
-    if led is None:
+    # (one unpacking: slices would each make a tuple)
+    (
+        version,
+        correlation_id,
+        acks,
+        topic_key,
+        index,
+        start,
+        stop,
+        base_timestamp,
+        header_max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count,
+        min_delta,
+        max_delta,
+        null_keys,
+    ) = plain
+    cluster = broker.cluster
+    route = _routes.get((topic_key, index))  # `_route`'s first tests inline
+    if (
+        route is None
+        or route[0] is not cluster
+        or cluster.topics.get(route[1].name) is not route[1]
+    ):
+        route = _route(cluster, version, topic_key, index)
+        if route is None:
+            return UNHANDLED
+    topic, partition = route[1], route[2]
+    if (
+        acks not in _VALID_ACKS
+        or (acks == -1 and partition.replication is not None)
+        or broker.nodes.leader_error(partition, broker.node_id) is not None
+    ):
         return UNHANDLED
-    topic, partition = led
     now_ms = time.time_ns() // 1_000_000
-    config = broker.cluster.validation_config(topic)
-    base_timestamp, header_max_timestamp = plain[7], plain[8]
-    min_delta, max_delta, null_keys = plain[13:]
-    if not _takes_as_is(config, stop - start, base_timestamp, min_delta, max_delta, now_ms) or (
-        null_keys and config.compacted
+    config = cluster.validation_config(topic)
+    # The validator's checks that depend on the topic's configs, and no rewrite but the max
+    # timestamp: the topic stores the batch as it came.
+    if not (
+        config.timestamp_type == CREATE_TIME
+        and config.compression_type in _SAME_CODEC
+        and stop - start <= config.max_message_bytes
+        and base_timestamp + min_delta >= now_ms - config.timestamp_before_max_ms
+        and base_timestamp + max_delta <= now_ms + config.timestamp_after_max_ms
+        and not (null_keys and config.compacted)
     ):
         return UNHANDLED
     # (no `max`: the builtin parses keywords, a measurable share of a small request)
@@ -108,67 +147,80 @@ def answer(broker: Broker, frame: memoryview) -> bytearray | Unhandled | None:
     if max_timestamp < NO_TIMESTAMP:
         max_timestamp = NO_TIMESTAMP
     data = frame[start:stop] if not frame.readonly else bytearray(frame[start:stop])
-    batch = ValidatedBatch(data, *plain[9:13], is_transactional=False, max_timestamp=max_timestamp)
-    # (`check_append` lets a plain producer's batch through at its first test: not called then)
-    producer_checked = batch.producer_id > NO_PRODUCER_ID
-    if producer_checked and not broker.producers.check_append(partition, batch).should_append:
-        return UNHANDLED
+    # (a plain producer's batch needs no ValidatedBatch: `check_append` lets it through at its
+    # first test and `record_append` only expires producers for it)
+    batch = None
+    if producer_id > NO_PRODUCER_ID:
+        batch = ValidatedBatch(
+            data,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            record_count,
+            is_transactional=False,
+            max_timestamp=max_timestamp,
+        )
+        if not broker.producers.check_append(partition, batch).should_append:
+            return UNHANDLED
     if max_timestamp != header_max_timestamp:
         set_max_timestamp(data, TIMESTAMP_CREATE_TIME, max_timestamp)
+    last_offset_delta = record_count - 1
     try:
-        base_offset = partition.log.append(data, partition.leader_epoch, now_ms)
+        base_offset = partition.log.append_plain(
+            data, partition.leader_epoch, now_ms, last_offset_delta, max_timestamp
+        )
     except RecordBatchTooLarge as exc:
         return _error_frame(plain, ErrorCode.RECORD_LIST_TOO_LARGE, str(exc))
     except OSError as exc:
         log.error("append to %s-%d failed: %s", partition.topic, index, exc)
         return _error_frame(plain, ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
-    last_offset = base_offset + batch.record_count - 1
-    broker.producers.record_append(partition, batch, base_offset, last_offset, max_timestamp)
-    partition.notify_appended()
+    if batch is None:
+        broker.producers.expire_if_due(now_ms)
+    else:
+        last_offset = base_offset + last_offset_delta
+        broker.producers.record_append(partition, batch, base_offset, last_offset, max_timestamp)
+    if partition.append_listeners:  # `notify_appended`'s loop, called only when it has work
+        partition.notify_appended()
     if acks == 0:
         return None
-    return _answer_frame(version, correlation_id, topic_key, index, base_offset, partition)
+    template = _templates.get((version, topic_key, index))  # `_template`'s first test inline
+    if template is None:
+        template = _template(version, topic_key, index)
+    assert _produce_answer is not None  # (this path runs only with the accelerator)
+    return _produce_answer(template, correlation_id, base_offset, partition.log.log_start_offset)
 
 
-def _led_partition(
-    broker: Broker, version: int, topic_key: str | bytes, index: int, acks: int
-) -> tuple[Topic, Partition] | None:
-    """The topic and partition, when it exists, this node leads it and acks need no wait."""
-    cluster = broker.cluster
+# (cluster, topic, partition) per (topic name or id bytes, partition index)
+_Route: TypeAlias = tuple["Cluster", "Topic", "Partition"]
+_routes: dict[tuple[str | bytes, int], _Route] = {}
+_MAX_ROUTES = 4096
+
+
+def _route(cluster: Cluster, version: int, topic_key: str | bytes, index: int) -> _Route | None:
+    """The topic and partition a request names, when they exist, remembered by the request's
+    key. A remembered one is reused while its topic is still the cluster's under its name
+    (the answer `topics_by_id` or `topics` would give: a deleted or recreated topic is
+    another Topic, and a topic's partitions are never replaced, only added), so no UUID is
+    made from a v13 request's topic id bytes."""
+    key = (topic_key, index)
+    route = _routes.get(key)
+    if route is not None and route[0] is cluster and cluster.topics.get(route[1].name) is route[1]:
+        return route
+    _routes.pop(key, None)
     if version >= _FIRST_TOPIC_ID_VERSION:
         assert isinstance(topic_key, bytes)
         topic = cluster.topics_by_id.get(uuid.UUID(bytes=topic_key))
     else:
         topic = cluster.topics.get(str(topic_key))
-    if topic is None or acks not in _VALID_ACKS:
+    if topic is None:
         return None
     partition = cluster.partition(topic.name, index)
-    if (
-        partition is None
-        or (acks == -1 and partition.replication is not None)
-        or broker.nodes.leader_error(partition, broker.node_id) is not None
-    ):
+    if partition is None:
         return None
-    return topic, partition
-
-
-def _takes_as_is(
-    config: ValidationConfig,
-    size: int,
-    base_timestamp: int,
-    min_delta: int,
-    max_delta: int,
-    now_ms: int,
-) -> bool:
-    """Whether the topic stores the batch as it came (the validator's checks that depend on
-    the topic's configs, and no rewrite but the max timestamp)."""
-    return (
-        config.timestamp_type == CREATE_TIME
-        and config.compression_type in _SAME_CODEC
-        and size <= config.max_message_bytes
-        and base_timestamp + min_delta >= now_ms - config.timestamp_before_max_ms
-        and base_timestamp + max_delta <= now_ms + config.timestamp_after_max_ms
-    )
+    if len(_routes) >= _MAX_ROUTES:
+        _routes.clear()
+    route = _routes[key] = (cluster, topic, partition)
+    return route
 
 
 # The fields `produce_answer` patches into a template: the correlation id at 4 and, from the
@@ -180,15 +232,9 @@ _templates: dict[_TemplateKey, bytes] = {}
 _MAX_TEMPLATES = 4096
 
 
-def _answer_frame(
-    version: int,
-    correlation_id: int,
-    topic_key: str | bytes,
-    index: int,
-    base_offset: int,
-    partition: Partition,
-) -> bytearray:
-    """The handler's answer frame for one appended batch, from the cached template."""
+def _template(version: int, topic_key: str | bytes, index: int) -> bytes:
+    """The handler's answer frame for one appended batch, with the fields `produce_answer`
+    patches left zero, made once per (version, topic key, partition)."""
     key = (version, topic_key, index)
     template = _templates.get(key)
     if template is None:
@@ -196,8 +242,7 @@ def _answer_frame(
         if len(_templates) >= _MAX_TEMPLATES:
             _templates.clear()
         _templates[key] = template
-    assert _produce_answer is not None  # (this path runs only with the accelerator)
-    return _produce_answer(template, correlation_id, base_offset, partition.log.log_start_offset)
+    return template
 
 
 def _error_frame(plain: Plain, error: ErrorCode, message: str) -> bytearray | None:

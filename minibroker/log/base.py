@@ -76,6 +76,18 @@ class PartitionLog(Protocol):
         store it, index it, roll segments when due; returns the base offset."""
         ...
 
+    def append_plain(
+        self,
+        batch: WritableBuffer,
+        leader_epoch: int,
+        now_ms: int,
+        last_offset_delta: int,
+        max_timestamp: int,
+    ) -> int:
+        """`append`, for a caller that already read the batch's last offset delta and max
+        timestamp (the native Produce path): the same result, state and errors."""
+        ...
+
     def read(self, offset: int, max_bytes: int, upper_offset: int | None = None) -> bytes:
         """Whole stored batches from the one holding `offset` (at least one, KIP-74), from one
         segment; never a batch whose base offset is >= upper_offset (default: log end).

@@ -26,8 +26,8 @@ _OFFSET_AND_LENGTH = struct.Struct(">qi")
 # baseOffset, batchLength, (the leader epoch skipped) magic, (CRC, attributes) lastOffsetDelta.
 _SPAN = struct.Struct(">qi4xb6xi")
 SPAN_PREFIX = _SPAN.size
-_INT64 = struct.Struct(">q")
-_INT32 = struct.Struct(">i")
+INT64 = struct.Struct(">q")
+INT32 = struct.Struct(">i")
 
 
 def parse_header(buf: Buffer, pos: int = 0) -> BatchHeader:
@@ -61,8 +61,8 @@ def stamp(batch: WritableBuffer, base_offset: int, leader_epoch: int) -> None:
     """Write the broker-assigned base offset and partition leader epoch into the header
     (`set_base_offset` and `set_partition_leader_epoch`, without their two calls: this is
     once per append)."""
-    _INT64.pack_into(batch, BASE_OFFSET_OFFSET, base_offset)
-    _INT32.pack_into(batch, PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
+    INT64.pack_into(batch, BASE_OFFSET_OFFSET, base_offset)
+    INT32.pack_into(batch, PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
 
 
 def header_is_plausible(header: BatchHeader, available: int) -> bool:

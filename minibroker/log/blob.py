@@ -167,7 +167,12 @@ class FileBlob:
         self._size = max(self._size, 0)
 
     def write_at(self, data: bytes | bytearray | memoryview, position: int) -> None:
-        fd = self._pool.fd(self._key)
+        fds = self._pool._fds  # `FilePool.fd` when the descriptor is open, inline: every append
+        fd = fds.get(self._key)
+        if fd is None:
+            fd = self._pool.fd(self._key)
+        else:
+            fds.move_to_end(self._key)
         written = os.pwrite(fd, data, position)
         if written < len(data):
             view = memoryview(data)

@@ -52,15 +52,12 @@ class _EntryFile:
         self.max_entries = max_index_bytes // self.ENTRY.size
         self._written = blob.size // self.ENTRY.size
         self._pending = bytearray()
-
-    @property
-    def entries(self) -> int:
-        return self._written + len(self._pending) // self.ENTRY.size
+        # written and pending: an attribute, as the common append compares it with max_entries
+        self.entries = self._written
 
     @property
     def is_full(self) -> bool:
-        # `entries`, inline: asked before every append
-        return self._written + len(self._pending) // self.ENTRY.size >= self.max_entries
+        return self.entries >= self.max_entries
 
     def _raw_entry(self, slot: int) -> tuple[int, int]:
         size = self.ENTRY.size
@@ -76,6 +73,7 @@ class _EntryFile:
 
     def _append_raw(self, packed: bytes) -> None:
         self._pending += packed
+        self.entries += 1
         if len(self._pending) >= _PENDING_ENTRIES * self.ENTRY.size:
             self.write_pending()
 
@@ -94,6 +92,7 @@ class _EntryFile:
             self._pending.clear()
         else:
             del self._pending[(count - self._written) * self.ENTRY.size :]
+        self.entries = count
 
     def flush(self) -> None:
         self.write_pending()
@@ -102,6 +101,7 @@ class _EntryFile:
     def delete(self) -> None:
         self._pending.clear()
         self._written = 0
+        self.entries = 0
         self.blob.delete()
 
     def _check_whole_entries(self, kind: str) -> None:

@@ -120,6 +120,18 @@ class LazyPartitionLog:
     def append(self, batch: WritableBuffer, leader_epoch: int, now_ms: int) -> int:
         return self._target().append(batch, leader_epoch, now_ms)
 
+    def append_plain(
+        self,
+        batch: WritableBuffer,
+        leader_epoch: int,
+        now_ms: int,
+        last_offset_delta: int,
+        max_timestamp: int,
+    ) -> int:
+        return self._target().append_plain(
+            batch, leader_epoch, now_ms, last_offset_delta, max_timestamp
+        )
+
     def read(self, offset: int, max_bytes: int, upper_offset: int | None = None) -> bytes:
         return self._target().read(offset, max_bytes, upper_offset)
 

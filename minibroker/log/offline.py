@@ -61,6 +61,16 @@ class OfflinePartitionLog:
     def append(self, batch: WritableBuffer, leader_epoch: int, now_ms: int) -> int:
         self._refuse()
 
+    def append_plain(
+        self,
+        batch: WritableBuffer,
+        leader_epoch: int,
+        now_ms: int,
+        last_offset_delta: int,
+        max_timestamp: int,
+    ) -> int:
+        self._refuse()
+
     def read(self, offset: int, max_bytes: int, upper_offset: int | None = None) -> bytes:
         self._refuse()
 

@@ -5,10 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from minibroker.records.batch import HEADER_SIZE, LOG_OVERHEAD, NO_TIMESTAMP, BatchHeader
+from minibroker.records.batch import (
+    BASE_OFFSET_OFFSET,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    NO_TIMESTAMP,
+    PARTITION_LEADER_EPOCH_OFFSET,
+    BatchHeader,
+    WritableBuffer,
+)
 
 from .base import SCAN_CHUNK_BYTES, StoredBatches
 from .batch import (
+    INT32,
+    INT64,
     SPAN_PREFIX,
     batch_is_valid,
     batch_span,
@@ -120,6 +130,52 @@ class LogSegment:
             self._rolling_base_timestamp = header.max_timestamp
         self._index_batch(header, position)
         self.last_modified_ms = now_ms
+
+    def append_in_place(
+        self,
+        batch: WritableBuffer,
+        leader_epoch: int,
+        last_offset_delta: int,
+        max_timestamp: int,
+        now_ms: int,
+        config: LogConfig,
+    ) -> int:
+        """`should_roll`, `stamp` and `append` in one, for a batch whose last offset delta and
+        max timestamp the caller read (no header parse) that is not this segment's first,
+        rolls nothing and is due no index entry: the common append. Its base offset, or -1
+        (nothing stamped or written) for any other batch, and while the segment's tail state
+        or rolling base timestamp are still to be read, which the caller then appends as
+        always."""
+        base_offset = self._next_offset
+        rolling_base = self._rolling_base_timestamp
+        if base_offset is None or rolling_base is None:
+            return -1
+        position = self.log.size
+        size = len(batch)
+        last_offset = base_offset + last_offset_delta
+        if (
+            position == 0
+            or self.bytes_since_last_index_entry > self.index_interval_bytes
+            or position + size > config.segment_bytes
+            or last_offset - self.base_offset > _INT32_MAX
+            or (max_timestamp - rolling_base if rolling_base >= 0 else now_ms - self.created_ms)
+            > config.segment_ms
+            # (`is_full` of both, inline)
+            or self.offset_index.entries >= self.offset_index.max_entries
+            or self.time_index.entries >= self.time_index.max_entries
+        ):
+            return -1
+        # `stamp`, inline: once per append
+        INT64.pack_into(batch, BASE_OFFSET_OFFSET, base_offset)
+        INT32.pack_into(batch, PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
+        self.log.write_at(batch, position)
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = last_offset
+        self.bytes_since_last_index_entry += size
+        self._next_offset = last_offset + 1
+        self.last_modified_ms = now_ms
+        return base_offset
 
     def _index_batch(self, header: BatchHeader, position: int) -> None:
         if header.max_timestamp > self.max_timestamp:

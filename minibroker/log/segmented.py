@@ -13,7 +13,7 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, NoReturn, ParamSpec, TypeVar
 
 from minibroker.records.batch import WritableBuffer
 
@@ -174,6 +174,45 @@ class SegmentedLog(ABC):
         if self.config.fsync_on_ack or self.unflushed_messages >= self.config.flush_messages:
             self.flush()
         return base_offset
+
+    def append_plain(
+        self,
+        batch: WritableBuffer,
+        leader_epoch: int,
+        now_ms: int,
+        last_offset_delta: int,
+        max_timestamp: int,
+    ) -> int:
+        """`append` for a caller that already read the batch's last offset delta and max
+        timestamp (the native Produce path): the common append (the log online, no roll, index
+        entry, flush or fsync due) is written through `LogSegment.append_in_place`, without
+        the storage guard's wrapper, a header parse or the roll checks' calls; any other goes
+        through `append`. The same result, state and errors as `append`."""
+        config = self.config
+        if (
+            self.storage_error is not None
+            or config.fsync_on_ack
+            or self.unflushed_messages + last_offset_delta + 1 >= config.flush_messages
+        ):
+            return self.append(batch, leader_epoch, now_ms)
+        try:
+            base_offset = self._segments[-1].append_in_place(  # `_active`, inline
+                batch, leader_epoch, last_offset_delta, max_timestamp, now_ms, config
+            )
+        except OSError as exc:
+            self._storage_failed(exc)
+        if base_offset < 0:
+            return self.append(batch, leader_epoch, now_ms)
+        if not self.unflushed_messages:
+            self.oldest_unflushed_ms = now_ms
+        self.unflushed_messages += last_offset_delta + 1
+        return base_offset
+
+    @storage_operation
+    def _storage_failed(self, exc: OSError) -> NoReturn:
+        """Raise `exc` through the storage guard: the log goes offline exactly as when an
+        operation it wraps fails (LogOfflineError)."""
+        raise exc
 
     @storage_operation
     def roll(self, now_ms: int) -> None:

@@ -441,7 +441,7 @@ class ProducerStateManager:
             )
             if entry.current_txn_first_offset is not None:
                 partition.ongoing_txns.begin(batch.producer_id, entry.current_txn_first_offset)
-        self._maybe_expire()
+        self.expire_if_due()
 
     def check_end_txn_marker(
         self,
@@ -551,8 +551,15 @@ class ProducerStateManager:
 
     # -- expiration ----------------------------------------------------------------------------
 
-    def _maybe_expire(self) -> None:
-        now_ms = self._clock()
+    def expire_if_due(self, wall_clock_ms: int | None = None) -> None:
+        """What `record_append` does for a plain producer's batch (producer id -1): expire
+        producers when their check interval has passed. `wall_clock_ms` is the caller's
+        reading of the wall clock, which spares reading it again (unused with another clock,
+        as tests give)."""
+        if wall_clock_ms is not None and self._clock is _wall_clock_ms:
+            now_ms = wall_clock_ms
+        else:
+            now_ms = self._clock()
         if now_ms >= self._next_expiration_check_ms:
             self.remove_expired_producers(now_ms)
             self._next_expiration_check_ms = now_ms + self.expiration_check_interval_ms

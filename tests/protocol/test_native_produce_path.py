@@ -226,6 +226,28 @@ def test_the_common_request_is_taken_natively() -> None:
     assert struct.unpack_from(">ii", answered) == (len(answered) - 4, 5)
 
 
+def test_a_recreated_topic_is_found_again() -> None:
+    """The path remembers topics and partitions per request key: a topic deleted and created
+    again under its name is the new one (by name, and by its new id), and the old id is
+    the handler's to answer (UNKNOWN_TOPIC_ID)."""
+    fast, pure = _twin_brokers(None)
+    requests = [{**_COMMON, "version": version} for version in (9, 13)]
+    assert _agree(fast, pure, requests) == 2
+    old_id = fast.cluster.topics["plain"].topic_id
+    new_id = uuid.uuid4()
+    for broker in (fast, pure):
+        broker.cluster.delete_topic("plain")
+        with mock.patch("uuid.uuid4", return_value=new_id):
+            broker.cluster.create_topic("plain", PARTITIONS, TOPICS["plain"])
+    assert _agree(fast, pure, requests) == 2
+    plain = fast.cluster.partition("plain", 0)
+    assert plain is not None and plain.log.log_end_offset == 2
+    with mock.patch.object(fast.cluster.topics["plain"], "topic_id", old_id):
+        stale = bytearray(_frame(requests[1], fast, 9)[4:])
+    with _native(native.plain_produce):
+        assert produce_native.answer(fast, memoryview(stale)) is produce_native.UNHANDLED
+
+
 _SOLO, _ = _twin_brokers(None)
 
 
