@@ -8,6 +8,8 @@ runs, the counters are zeroed, exactly `COUNT` requests are answered on one conn
 They include what the broker's loop does meanwhile (timers, idle wake-ups), as CPU time does.
 
 - produce: R1's single-message Produce (v9, acks=1, 100-byte value).
+- idempotent produce: the same from an idempotent producer (its id and epoch from
+  InitProducerId, each request the next sequence: `request_rate.ProducerFrames`).
 - fetch: an empty Fetch answered at once (v16 by topic id, max_wait_ms 0).
 - long poll: FE's empty long poll (the same Fetch, max_wait_ms 10).
 
@@ -46,11 +48,13 @@ def missing_tool() -> str | None:
     return None
 
 
-def _exchange(broker: RunningBroker, frame: bytes, count: int, window: int = WINDOW) -> None:
+def _exchange(
+    broker: RunningBroker, frames: request_rate.Frames, count: int, window: int = WINDOW
+) -> None:
     """`count` requests answered on one connection, `window` in flight."""
     with broker.connect() as sock:
         sent = min(window, count)
-        sock.sendall(frame * sent)
+        sock.sendall(request_rate.take(frames, sent))
         pending = bytearray()
         answered = 0
         while answered < count:
@@ -62,7 +66,7 @@ def _exchange(broker: RunningBroker, frame: bytes, count: int, window: int = WIN
             answered += done
             more = min(done, count - sent)
             if more:
-                sock.sendall(frame * more)
+                sock.sendall(request_rate.take(frames, more))
                 sent += more
 
 
@@ -83,12 +87,16 @@ def _instructions(dump: Path) -> int:
     raise RuntimeError(f"no summary line in {dump}")
 
 
-def _frames(broker: RunningBroker) -> dict[str, bytes]:
+def _frames(broker: RunningBroker) -> dict[str, request_rate.Frames]:
     request_rate.create_topic(broker.bootstrap)
     fetch_rate.create_topics(broker.bootstrap, [FETCH_TOPIC], mock=False)
     topic_id = fetch_rate.topic_ids(broker.bootstrap, [FETCH_TOPIC])[FETCH_TOPIC]
+    producer = request_rate.init_producer_id(broker.bootstrap)
     return {
         "produce": request_rate.produce_frame(request_rate.TOPIC, b"v" * 100),
+        "idempotent produce": request_rate.ProducerFrames(
+            request_rate.TOPIC, b"v" * 100, *producer
+        ),
         "fetch": fetch_rate.fetch_frames(topic_id, 0, 1 << 20, max_wait_ms=0).frame(0),
         "long poll": fetch_rate.fetch_frames(topic_id, 0, 1 << 20).frame(0),
     }
@@ -109,13 +117,13 @@ def measure(count: int = COUNT, window: int = WINDOW) -> dict[str, float]:
         ]
         broker = start_minibroker(Path(tmp) / "data", wrapper=wrapper)
         try:
-            frames = _frames(broker)
+            kinds = _frames(broker)
             _callgrind(broker.pid, "--instr=on")
             results = {}
-            for number, (kind, frame) in enumerate(frames.items(), start=1):
-                _exchange(broker, frame, WINDOW * 4, window)  # warm up
+            for number, (kind, frames) in enumerate(kinds.items(), start=1):
+                _exchange(broker, frames, WINDOW * 4, window)  # warm up
                 _callgrind(broker.pid, "--zero")
-                _exchange(broker, frame, count, window)
+                _exchange(broker, frames, count, window)
                 _callgrind(broker.pid, "--dump")
                 results[kind] = _instructions(out / f"callgrind.out.{number}") / count
         finally:

@@ -7,6 +7,9 @@ again and again, so nearly all the CPU it measures is the broker's.
 
     python -m benchmarks.request_rate [--window 64] [--seconds 5] [--bootstrap HOST:PORT]
 
+`--idempotent` sends an idempotent producer's batches instead (producer id and epoch from
+InitProducerId, each request the next sequence), as the Java client does by default.
+
 `--sweep` paces the requests instead (open loop: each is due at its slot of the rate, sent
 when due, answered in order on the one connection) at rising rates, measures every request's
 send→answer latency, and reports the highest rate whose answer p99 stays within 5 ms:
@@ -28,7 +31,7 @@ import tempfile
 import time
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -37,7 +40,8 @@ from benchmarks import procstat
 from benchmarks.brokers import RunningBroker, connect, receive, start_minibroker
 from benchmarks.stats import percentile
 from minibroker.protocol.api_keys import ApiKey
-from minibroker.protocol.codec import request_class
+from minibroker.protocol.codec import request_class, response_class
+from minibroker.records.batch import BASE_SEQUENCE_OFFSET, write_crc
 from minibroker.records.records import build_batch
 
 if TYPE_CHECKING:
@@ -53,10 +57,12 @@ P99_LIMIT_MS = 5.0
 PACED_BACKLOG = 20_000
 
 
-def produce_frame(topic: str, value: bytes) -> bytes:
+def produce_frame(topic: str, value: bytes, batch: bytes | None = None) -> bytes:
+    """A single-message Produce of `value` (or of `batch`, when given)."""
     cls = request_class(ApiKey.Produce)
     assert cls is not None
-    batch = build_batch([(None, value, [], int(time.time() * 1000))])
+    if batch is None:
+        batch = build_batch([(None, value, [], int(time.time() * 1000))])
     partition = cls.fields["topic_data"].data_class.fields["partition_data"].data_class
     topic_data = cls.fields["topic_data"].data_class
     message = cls(
@@ -71,27 +77,92 @@ def produce_frame(topic: str, value: bytes) -> bytes:
     return _SIZE.pack(len(body)) + body
 
 
-def drive(
-    bootstrap: str, frame: bytes, window: int, seconds: float, tls: TlsClient | None = None
-) -> int:
-    """Send `frame` with `window` requests in flight for `seconds`; answered requests."""
+class ProducerFrames:
+    """Single-message Produce frames of one idempotent producer (enable.idempotence: the
+    Java client's default), each with the next sequence: a copy of one frame with the
+    batch's base sequence and CRC rewritten."""
+
+    def __init__(self, topic: str, value: bytes, producer_id: int, producer_epoch: int) -> None:
+        batch = build_batch(
+            [(None, value, [], int(time.time() * 1000))],
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=0,
+        )
+        self._frame = bytearray(produce_frame(topic, value, batch))
+        self._batch_at = self._frame.index(batch)
+        self._batch_size = len(batch)
+        self.sequence = 0
+
+    def take(self, count: int) -> bytes:
+        """The next `count` frames, concatenated."""
+        frames = []
+        at = self._batch_at
+        batch = memoryview(self._frame)[at : at + self._batch_size]
+        for _ in range(count):
+            _SIZE.pack_into(batch, BASE_SEQUENCE_OFFSET, self.sequence)
+            write_crc(batch)
+            frames.append(bytes(self._frame))
+            self.sequence += 1
+        return b"".join(frames)
+
+
+def init_producer_id(bootstrap: str, tls: TlsClient | None = None) -> tuple[int, int]:
+    """A producer id and epoch from InitProducerId v4 without a transactional id, as an
+    idempotent producer asks."""
+    cls = request_class(ApiKey.InitProducerId)
+    assert cls is not None
+    version = 4
+    message = cls(
+        version=version,
+        transactional_id=None,
+        transaction_timeout_ms=60_000,
+        producer_id=-1,
+        producer_epoch=-1,
+    )
+    header = struct.pack(">hhih", ApiKey.InitProducerId, version, 1, 2) + b"r1" + b"\x00"
+    body = header + bytes(message.encode(version=version))
     with connect(bootstrap, tls) as sock:
-        sock.sendall(frame * window)
+        sock.sendall(_SIZE.pack(len(body)) + body)
+        pending = b""
+        while len(pending) < 4 or len(pending) < 4 + _SIZE.unpack_from(pending)[0]:
+            pending += receive(sock, 1 << 16)
+    # size, correlation id, the response header's tagged fields (none)
+    answer = response_class(ApiKey.InitProducerId).decode(pending[9:], version=version)
+    if answer.error_code:
+        raise RuntimeError(f"InitProducerId failed: error {answer.error_code}")
+    return answer.producer_id, answer.producer_epoch
+
+
+Frames: TypeAlias = "bytes | ProducerFrames"
+
+
+def take(frames: Frames, count: int) -> bytes:
+    return frames * count if isinstance(frames, bytes) else frames.take(count)
+
+
+def drive(
+    bootstrap: str, frames: Frames, window: int, seconds: float, tls: TlsClient | None = None
+) -> int:
+    """Send `frames` (one frame again and again, or an idempotent producer's) with `window`
+    requests in flight for `seconds`; answered requests."""
+    with connect(bootstrap, tls) as sock:
+        sock.sendall(take(frames, window))
         pending = b""
         answered = 0
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             pending += receive(sock, 1 << 20)
-            frames = 0
+            done = 0
             while len(pending) >= 4:
                 size = _SIZE.unpack_from(pending)[0] + 4
                 if len(pending) < size:
                     break
                 pending = pending[size:]
-                frames += 1
-            answered += frames
-            if frames:
-                sock.sendall(frame * frames)
+                done += 1
+            answered += done
+            if done:
+                sock.sendall(take(frames, done))
         return answered
 
 
@@ -179,14 +250,16 @@ def create_topic(bootstrap: str, mock: bool = False, tls: TlsClient | None = Non
 
 
 def measure(
-    broker: RunningBroker, window: int, seconds: float, mock: bool = False
+    broker: RunningBroker, window: int, seconds: float, mock: bool = False, idempotent: bool = False
 ) -> dict[str, float]:
     create_topic(broker.bootstrap, mock, broker.tls)
-    frame = produce_frame(TOPIC, b"v" * 100)
-    drive(broker.bootstrap, frame, window, 0.5, broker.tls)  # warm up
+    frames: Frames = produce_frame(TOPIC, b"v" * 100)
+    if idempotent:
+        frames = ProducerFrames(TOPIC, b"v" * 100, *init_producer_id(broker.bootstrap, broker.tls))
+    drive(broker.bootstrap, frames, window, 0.5, broker.tls)  # warm up
     cpu = procstat.cpu_seconds(broker.pid)
     started = time.perf_counter()
-    answered = drive(broker.bootstrap, frame, window, seconds, broker.tls)
+    answered = drive(broker.bootstrap, frames, window, seconds, broker.tls)
     elapsed = time.perf_counter() - started
     cpu = procstat.cpu_seconds(broker.pid) - cpu
     return {
@@ -202,6 +275,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--bootstrap", help="drive this broker instead of starting one")
     parser.add_argument("--sweep", action="store_true", help="paced rates, answer latencies")
+    parser.add_argument(
+        "--idempotent", action="store_true", help="an idempotent producer's batches (not --sweep)"
+    )
     args = parser.parse_args()
     if args.sweep:
         with tempfile.TemporaryDirectory() as tmp:
@@ -224,7 +300,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         broker = start_minibroker(Path(tmp))
         try:
-            result = measure(broker, args.window, args.seconds)
+            result = measure(broker, args.window, args.seconds, idempotent=args.idempotent)
         finally:
             broker.stop()
     print(
