@@ -148,23 +148,30 @@ def answer(broker: Broker, frame: memoryview) -> bytearray | Unhandled | None:
         max_timestamp = NO_TIMESTAMP
     data = frame[start:stop] if not frame.readonly else bytearray(frame[start:stop])
     # (a plain producer's batch needs no ValidatedBatch: `check_append` lets it through at its
-    # first test and `record_append` only expires producers for it)
-    batch = None
+    # first test and `record_append` only expires producers for it; nor does an idempotent
+    # producer's next batch in sequence, `next_in_sequence`'s few reads)
+    batch = entry = None
+    last_offset_delta = record_count - 1
+    last_seq = base_sequence + last_offset_delta
     if producer_id > NO_PRODUCER_ID:
-        batch = ValidatedBatch(
-            data,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            record_count,
-            is_transactional=False,
-            max_timestamp=max_timestamp,
+        producers = broker.producers
+        entry = producers.next_in_sequence(
+            partition, producer_id, producer_epoch, base_sequence, last_seq
         )
-        if not broker.producers.check_append(partition, batch).should_append:
-            return UNHANDLED
+        if entry is None:
+            batch = ValidatedBatch(
+                data,
+                producer_id,
+                producer_epoch,
+                base_sequence,
+                record_count,
+                is_transactional=False,
+                max_timestamp=max_timestamp,
+            )
+            if not producers.check_append(partition, batch).should_append:
+                return UNHANDLED
     if max_timestamp != header_max_timestamp:
         set_max_timestamp(data, TIMESTAMP_CREATE_TIME, max_timestamp)
-    last_offset_delta = record_count - 1
     try:
         base_offset = partition.log.append_plain(
             data, partition.leader_epoch, now_ms, last_offset_delta, max_timestamp
@@ -174,7 +181,16 @@ def answer(broker: Broker, frame: memoryview) -> bytearray | Unhandled | None:
     except OSError as exc:
         log.error("append to %s-%d failed: %s", partition.topic, index, exc)
         return _error_frame(plain, ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
-    if batch is None:
+    if entry is not None:
+        broker.producers.record_next_in_sequence(
+            entry,
+            last_seq,
+            base_offset + last_offset_delta,
+            last_offset_delta,
+            max_timestamp,
+            now_ms,
+        )
+    elif batch is None:
         broker.producers.expire_if_due(now_ms)
     else:
         last_offset = base_offset + last_offset_delta

@@ -404,6 +404,54 @@ class ProducerStateManager:
             batch.is_transactional,
         )
 
+    def next_in_sequence(
+        self,
+        partition: PartitionView,
+        producer_id: int,
+        producer_epoch: int,
+        first_seq: int,
+        last_seq: int,
+    ) -> ProducerStateEntry | None:
+        """The common idempotent batch, checked with a few reads (the native Produce path):
+        the producer's entry when its non-transactional batch `first_seq`-`last_seq` (no
+        Int32 wrap) is the next in sequence of a known producer in the same epoch, with no
+        open transaction and no batch of the last 5 ending at `last_seq` (so no duplicate):
+        then `check_append` lets it through too. None for any other batch: ask
+        `check_append`."""
+        table = self._tables.get(partition)
+        if table is None:
+            return None
+        entry = table.get(producer_id)
+        if (
+            entry is None
+            or entry.producer_epoch != producer_epoch
+            or entry.current_txn_first_offset is not None
+            or last_seq > INT32_MAX
+        ):
+            return None
+        batches = entry.batches
+        if not batches or batches[-1].last_seq + 1 != first_seq:
+            return None
+        for metadata in batches:
+            if metadata.last_seq == last_seq:
+                return None
+        return entry
+
+    def record_next_in_sequence(
+        self,
+        entry: ProducerStateEntry,
+        last_seq: int,
+        last_offset: int,
+        offset_delta: int,
+        timestamp: int,
+        wall_clock_ms: int,
+    ) -> None:
+        """`record_append` for a batch `next_in_sequence` let through, now stored up to
+        `last_offset`: its metadata into the entry's window of the last 5 batches."""
+        entry.batches.append(BatchMetadata(last_seq, last_offset, offset_delta, timestamp))
+        entry.last_timestamp = timestamp
+        self.expire_if_due(wall_clock_ms)
+
     def check_coordinator_append(
         self, partition: PartitionView, batch: CoordinatorBatch
     ) -> AppendCheck:
