@@ -7,15 +7,19 @@ The generated requests mix the common case with what the fast path hands back (u
 topics and partitions, LogAppendTime, compacted, recompressing and small-limit topics,
 corrupt CRCs, transactional ids, compressed batches, acks 0/-1/2, old timestamps) and with
 idempotent producers whose epochs and sequences repeat, skip and go back (duplicates,
-out-of-order sequences, fenced epochs); mutated frames check that `plain_produce` takes only
-what the pure decoder and validator accept; in a cluster, partitions led elsewhere and acks=all
-on replicated partitions are left to the handler. The native run uses the built extension
-even under MINIBROKER_PURE_PYTHON=1; skipped only when it was not built."""
+out-of-order sequences, fenced epochs); streams of idempotent batches mostly each the next
+in sequence (the path's `next_in_sequence`), on disk with the producer state reloaded from
+its snapshots between rounds, give the same snapshot files too; mutated frames check that
+`plain_produce` takes only what the pure decoder and validator accept; in a cluster,
+partitions led elsewhere and acks=all on replicated partitions are left to the handler. The
+native run uses the built extension even under MINIBROKER_PURE_PYTHON=1; skipped only when it
+was not built."""
 
 from __future__ import annotations
 
 import asyncio
 import struct
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -215,6 +219,114 @@ def test_on_disk_logs_alike(tmp_path: Path) -> None:
     idempotent = [{**_COMMON, "producer": (1000, 0, seq)} for seq in (0, 1, 1, 3, 2, 2)]
     # The duplicates and the out-of-order sequence 3 are the handler's to answer.
     assert _agree(fast, pure, [_COMMON] * 5 + idempotent) == 5 + 3
+
+
+# An idempotent producer's steps: its next batch (mostly), a duplicate of one of its last
+# batches, a gap, a sequence gone back, a new epoch from 0 or not, an older epoch.
+_idempotent_steps = st.lists(
+    st.tuples(
+        st.sampled_from([1000, 1001]),
+        st.sampled_from([0, 0, 1]),
+        st.sampled_from(["next"] * 8 + ["duplicate", "gap", "back", "bump", "bump late", "fence"]),
+        st.integers(1, 3),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+def _idempotent_requests(steps: list[tuple[int, int, str, int]]) -> list[dict[str, Any]]:
+    """Produce requests of idempotent producers, the sequences from a model of each producer
+    on each partition (its epoch, next sequence and batches sent)."""
+    epochs: dict[tuple[int, int], int] = {}
+    following: dict[tuple[int, int], int] = {}
+    sent: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+    requests = []
+    for producer_id, partition, kind, count in steps:
+        key = (producer_id, partition)
+        epoch, sequence, history = (
+            epochs.get(key, 0),
+            following.get(key, 0),
+            sent.setdefault(key, []),
+        )
+        if kind == "duplicate" and history:
+            epoch, sequence, count = history[-1 - count % len(history)]
+        elif kind == "gap":
+            sequence += 2
+        elif kind == "back":
+            sequence = max(0, sequence - 2)
+        elif kind == "bump":
+            epoch, sequence = epoch + 1, 0
+            epochs[key] = epoch
+        elif kind == "bump late":
+            epoch, sequence = epoch + 1, 2
+        elif kind == "fence":
+            epoch -= 1
+        if kind in ("next", "bump"):
+            following[key] = sequence + count
+            history.append((epoch, sequence, count))
+        records = [(None, b"v" * 10, [], 0)] * count
+        requests.append(
+            {
+                **_COMMON,
+                "partition": partition,
+                "producer": (producer_id, epoch, sequence),
+                "records": records,
+            }
+        )
+    return requests
+
+
+def _reload_producer_state(broker: Broker) -> None:
+    """The producer state written to snapshots and loaded again from them and the log."""
+    broker.producers.close()
+    for name in TOPICS:
+        for index in range(PARTITIONS):
+            partition = broker.cluster.partition(name, index)
+            assert partition is not None
+            broker.producers.reload(partition)
+
+
+def _snapshots(data_dir: Path) -> list[tuple[str, bytes]]:
+    return sorted(
+        (str(path.relative_to(data_dir)), path.read_bytes())
+        for path in data_dir.rglob("*.snapshot")
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_idempotent_steps, min_size=1, max_size=3))
+def test_idempotent_producers_alike(rounds: list[list[tuple[int, int, str, int]]]) -> None:
+    """Idempotent producers' batches, mostly each the next in sequence (the fast path's
+    `next_in_sequence`), with duplicates, gaps and epoch changes (the handler's), on disk,
+    the producer state reloaded from snapshots between rounds: the same answers, logs,
+    producer state and snapshot files."""
+    with tempfile.TemporaryDirectory() as tmp:
+        dirs = (Path(tmp) / "fast", Path(tmp) / "pure")
+        fast, pure = _twin_brokers(dirs)
+        for steps in rounds:
+            _agree(fast, pure, _idempotent_requests(steps))
+            for broker in (fast, pure):
+                _reload_producer_state(broker)
+            assert _state(fast) == _state(pure)
+            assert [name for name, _ in _snapshots(dirs[0])] == [
+                name for name, _ in _snapshots(dirs[1])
+            ]
+            assert [data for _, data in _snapshots(dirs[0])] == [
+                data for _, data in _snapshots(dirs[1])
+            ]
+
+
+def test_idempotent_batches_in_sequence_are_taken_natively(tmp_path: Path) -> None:
+    """All are answered natively: the first batch of a producer the broker does not know
+    after `check_append`, each next one in sequence without it."""
+    fast, pure = _twin_brokers((tmp_path / "fast", tmp_path / "pure"))
+    requests = _idempotent_requests([(1000, 0, "next", 1)] * 6)
+    with mock.patch.object(
+        fast.producers, "check_append", wraps=fast.producers.check_append
+    ) as check:
+        assert _agree(fast, pure, requests) == 6
+    assert check.call_count == 1
 
 
 def test_the_common_request_is_taken_natively() -> None:
