@@ -10,7 +10,10 @@ template per (version, topic, partition) with the correlation id and offsets pat
 (in one C call, `produce_answer`). The topic and partition are remembered per request key
 (`_route`); the append is the log's `append_plain` (the common append without a header
 parse or the storage guard's wrapper); a plain producer's batch (producer id -1) skips the
-producer state, which only expires producers for it.
+producer state, which only expires producers for it; an idempotent producer's next batch in
+sequence (known producer, same epoch, no open transaction, not a duplicate) is checked and
+recorded by the producer state's `next_in_sequence` and `record_next_in_sequence`, any other
+idempotent batch by `check_append` and `record_append`.
 
 The handler (`produce.py`) is the reference: everything this path does not answer exactly
 as the handler would returns UNHANDLED, and the request is decoded and handled as always:

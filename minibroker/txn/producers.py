@@ -19,6 +19,11 @@ Per (partition, producer id) it keeps the current epoch and the metadata of the 
    accepted at any sequence: Kafka dropped UNKNOWN_PRODUCER_ID with KIP-360.
 7. A non-transactional batch while the producer has an open transaction: INVALID_TXN_STATE.
 
+The native Produce path checks the common batch — a known producer's next in sequence, same
+epoch, no open transaction, not a duplicate — with `next_in_sequence` and records it with
+`record_next_in_sequence` (the verdict and state `check_append` and `record_append` give it,
+tests/txn/test_next_in_sequence.py); every other batch goes through those two.
+
 `record_append` runs after the append; a producer's first transactional batch on a partition
 opens its transaction there (the partition's `ongoing_txns`, which give the last stable offset).
 COMMIT/ABORT markers (`txn/markers.py`) are checked by `check_end_txn_marker` (an older producer
