@@ -499,9 +499,17 @@ class PendingFetch:
         self._reading_again = False
         for partition in partitions:
             partition.append_listeners.add(self)  # not a bound method: no reference cycle
-        last = Deadlines.last  # `Deadlines.of`'s first test inline: this runs per long poll
-        self._deadlines = last if last is not None and last.loop is loop else Deadlines.of(loop)
-        self._tick: int | None = self._deadlines.add(self, deadline)
+        # (`Deadlines.of`'s first test, and the deadline's tick added inline: once per long poll)
+        deadlines = Deadlines.last
+        if deadlines is None or deadlines.loop is not loop:
+            deadlines = Deadlines.of(loop)
+        self._deadlines = deadlines
+        tick = math.ceil(deadline * 1000)
+        waiting = deadlines.ticks.get(tick)
+        if waiting is None:
+            waiting = deadlines.new_tick(tick)
+        waiting[self] = None
+        self._tick: int | None = tick
 
     # ---- what the connection asks of a task ----
 
@@ -568,46 +576,45 @@ class PendingFetch:
             self._failed()
 
     def expire(self) -> None:
-        """The deadline passed (`Deadlines`): read once more and answer."""
+        """The deadline passed (`Deadlines`): read once more and answer; a lean read not
+        notified since answers from what it found, when its partition is still the topic's,
+        with the same log and leader epoch (every change a fetch could see notifies; these
+        are checked in case one did not)."""
         if self._state != self._WAITING:
             return
         self._tick = None
         try:
             lean = self._lean
-            if self._fresh and lean is not None and self._unchanged(lean):
-                header = self._ctx.header
-                offsets = (lean.high_watermark, lean.last_stable_offset, lean.log_start_offset)
-                key = (lean.topic_key, lean.partition_index)
-                self._finish(
-                    _framed(
+            if self._fresh and lean is not None:
+                # (`_finish` inline, and of `_stop_waiting` what is left: once per long poll)
+                topic = self._ctx.broker.cluster.topics.get(lean.name)
+                index, partition = lean.partition_index, lean.partition
+                if (
+                    topic is not None
+                    and index < len(topic.partitions)
+                    and topic.partitions[index] is partition
+                    and partition.log is lean.log
+                    and partition.leader_epoch == lean.leader_epoch
+                ):
+                    partition.append_listeners.discard(self)
+                    header = self._ctx.header
+                    self._result = _framed(
                         header.api_version,
                         header.correlation_id,
-                        key,
+                        (lean.topic_key, index),
                         lean.name,
                         lean.committed,
-                        offsets,
+                        (lean.high_watermark, lean.last_stable_offset, lean.log_start_offset),
                         _NO_RECORDS,
                     )
-                )
-                return
+                    self._state = self._DONE
+                    if self._callback is not None:
+                        self._callback(self)
+                    return
             reads, _total, _has_error = collect(self._ctx, self._request, self._read(), _CONSUMER)
             self._finish(_frame(self._ctx, reads))
         except Exception:
             self._failed()
-
-    def _unchanged(self, lean: Lean) -> bool:
-        """What the lean read found is still what a read would find: every change a fetch
-        could see notifies (`Partition.notify_appended`), and the partition, its log and its
-        leader epoch are checked to be the same in case one did not."""
-        topic = self._ctx.broker.cluster.topics.get(lean.name)
-        partition = lean.partition
-        return (
-            topic is not None
-            and lean.partition_index < len(topic.partitions)
-            and topic.partitions[lean.partition_index] is partition
-            and partition.log is lean.log
-            and partition.leader_epoch == lean.leader_epoch
-        )
 
     def _read(self) -> list[Requested]:
         """The partitions to read again (made from the lean read's on first use)."""
@@ -654,7 +661,7 @@ class Deadlines:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self._ticks: dict[int, dict[PendingFetch, None]] = {}
+        self.ticks: dict[int, dict[PendingFetch, None]] = {}
 
     last: Deadlines | None = None  # the last loop's, as a weak dictionary's get is slow
 
@@ -669,20 +676,20 @@ class Deadlines:
         cls.last = deadlines
         return deadlines
 
-    def add(self, pending: PendingFetch, deadline: float) -> int:
-        tick = math.ceil(deadline * 1000)
-        waiting = self._ticks.get(tick)
-        if waiting is None:
-            waiting = self._ticks[tick] = {}
-            self.loop.call_at(tick / 1000, self._expire, tick)
-        waiting[pending] = None
-        return tick
+    def new_tick(self, tick: int) -> dict[PendingFetch, None]:
+        """The fetches waiting until millisecond `tick` (none yet), and its timer."""
+        waiting: dict[PendingFetch, None] = {}
+        self.ticks[tick] = waiting
+        loop = self.loop
+        # (`call_later`: uvloop's `call_at` is a wrapper of it)
+        loop.call_later(tick / 1000 - loop.time(), self._expire, tick)
+        return waiting
 
     def remove(self, pending: PendingFetch, tick: int) -> None:
-        waiting = self._ticks.get(tick)
+        waiting = self.ticks.get(tick)
         if waiting is not None:
             waiting.pop(pending, None)
 
     def _expire(self, tick: int) -> None:
-        for pending in self._ticks.pop(tick, {}):
+        for pending in self.ticks.pop(tick, {}):
             pending.expire()
