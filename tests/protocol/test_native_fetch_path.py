@@ -565,3 +565,19 @@ def test_a_lean_long_poll_reads_again_only_after_a_change() -> None:
 
     quiet, notified = asyncio.run(both())
     assert len(reads) == 2 and quiet == notified
+
+
+@pytest.mark.parametrize("isolation_level", [0, 1])
+def test_a_log_failing_as_it_is_read_answers_as_the_handler(isolation_level: int) -> None:
+    """KAFKA_STORAGE_ERROR with the offsets read before the failure, from either path."""
+    fast, pure = _twin_brokers()
+    failing = OSError("the disk went away")
+    patches = []
+    for broker in (fast, pure):
+        partition = broker.cluster.partition("a", 0)
+        assert partition is not None
+        method = "read_batches" if isolation_level == 0 else "collect_aborted_txns"
+        patches.append(mock.patch.object(partition.log, method, side_effect=failing))
+    request = {**_COMMON, "isolation_level": isolation_level}
+    with patches[0], patches[1]:
+        assert asyncio.run(_agree(fast, pure, [_frame(request, fast, 4)])) == 1
