@@ -242,9 +242,8 @@ class LogSegment:
         self, chunk: bytes, chunk_start: int, size: int, start: int, batch_size: int
     ) -> StoredBatches | None:
         """`read`'s answer of the one batch at `start` from `chunk` (read at `chunk_start` of
-        the log's `size` bytes):
-        its bytes and the next batch's base offset (the segment's next offset after its last
-        batch); None unless the chunk holds both."""
+        the log's `size` bytes): its bytes and the next batch's base offset (the segment's
+        next offset after its last batch); None unless the chunk holds both."""
         after = start + batch_size
         relative = after - chunk_start
         if relative > len(chunk):
