@@ -222,7 +222,7 @@ def poll(
     return answered
 
 
-def _request(bootstrap: str, frame: bytes, count: int, tls: TlsClient | None) -> None:
+def request(bootstrap: str, frame: bytes, count: int, tls: TlsClient | None) -> None:
     """Send `frame` `count` times on one connection and wait for every answer."""
     with connect(bootstrap, tls) as sock:
         sock.sendall(frame * count)
@@ -282,7 +282,7 @@ def prepare(bootstrap: str, mock: bool = False, tls: TlsClient | None = None) ->
     """The empty topics of FE and the preloaded ones of FM."""
     create_topics(bootstrap, topic_names(EMPTY_TOPICS), mock, tls)
     create_topics(bootstrap, topic_names(SMALL_TOPICS), mock, tls)
-    _request(bootstrap, preload_frame(topic_names(SMALL_TOPICS)), PRELOAD, tls)
+    request(bootstrap, preload_frame(topic_names(SMALL_TOPICS)), PRELOAD, tls)
 
 
 def _empty_answer_size() -> int:

@@ -12,6 +12,8 @@ They include what the broker's loop does meanwhile (timers, idle wake-ups), as C
   InitProducerId, each request the next sequence: `request_rate.ProducerFrames`).
 - fetch: an empty Fetch answered at once (v16 by topic id, max_wait_ms 0).
 - long poll: FE's empty long poll (the same Fetch, max_wait_ms 10).
+- small fetch: FM's Fetch, one 1-message batch from the middle of a partition of `PRELOAD`
+  (partition limit 1 byte).
 
 `scripts/bench` installs valgrind with apt-get where it can; skipped, with the reason printed,
 when it is not installed (Debian: `apt-get install valgrind`).
@@ -37,6 +39,7 @@ from benchmarks.brokers import RunningBroker, receive, start_minibroker
 COUNT = 2000
 WINDOW = 16
 FETCH_TOPIC = "cg-fetch"
+SMALL_TOPIC = "cg-small"
 TOOLS = ("valgrind", "callgrind_control")
 
 
@@ -89,8 +92,11 @@ def _instructions(dump: Path) -> int:
 
 def _frames(broker: RunningBroker) -> dict[str, request_rate.Frames]:
     request_rate.create_topic(broker.bootstrap)
-    fetch_rate.create_topics(broker.bootstrap, [FETCH_TOPIC], mock=False)
-    topic_id = fetch_rate.topic_ids(broker.bootstrap, [FETCH_TOPIC])[FETCH_TOPIC]
+    fetch_rate.create_topics(broker.bootstrap, [FETCH_TOPIC, SMALL_TOPIC], mock=False)
+    ids = fetch_rate.topic_ids(broker.bootstrap, [FETCH_TOPIC, SMALL_TOPIC])
+    preload = fetch_rate.preload_frame([SMALL_TOPIC])
+    fetch_rate.request(broker.bootstrap, preload, fetch_rate.PRELOAD, None)
+    topic_id = ids[FETCH_TOPIC]
     producer = request_rate.init_producer_id(broker.bootstrap)
     return {
         "produce": request_rate.produce_frame(request_rate.TOPIC, b"v" * 100),
@@ -99,6 +105,9 @@ def _frames(broker: RunningBroker) -> dict[str, request_rate.Frames]:
         ),
         "fetch": fetch_rate.fetch_frames(topic_id, 0, 1 << 20, max_wait_ms=0).frame(0),
         "long poll": fetch_rate.fetch_frames(topic_id, 0, 1 << 20).frame(0),
+        "small fetch": fetch_rate.fetch_frames(ids[SMALL_TOPIC], 0, 1).frame(
+            fetch_rate.PRELOAD // 2
+        ),
     }
 
 

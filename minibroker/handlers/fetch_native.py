@@ -11,7 +11,10 @@ decoding, the fetch session (a sessionless context answers every partition), aut
 and quotas (`dispatch` calls `answer` only when neither is configured), down-conversion and
 zstd checks (below v10). The answer to a fetch of one partition is framed from a cached
 template of the same encoder's bytes, as the produce path's answers are, in one C call
-(`fetch_answer`).
+(`fetch_answer`). A fetch of one partition in the common state (a known topic's partition led
+here and online, the leader epoch current, the offset within the log, records in memory, no
+aborted transaction) is read without `collect` (`_lean_answer`, `_read_partition`'s steps
+inline, no `PartitionRead`); anything else goes to `collect`.
 
 A fetch that must wait is a `PendingFetch` rather than a task: it listens to its partitions'
 appends as the handler's long poll does, and its deadline (the handler's: `max_wait_ms` from
@@ -19,6 +22,9 @@ after the first read) is in `Deadlines`, one timer per millisecond in which any 
 for all the waiting fetches of a loop. On an append it reads again in the next loop iteration
 (as the handler's task would run then), and answers once `min_bytes` are there, a partition
 has an error, or the deadline has passed; at the deadline it reads once more and answers.
+A lean long poll whose partition was not notified since its read (every change a fetch could
+see notifies: appends, offsets moving, leader changes, deletion, the log going offline) and
+is still the same partition, log and leader epoch answers at its deadline from that read.
 
 MINIBROKER_PURE_PYTHON=1 (or no built accelerator) turns the path off.
 """
@@ -35,7 +41,14 @@ from typing import TYPE_CHECKING, NamedTuple, TypeAlias
 
 from minibroker.cluster.fetch_sessions import Requested, Wanted
 from minibroker.cluster.state import Partition
-from minibroker.handlers.fetch import PartitionRead, collect, fetch_frame, poll_min_bytes
+from minibroker.handlers.fetch import (
+    READ_COMMITTED,
+    PartitionRead,
+    collect,
+    fetch_frame,
+    poll_min_bytes,
+)
+from minibroker.log import OffsetOutOfRange
 from minibroker.protocol.api_keys import ApiKey
 from minibroker.protocol.codec import EncodedFrame, RequestHeader
 from minibroker.protocol.errors import ErrorCode
@@ -46,6 +59,7 @@ from minibroker.server.context import NO_ENTRY_ERRORS, RequestContext, Session
 if TYPE_CHECKING:
     from minibroker.cluster.state import Cluster, Topic
     from minibroker.config import Listener
+    from minibroker.log.base import PartitionLog
     from minibroker.server.broker import Broker
 
 log = logging.getLogger(__name__)
@@ -56,6 +70,7 @@ _ZERO_ID = uuid.UUID(int=0)
 # Enum members from the module: read from their class, each is a metaclass lookup (~0.3 µs).
 _FETCH = ApiKey.Fetch
 _NO_ERROR = ErrorCode.NO_ERROR
+_NO_RECORDS = b""
 
 PlainPartition: TypeAlias = tuple["str | bytes", int, int, int, int, int, int]
 """(topic name, or id bytes from v13; partition; current leader epoch; fetch offset;
@@ -104,6 +119,10 @@ def answer(
     plain = None if native_plain_fetch is None else native_plain_fetch(frame)
     if plain is None:
         return None
+    if len(plain[7]) == 1:
+        lean = _lean_answer(broker, plain, listener, session, loop)
+        if lean is not None:
+            return lean
     version, correlation_id, client_id, max_wait_ms = plain[:4]
     # The named tuples made by `tuple.__new__`: their own `__new__` is a Python function.
     header = tuple.__new__(RequestHeader, (_FETCH, version, correlation_id, client_id))
@@ -125,6 +144,170 @@ def answer(
             read.drop_records()
     deadline = loop.time() + max_wait_ms / 1000
     return PendingFetch(ctx, request, items, partitions, min_bytes, deadline, loop)
+
+
+class Lean(NamedTuple):
+    """What the lean read of a one-partition fetch found: the partition as the handler would
+    name it, and the offsets it would answer (its fetch offset at the readable end: nothing
+    to read). A long poll answers from it at its deadline when nothing was appended since
+    (no notification, the same log and leader epoch)."""
+
+    topic_key: uuid.UUID | str
+    name: str
+    partition_index: int
+    wanted: PlainPartition
+    committed: bool
+    partition: Partition
+    log: object
+    leader_epoch: int
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+
+
+def _lean_answer(
+    broker: Broker,
+    plain: Plain,
+    listener: Listener,
+    session: Session,
+    loop: asyncio.AbstractEventLoop,
+) -> Answer | PendingFetch | None:
+    """The handler's answer to a one-partition fetch, read without its `collect`: only for a
+    known topic's partition led here (not replicated), its log online, the leader epoch
+    unchecked or current, the fetch offset within the log, and records that come back in
+    memory with no aborted transaction. None for anything else: `collect` answers it (the
+    lean read having changed nothing). `_read_partition` is the specification of each test."""
+    version, correlation_id, _client_id, max_wait_ms, min_bytes, max_bytes, isolation = plain[:7]
+    wanted = plain[7][0]
+    topic_ref, index, leader_epoch, offset, partition_max_bytes = wanted[:5]
+    cluster = broker.cluster
+    if version >= _FIRST_TOPIC_ID_VERSION:
+        assert isinstance(topic_ref, bytes)
+        topic = _known_topics.get(topic_ref)  # `_known_topic`'s first test inline
+        if topic is None or cluster.topics.get(topic.name) is not topic:
+            topic = _known_topic(cluster, topic_ref)
+            if topic is None:
+                return None
+        topic_key: uuid.UUID | str = topic.topic_id
+    else:
+        assert isinstance(topic_ref, str)
+        topic = cluster.topics.get(topic_ref)
+        if topic is None:
+            return None
+        topic_key = topic_ref
+    partitions = topic.partitions
+    if not 0 <= index < len(partitions):
+        return None
+    partition = partitions[index]
+    if partition.replication is not None:
+        return None
+    nodes = broker.nodes
+    if len(nodes.brokers) > 1 and nodes.leader_error(partition, broker.node_id) is not None:
+        return None
+    log = partition.log
+    if log.storage_error is not None or (0 <= leader_epoch != partition.leader_epoch):
+        return None
+    high_watermark = log_end = log.log_end_offset
+    log_start = log.log_start_offset
+    last_stable = partition.ongoing_txns.last_stable_offset(high_watermark, log_start)
+    committed = isolation == READ_COMMITTED
+    upper = last_stable if committed else high_watermark
+    if offset > log_end:
+        return None
+    offsets = (high_watermark, last_stable, log_start)
+    records: bytes = _NO_RECORDS
+    if not log_start <= offset >= upper:
+        try:
+            read = _lean_records(log, offset, partition_max_bytes, max_bytes, upper, committed)
+        except OSError:  # the log went offline reading it
+            return _storage_error(broker, plain, listener, session, (topic_key, topic), offsets)
+        if read is None:
+            return None
+        records = read
+    poll_bytes = min_bytes if min_bytes < max_bytes else max_bytes  # `poll_min_bytes`
+    if max_wait_ms <= 0 or len(records) >= poll_bytes:
+        return _framed(
+            version, correlation_id, (topic_key, index), topic.name, committed, offsets, records
+        )
+    if records:  # fewer than `min_bytes`: the handler's long poll, which reads them again
+        return None
+    ctx, request = _context(broker, plain, listener, session)
+    found = tuple.__new__(
+        Lean,
+        (
+            topic_key,
+            topic.name,
+            index,
+            wanted,
+            committed,
+            partition,
+            log,
+            partition.leader_epoch,
+            high_watermark,
+            last_stable,
+            log_start,
+        ),
+    )
+    deadline = loop.time() + max_wait_ms / 1000
+    return PendingFetch(ctx, request, found, [partition], poll_bytes, deadline, loop)
+
+
+def _context(
+    broker: Broker, plain: Plain, listener: Listener, session: Session
+) -> tuple[RequestContext, PlainRequest]:
+    """The request's context and the fields the handler's functions read."""
+    # The named tuples made by `tuple.__new__`: their own `__new__` is a Python function.
+    header = tuple.__new__(RequestHeader, (_FETCH, plain[0], plain[1], plain[2]))
+    ctx = tuple.__new__(RequestContext, (broker, header, listener, session, NO_ENTRY_ERRORS))
+    return ctx, tuple.__new__(PlainRequest, plain[3:7])
+
+
+def _storage_error(
+    broker: Broker,
+    plain: Plain,
+    listener: Listener,
+    session: Session,
+    topic: tuple[uuid.UUID | str, Topic],
+    offsets: tuple[int, int, int],
+) -> Answer:
+    """`_read_partition`'s answer when the log fails as it is read: KAFKA_STORAGE_ERROR with
+    the offsets read before."""
+    ctx, _request = _context(broker, plain, listener, session)
+    (requested,) = _requested(broker.cluster, plain[0], plain[7])
+    read = PartitionRead(requested, ErrorCode.KAFKA_STORAGE_ERROR)
+    read.partition = topic[1].partitions[requested.key[1]]
+    read.high_watermark, read.last_stable_offset, read.log_start_offset = offsets
+    return _frame(ctx, [read])
+
+
+def _lean_records(
+    log: PartitionLog,
+    offset: int,
+    partition_max_bytes: int,
+    max_bytes: int,
+    upper: int,
+    committed: bool,
+) -> bytes | None:
+    """`_read_partition`'s read, and `collect`'s aborted transactions for read_committed:
+    the records in memory, or None when the handler must answer (an error, a file region,
+    an aborted transaction)."""
+    if max_bytes > 0:
+        limit = partition_max_bytes if partition_max_bytes < max_bytes else max_bytes
+    else:
+        limit = 0
+    try:
+        found = log.read_batches(offset, limit if limit > 1 else 1, upper)
+    except OffsetOutOfRange:
+        return None
+    if found is None:
+        return _NO_RECORDS
+    records = found.records
+    if not isinstance(records, bytes):
+        records.close()
+        return None
+    if committed and records and log.collect_aborted_txns(offset, found.next_offset):
+        return None
+    return records
 
 
 def _frame(ctx: RequestContext, reads: list[PartitionRead]) -> Answer:
@@ -154,26 +337,43 @@ _MAX_TEMPLATES = 4096
 
 
 def _single_partition_frame(ctx: RequestContext, read: PartitionRead, records: bytes) -> bytearray:
-    version = ctx.header.api_version
-    topic_key, index = read.key
-    committed = read.aborted_transactions is not None
+    return _framed(
+        ctx.header.api_version,
+        ctx.header.correlation_id,
+        read.key,
+        read.requested.topic or "",
+        read.aborted_transactions is not None,
+        (read.high_watermark, read.last_stable_offset, read.log_start_offset),
+        records,
+    )
+
+
+def _framed(
+    version: int,
+    correlation_id: int,
+    key: tuple[uuid.UUID | str, int],
+    name: str,
+    committed: bool,
+    offsets: tuple[int, int, int],
+    records: bytes,
+) -> bytearray:
+    """The answer of one partition without error: its key and topic name, whether it lists
+    aborted transactions (none: read_committed), its high watermark, last stable and log
+    start offsets, and its records."""
+    topic_key, index = key
     # A topic id by its int: a UUID's hash is a Python method.
     by = topic_key.int if isinstance(topic_key, uuid.UUID) else topic_key
-    key = (version, by, index, committed)
-    head = _templates.get(key)
+    template_key = (version, by, index, committed)
+    head = _templates.get(template_key)
     if head is None:
-        head = _template(version, read.requested.topic or "", topic_key, index, committed)
+        head = _template(version, name, topic_key, index, committed)
         if len(_templates) >= _MAX_TEMPLATES:
             _templates.clear()
-        _templates[key] = head
+        _templates[template_key] = head
     assert _fetch_answer is not None  # (this path runs only with the accelerator)
+    high_watermark, last_stable_offset, log_start_offset = offsets
     return _fetch_answer(
-        head,
-        ctx.header.correlation_id,
-        read.high_watermark,
-        read.last_stable_offset,
-        read.log_start_offset,
-        records,
+        head, correlation_id, high_watermark, last_stable_offset, log_start_offset, records
     )
 
 
@@ -255,7 +455,9 @@ class PendingFetch:
         "_ctx",
         "_deadline",
         "_deadlines",
+        "_fresh",
         "_items",
+        "_lean",
         "_loop",
         "_min_bytes",
         "_partitions",
@@ -272,15 +474,21 @@ class PendingFetch:
         self,
         ctx: RequestContext,
         request: PlainRequest,
-        items: list[Requested],
+        items: list[Requested] | Lean,
         partitions: list[Partition],
         min_bytes: int,
         deadline: float,
         loop: asyncio.AbstractEventLoop,
     ) -> None:
+        """`items`: the partitions to read again, or what a lean read found of its one."""
         self._ctx = ctx
         self._request = request
-        self._items = items
+        if isinstance(items, Lean):
+            self._items: list[Requested] | None = None
+            self._lean: Lean | None = items
+        else:
+            self._items, self._lean = items, None
+        self._fresh = self._lean is not None  # nothing notified since the lean read
         self._partitions = partitions
         self._min_bytes = min_bytes
         self._deadline = deadline
@@ -291,9 +499,17 @@ class PendingFetch:
         self._reading_again = False
         for partition in partitions:
             partition.append_listeners.add(self)  # not a bound method: no reference cycle
-        last = Deadlines.last  # `Deadlines.of`'s first test inline: this runs per long poll
-        self._deadlines = last if last is not None and last.loop is loop else Deadlines.of(loop)
-        self._tick: int | None = self._deadlines.add(self, deadline)
+        # (`Deadlines.of`'s first test, and the deadline's tick added inline: once per long poll)
+        deadlines = Deadlines.last
+        if deadlines is None or deadlines.loop is not loop:
+            deadlines = Deadlines.of(loop)
+        self._deadlines = deadlines
+        tick = math.ceil(deadline * 1000)
+        waiting = deadlines.ticks.get(tick)
+        if waiting is None:
+            waiting = deadlines.new_tick(tick)
+        waiting[self] = None
+        self._tick: int | None = tick
 
     # ---- what the connection asks of a task ----
 
@@ -340,6 +556,7 @@ class PendingFetch:
 
     def __call__(self, _: Partition) -> None:
         """An append to one of the partitions."""
+        self._fresh = False
         if not self._reading_again:
             self._reading_again = True
             self._loop.call_soon(self._read_again)
@@ -349,7 +566,7 @@ class PendingFetch:
         if self._state != self._WAITING:
             return
         try:
-            reads, total, has_error = collect(self._ctx, self._request, self._items, _CONSUMER)
+            reads, total, has_error = collect(self._ctx, self._request, self._read(), _CONSUMER)
             if total < self._min_bytes and not has_error and self._loop.time() < self._deadline:
                 for read in reads:
                     read.drop_records()
@@ -359,15 +576,56 @@ class PendingFetch:
             self._failed()
 
     def expire(self) -> None:
-        """The deadline passed (`Deadlines`): read once more and answer."""
+        """The deadline passed (`Deadlines`): read once more and answer; a lean read not
+        notified since answers from what it found, when its partition is still the topic's,
+        with the same log and leader epoch (every change a fetch could see notifies; these
+        are checked in case one did not)."""
         if self._state != self._WAITING:
             return
         self._tick = None
         try:
-            reads, _total, _has_error = collect(self._ctx, self._request, self._items, _CONSUMER)
+            lean = self._lean
+            if self._fresh and lean is not None:
+                # (`_finish` inline, and of `_stop_waiting` what is left: once per long poll)
+                topic = self._ctx.broker.cluster.topics.get(lean.name)
+                index, partition = lean.partition_index, lean.partition
+                if (
+                    topic is not None
+                    and index < len(topic.partitions)
+                    and topic.partitions[index] is partition
+                    and partition.log is lean.log
+                    and partition.leader_epoch == lean.leader_epoch
+                ):
+                    partition.append_listeners.discard(self)
+                    header = self._ctx.header
+                    self._result = _framed(
+                        header.api_version,
+                        header.correlation_id,
+                        (lean.topic_key, index),
+                        lean.name,
+                        lean.committed,
+                        (lean.high_watermark, lean.last_stable_offset, lean.log_start_offset),
+                        _NO_RECORDS,
+                    )
+                    self._state = self._DONE
+                    if self._callback is not None:
+                        self._callback(self)
+                    return
+            reads, _total, _has_error = collect(self._ctx, self._request, self._read(), _CONSUMER)
             self._finish(_frame(self._ctx, reads))
         except Exception:
             self._failed()
+
+    def _read(self) -> list[Requested]:
+        """The partitions to read again (made from the lean read's on first use)."""
+        items = self._items
+        if items is None:
+            lean = self._lean
+            assert lean is not None
+            _ref, index, leader_epoch, offset, max_bytes, log_start, last_epoch = lean.wanted
+            wanted = Wanted(offset, max_bytes, leader_epoch, log_start, last_epoch)
+            items = self._items = [Requested((lean.topic_key, index), lean.name, wanted)]
+        return items
 
     def _failed(self) -> None:
         """As `dispatch` answers a handler's exception."""
@@ -403,7 +661,7 @@ class Deadlines:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self._ticks: dict[int, dict[PendingFetch, None]] = {}
+        self.ticks: dict[int, dict[PendingFetch, None]] = {}
 
     last: Deadlines | None = None  # the last loop's, as a weak dictionary's get is slow
 
@@ -418,20 +676,20 @@ class Deadlines:
         cls.last = deadlines
         return deadlines
 
-    def add(self, pending: PendingFetch, deadline: float) -> int:
-        tick = math.ceil(deadline * 1000)
-        waiting = self._ticks.get(tick)
-        if waiting is None:
-            waiting = self._ticks[tick] = {}
-            self.loop.call_at(tick / 1000, self._expire, tick)
-        waiting[pending] = None
-        return tick
+    def new_tick(self, tick: int) -> dict[PendingFetch, None]:
+        """The fetches waiting until millisecond `tick` (none yet), and its timer."""
+        waiting: dict[PendingFetch, None] = {}
+        self.ticks[tick] = waiting
+        loop = self.loop
+        # (`call_later`: uvloop's `call_at` is a wrapper of it)
+        loop.call_later(tick / 1000 - loop.time(), self._expire, tick)
+        return waiting
 
     def remove(self, pending: PendingFetch, tick: int) -> None:
-        waiting = self._ticks.get(tick)
+        waiting = self.ticks.get(tick)
         if waiting is not None:
             waiting.pop(pending, None)
 
     def _expire(self, tick: int) -> None:
-        for pending in self._ticks.pop(tick, {}):
+        for pending in self.ticks.pop(tick, {}):
             pending.expire()

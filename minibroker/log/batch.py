@@ -24,8 +24,8 @@ from minibroker.records.batch import (
 
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 # baseOffset, batchLength, (the leader epoch skipped) magic, (CRC, attributes) lastOffsetDelta.
-_SPAN = struct.Struct(">qi4xb6xi")
-SPAN_PREFIX = _SPAN.size
+SPAN = struct.Struct(">qi4xb6xi")
+SPAN_PREFIX = SPAN.size
 INT64 = struct.Struct(">q")
 INT32 = struct.Struct(">i")
 
@@ -50,7 +50,7 @@ def offset_and_size(buf: Buffer, pos: int) -> tuple[int, int]:
 def batch_span(buf: Buffer, pos: int, available: int) -> tuple[int, int, int] | None:
     """(base offset, last offset, whole batch size) of the batch at `pos` from its first 27
     bytes, None unless they pass `header_is_plausible`'s checks."""
-    base_offset, length, magic, last_offset_delta = _SPAN.unpack_from(buf, pos)
+    base_offset, length, magic, last_offset_delta = SPAN.unpack_from(buf, pos)
     size = length + LOG_OVERHEAD
     if size < HEADER_SIZE or size > available or magic != MAGIC_V2 or last_offset_delta < 0:
         return None

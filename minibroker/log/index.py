@@ -137,12 +137,18 @@ class OffsetIndex(_EntryFile):
 
     def lookup(self, offset: int) -> int:
         """Position of the last indexed batch whose last offset is <= `offset` (else 0)."""
-        if self.entries == 0 or offset < self.entry(0)[0]:
-            return 0
-        if offset >= self.last_offset:
+        if offset >= self.last_offset:  # (also with no entries: the base offset, position 0)
             return self.last_position
-        slot = _first_slot(self.entries, lambda slot: self.entry(slot)[0] > offset) - 1
-        return self.entry(slot)[1]
+        # `_first_slot` inline, on relative offsets: this runs for every fetch read
+        relative = offset - self.base_offset
+        low, high = 0, self._written + len(self._pending) // OFFSET_ENTRY.size
+        while low < high:
+            middle = (low + high) // 2
+            if self._raw_entry(middle)[0] > relative:
+                high = middle
+            else:
+                low = middle + 1
+        return self._raw_entry(low - 1)[1] if low > 0 else 0
 
     def position_at_or_before(self, position: int) -> int:
         """The largest indexed batch position <= `position` (else 0)."""

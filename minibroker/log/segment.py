@@ -9,6 +9,7 @@ from minibroker.records.batch import (
     BASE_OFFSET_OFFSET,
     HEADER_SIZE,
     LOG_OVERHEAD,
+    MAGIC_V2,
     NO_TIMESTAMP,
     PARTITION_LEADER_EPOCH_OFFSET,
     BatchHeader,
@@ -19,6 +20,7 @@ from .base import SCAN_CHUNK_BYTES, StoredBatches
 from .batch import (
     INT32,
     INT64,
+    SPAN,
     SPAN_PREFIX,
     batch_is_valid,
     batch_span,
@@ -33,6 +35,32 @@ from .txnindex import TransactionIndex
 
 _HEADER_WALK_CHUNK = 16384  # header-only walks read little: a few headers per lookup
 _INT32_MAX = 2147483647
+
+
+def _holding_in(
+    chunk: bytes, chunk_start: int, size: int, offset: int
+) -> tuple[int, int, int] | None:
+    """(position, base offset, size) of the batch holding `offset`, walking the headers in
+    `chunk` (read at `chunk_start` of a log of `size` bytes); None when the chunk ends
+    first or a header is not plausible (`LogSegment._spans` walks on, or reports it)."""
+    relative, end = 0, len(chunk) - SPAN_PREFIX
+    available = size - chunk_start
+    unpack = SPAN.unpack_from
+    while relative <= end:
+        # `batch_span` inline (a dozen headers per read with the default index interval)
+        base_offset, length, magic, last_offset_delta = unpack(chunk, relative)
+        batch_size = length + LOG_OVERHEAD
+        if (
+            batch_size < HEADER_SIZE
+            or batch_size > available - relative
+            or magic != MAGIC_V2
+            or last_offset_delta < 0
+        ):
+            return None
+        if base_offset + last_offset_delta >= offset:
+            return chunk_start + relative, base_offset, batch_size
+        relative += batch_size
+    return None
 
 
 class CorruptSegmentError(Exception):
@@ -234,13 +262,30 @@ class LogSegment:
     def read(self, offset: int, max_bytes: int, upper_offset: int) -> StoredBatches | None:
         """Whole batches from the one holding `offset`: at least one, then while within max_bytes;
         none whose base offset is >= upper_offset. Their bounds come from the offset index and
-        a few batch headers; the bytes themselves are not read (a FileRegion for a file)."""
-        found = self._batch_holding(offset)
+        a few batch headers; the bytes of a large read are not read (a FileRegion for a
+        file)."""
+        if offset >= self.next_offset:
+            return None
+        # The walk to the batch holding `offset` in one chunk read from its index entry, which
+        # also holds a small batch and the next one's header: a read of one batch (KIP-74's
+        # first batch past a small limit, as consumers polling one message at a time get)
+        # needs no other read.
+        walk_from = self.offset_index.lookup(offset)
+        size = self.log.size
+        length = size - walk_from
+        chunk = self.log.read_at(
+            _HEADER_WALK_CHUNK if length > _HEADER_WALK_CHUNK else length, walk_from
+        )
+        found = _holding_in(chunk, walk_from, size, offset) or self._batch_holding(offset)
         if found is None:
             return None
         start, first_base_offset, first_size = found
         if first_base_offset >= upper_offset:
             return None
+        if max_bytes <= first_size:
+            one = self._one_batch(chunk, walk_from, size, start, first_size)
+            if one is not None:
+                return one
         stop = start + max(max_bytes, first_size)
         if upper_offset < self.next_offset:
             stop = min(stop, self._position_of_first_batch_from(upper_offset))
@@ -249,6 +294,27 @@ class LogSegment:
         else:
             end, next_offset = self._last_boundary_within(start, stop)
         return StoredBatches(self.log.region(start, end - start), next_offset)
+
+    def _one_batch(
+        self, chunk: bytes, chunk_start: int, size: int, start: int, batch_size: int
+    ) -> StoredBatches | None:
+        """`read`'s answer of the one batch at `start` from `chunk` (read at `chunk_start` of
+        the log's `size` bytes): its bytes and the next batch's base offset (the segment's
+        next offset after its last batch); None unless the chunk holds both."""
+        after = start + batch_size
+        relative = after - chunk_start
+        if relative > len(chunk):
+            return None
+        if after >= size:
+            next_offset = self.next_offset
+        elif relative + SPAN_PREFIX <= len(chunk):
+            span = batch_span(chunk, relative, size - after)
+            if span is None:
+                return None  # the walk reports it
+            next_offset = span[0]
+        else:
+            return None
+        return StoredBatches(chunk[start - chunk_start : relative], next_offset)
 
     def _spans(self, start: int) -> Iterator[tuple[int, int, int, int]]:
         """(position, base offset, last offset, size) of each batch from `start`: the checks

@@ -244,8 +244,10 @@ class SegmentedLog(ABC):
                 f"offset {offset} outside [{self._log_start_offset}, {end}] "
                 f"of {self.topic}-{self.partition}"
             )
-        upper = end if upper_offset is None else min(upper_offset, end)
-        for segment in self._segments[self._segment_index_for(offset) :]:
+        # (no `min`/`max` builtins, `_segment_index_for` inline: this runs for every fetch read)
+        upper = end if upper_offset is None or upper_offset > end else upper_offset
+        first = bisect.bisect_right(self._base_offsets, offset) - 1
+        for segment in self._segments[first if first > 0 else 0 :]:
             if offset >= upper or segment.base_offset >= upper:
                 break
             found = segment.read(offset, max_bytes, upper)

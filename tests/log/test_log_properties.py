@@ -87,9 +87,12 @@ class LogMachine(RuleBasedStateMachine):
     def read(self, data: st.DataObject, max_bytes: int, bounded: bool) -> None:
         offset = data.draw(st.integers(self.log_start, self.log_end))
         upper = data.draw(st.integers(offset, self.log_end)) if bounded else None
-        assert self.log.read(offset, max_bytes, upper) == self.expected_read(
-            offset, max_bytes, upper
-        )
+        expected = self.expected_read(offset, max_bytes, upper)
+        assert self.log.read(offset, max_bytes, upper) == expected
+        found = self.log.read_batches(offset, max_bytes, upper)
+        if expected:
+            assert found is not None
+            assert found.next_offset == self.expected_next_offset(expected)
 
     @rule(data=st.data())
     def read_out_of_range(self, data: st.DataObject) -> None:
@@ -196,6 +199,19 @@ class LogMachine(RuleBasedStateMachine):
             out.append(batch)
             total += len(batch)
         return b"".join(out)
+
+    def expected_next_offset(self, served: bytes) -> int:
+        """The offset after a read that served `served`: the base offset of the next batch
+        of the same segment, else the one after the last batch served."""
+        last = split_batches(served)[-1]
+        position = self.batches.index(last)
+        bases = [base for base, _size in self.log.segments()]
+        segment_end = next((base for base in bases if base > batch_base_offset(last)), None)
+        if position + 1 < len(self.batches):
+            following = batch_base_offset(self.batches[position + 1])
+            if segment_end is None or following < segment_end:
+                return following
+        return batch_last_offset(last) + 1
 
     @invariant()
     def offsets_and_sizes_match(self) -> None:

@@ -400,3 +400,184 @@ def test_one_partition_answer_is_the_handlers(
     native_answer = fetch_native._single_partition_frame(ctx, read, records)
     assert isinstance(native_answer, bytearray)
     assert bytes(native_answer) == _bytes(fetch_frame(ctx, ErrorCode.NO_ERROR, 0, [read]))
+
+
+# ---- the lean read of one partition (`_lean_answer`) and its long poll's deadline ----------
+
+_states = st.fixed_dictionaries(
+    {
+        "open_txn_at": st.sampled_from([None, None, 0, 1, BATCHES]),
+        "aborted": st.sampled_from([None, (0, 1), (1, 2), (BATCHES, BATCHES)]),
+        "leader_epoch": st.sampled_from([0, 0, 3]),
+        "log_start": st.sampled_from([0, 0, 1, BATCHES]),
+    }
+)
+_one_partition = st.fixed_dictionaries(
+    {
+        "topic": st.sampled_from(["a", "a", "missing"]),
+        "partition": st.sampled_from([0, 0, 0, 1, 5]),
+        "fetch_offset": st.sampled_from([0, 1, 2, BATCHES, BATCHES + 1, BATCHES + 2, -1]),
+        "partition_max_bytes": st.sampled_from([1, 100, 1 << 20, 0]),
+        "current_leader_epoch": st.sampled_from([-1, -1, 0, 3, 5]),
+    }
+)
+
+
+def _set_state(broker: Broker, state: dict[str, Any]) -> None:
+    """The same partition state in both twins: an open transaction, an aborted one in the
+    transaction index, a leader epoch, a log start offset."""
+    partition = broker.cluster.partition("a", 0)
+    assert partition is not None
+    if state["open_txn_at"] is not None:
+        partition.ongoing_txns.begin(42, state["open_txn_at"])
+    if state["aborted"] is not None:
+        first, last = state["aborted"]
+        partition.log.append_aborted_txn(43, first, last, first)
+    partition.leader_epoch = state["leader_epoch"]
+    if state["log_start"]:
+        partition.delete_records_before(state["log_start"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    _states,
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "version": st.sampled_from([12, 13, 16, 18]),
+                "isolation_level": st.sampled_from([0, 1]),
+                "max_bytes": st.sampled_from([0, 1, 200, 52_428_800]),
+                "min_bytes": st.sampled_from([0, 1, 100_000]),
+                "wanted": _one_partition,
+            }
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_one_partition_fetches_alike_in_any_state(
+    state: dict[str, Any], requests: list[dict[str, Any]]
+) -> None:
+    """One-partition fetches (what the lean read answers, or hands to `collect`) under open
+    and aborted transactions, leader epochs and a moved log start: the handler's bytes."""
+    fast, pure = _twin_brokers()
+    for broker in (fast, pure):
+        _set_state(broker, state)
+    frames = [
+        _frame({**_COMMON, **request, "partitions": [request["wanted"]]}, fast, n)
+        for n, request in enumerate(requests)
+    ]
+    asyncio.run(_agree(fast, pure, frames))
+
+
+def _poll_both(
+    change: Any, request: dict[str, Any], max_wait_ms: int = 40
+) -> tuple[bytes | None, bytes | None]:
+    """The same long poll on both twins, `change(broker)` made to each while it waits."""
+    fast, pure = _twin_brokers()
+
+    async def poll(broker: Broker) -> bytes | None:
+        frame = _frame(request, broker, 9, max_wait_ms=max_wait_ms)
+        answering = asyncio.ensure_future(_answer(broker, frame))
+        await asyncio.sleep(0.01)
+        change(broker)
+        return await answering
+
+    async def both() -> tuple[bytes | None, bytes | None]:
+        with _native(native.plain_fetch):
+            got = await poll(fast)
+        with _native(None):
+            expected = await poll(pure)
+        return got, expected
+
+    return asyncio.run(both())
+
+
+_EMPTY_POLL = {
+    **_COMMON,
+    "partitions": [{**_COMMON["partitions"][0], "partition": 1, "fetch_offset": 0}],
+}
+
+
+def _epoch_bumped_unnotified(broker: Broker) -> None:
+    partition = broker.cluster.partition("a", 1)
+    assert partition is not None
+    partition.leader_epoch += 1  # no notification: the deadline's read must see it
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda broker: broker.cluster.delete_topic("a"),
+        _epoch_bumped_unnotified,
+        lambda broker: None,
+    ],
+    ids=["topic deleted", "leader epoch bumped without notification", "nothing"],
+)
+@pytest.mark.parametrize("leader_epoch", [-1, 0])
+def test_a_waiting_lean_fetch_answers_as_the_handler(change: Any, leader_epoch: int) -> None:
+    wanted = {**_EMPTY_POLL["partitions"][0], "current_leader_epoch": leader_epoch}
+    got, expected = _poll_both(change, {**_EMPTY_POLL, "partitions": [wanted]})
+    assert got == expected and got is not None
+
+
+def test_a_long_poll_for_more_than_there_is_answers_as_the_handler() -> None:
+    """Records read, but fewer than `min_bytes`: read again at the deadline, as the
+    handler's long poll does, an append meanwhile included."""
+    request = {**_COMMON, "min_bytes": 100_000}
+
+    def appended(broker: Broker) -> None:
+        _append(broker, "a", 0, b"late")
+
+    for change in (appended, lambda broker: None):
+        got, expected = _poll_both(change, request)
+        assert got == expected and b"v1" * 20 in (got or b"")
+
+
+def test_a_lean_long_poll_reads_again_only_after_a_change() -> None:
+    """At its deadline a lean long poll answers from its first read when nothing changed,
+    and reads again when its partition was notified meanwhile (once on the notification,
+    once at the deadline)."""
+    fast, _pure = _twin_brokers()
+    frame = _frame(_EMPTY_POLL, fast, 9, max_wait_ms=20)
+    partition = fast.cluster.partition("a", 1)
+    assert partition is not None
+    reads = []
+    real_collect = fetch_native.collect
+
+    def collect(*args: Any) -> Any:
+        reads.append(args)
+        return real_collect(*args)
+
+    async def poll(notify: bool) -> bytes | None:
+        answering = asyncio.ensure_future(_answer(fast, frame))
+        await asyncio.sleep(0.005)
+        if notify:
+            partition.notify_appended()  # a change that leaves nothing to read
+        return await answering
+
+    async def both() -> tuple[bytes | None, bytes | None]:
+        with _native(native.plain_fetch), mock.patch.object(fetch_native, "collect", collect):
+            quiet = await poll(False)
+            assert not reads
+            notified = await poll(True)
+        return quiet, notified
+
+    quiet, notified = asyncio.run(both())
+    assert len(reads) == 2 and quiet == notified
+
+
+@pytest.mark.parametrize("isolation_level", [0, 1])
+def test_a_log_failing_as_it_is_read_answers_as_the_handler(isolation_level: int) -> None:
+    """KAFKA_STORAGE_ERROR with the offsets read before the failure, from either path."""
+    fast, pure = _twin_brokers()
+    failing = OSError("the disk went away")
+    patches = []
+    for broker in (fast, pure):
+        partition = broker.cluster.partition("a", 0)
+        assert partition is not None
+        method = "read_batches" if isolation_level == 0 else "collect_aborted_txns"
+        patches.append(mock.patch.object(partition.log, method, side_effect=failing))
+    request = {**_COMMON, "isolation_level": isolation_level}
+    with patches[0], patches[1]:
+        assert asyncio.run(_agree(fast, pure, [_frame(request, fast, 4)])) == 1
