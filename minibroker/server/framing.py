@@ -8,6 +8,12 @@ writable `memoryview` and comes back through `recycle` once its request is answe
 reused for a later large frame once nothing else refers to it any more (uvloop, for one,
 keeps the view it last read into until its next read). Reusing those buffers avoids
 allocating and zero-filling a fresh one for every large request.
+
+After a large frame, the next read (when nothing else is buffered) goes straight into a
+buffer that fits a frame of that size, size prefix included: a client sending 64 KiB
+batches has each read in one receive into the buffer its request is handled from, without
+first reading its start into the scratch and copying it out. A read that turns out not to
+start a large frame that fits is copied into the scratch, as if it had been read there.
 """
 
 from __future__ import annotations
@@ -49,18 +55,31 @@ class FrameDecoder:
         self._start = 0  # unread bytes of the scratch are [_start, _end)
         self._end = 0
         self._direct: bytearray | None = None  # the large frame being read, if any
+        self._direct_offset = 0  # where its body starts (4 when read with its size)
         self._direct_size = 0
         self._direct_filled = 0
         self._spares: list[bytearray] = []
+        # The size of the last large frame, while reads go straight into a buffer for the next
+        # one (0: into the scratch); `_ahead` is that buffer, until its bytes are received.
+        self._expected = 0
+        self._ahead: bytearray | None = None
 
     # -- receiving ---------------------------------------------------------------------------
 
     def get_buffer(self) -> memoryview:
         """Where the next received bytes go (never empty)."""
         if self._direct is not None:
-            if self._direct_filled == len(self._direct):
+            offset = self._direct_offset
+            if offset + self._direct_filled == len(self._direct):
                 self._grow_direct()
-            return memoryview(self._direct)[self._direct_filled : self._direct_size]
+            return memoryview(self._direct)[
+                offset + self._direct_filled : offset + self._direct_size
+            ]
+        if self._expected and self._end == 0:
+            wanted = self._expected + 4
+            if self._ahead is None or len(self._ahead) < wanted:
+                self._ahead = self._take_buffer(wanted)
+            return memoryview(self._ahead)[:wanted]
         if len(self._scratch) - self._end < _MIN_FREE_SCRATCH:
             self._make_room()
         return memoryview(self._scratch)[self._end :]
@@ -69,8 +88,31 @@ class FrameDecoder:
         """`nbytes` were written at the start of the last `get_buffer`."""
         if self._direct is not None:
             self._direct_filled += nbytes
+        elif self._ahead is not None:
+            self._received_ahead(nbytes)
         else:
             self._end += nbytes
+
+    def _received_ahead(self, nbytes: int) -> None:
+        """`nbytes` were read into `_ahead`: the start of the large frame it was taken for,
+        which then goes on in it, or else bytes for the scratch (and reads go there again)."""
+        ahead, self._ahead = self._ahead, None
+        assert ahead is not None
+        size = _SIZE.unpack_from(ahead)[0] if nbytes >= 4 else -1
+        if DIRECT_FRAME_BYTES < size <= self.max_frame_bytes and size + 4 <= len(ahead):
+            self._direct = ahead
+            self._direct_offset = 4
+            self._direct_size = size
+            self._direct_filled = min(nbytes - 4, size)
+            rest = memoryview(ahead)[4 + self._direct_filled : nbytes]
+        else:
+            self._expected = 0
+            rest = memoryview(ahead)[:nbytes]
+        if rest:  # the scratch is empty: these bytes start it
+            if len(rest) > len(self._scratch) - _MIN_FREE_SCRATCH:
+                self._scratch = bytearray(len(rest) + _SCRATCH_BYTES)
+            self._scratch[: len(rest)] = rest
+            self._end = len(rest)
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Copy `data` in (for callers that receive bytes objects)."""
@@ -84,8 +126,9 @@ class FrameDecoder:
 
     def _grow_direct(self) -> None:
         assert self._direct is not None
-        grown = _allocate(min(2 * len(self._direct), self._direct_size))
-        grown[: self._direct_filled] = self._direct
+        filled = self._direct_offset + self._direct_filled
+        grown = _allocate(min(2 * len(self._direct), self._direct_offset + self._direct_size))
+        grown[:filled] = memoryview(self._direct)[:filled]
         self._direct = grown
 
     def _make_room(self) -> None:
@@ -127,6 +170,7 @@ class FrameDecoder:
                 self._start = end
             return memoryview(frame)
         self._direct = self._take_buffer(max(min(size, _FIRST_ALLOCATION), available))
+        self._direct_offset = 0
         self._direct_size = size
         self._direct_filled = available
         self._direct[:available] = memoryview(self._scratch)[body_start : body_start + available]
@@ -141,8 +185,12 @@ class FrameDecoder:
     def _finish_direct(self) -> memoryview | None:
         if self._direct is None or self._direct_filled < self._direct_size:
             return None
-        frame = memoryview(self._direct)[: self._direct_size]
+        offset, size = self._direct_offset, self._direct_size
+        frame = memoryview(self._direct)[offset : offset + size]
         self._direct = None
+        # The next read goes straight into a buffer for a frame of this size, unless such
+        # a buffer would be larger than a frame's first allocation.
+        self._expected = size if size + 4 <= _FIRST_ALLOCATION else 0
         return frame
 
     def _take_buffer(self, size: int) -> bytearray:

@@ -73,8 +73,9 @@ def test_large_frames_are_writable_and_their_buffer_is_reused() -> None:
     decoder.feed(_framed(b"b" * 90_000))
     second = decoder.next_frame()
     assert second == b"b" * 90_000
-    # The same buffer: what the first frame left past the second one's end is still there.
-    assert second.obj[90_000:100_000] == b"a" * 10_000
+    # The same buffer (the second frame read into it with its size prefix, 4 bytes in):
+    # what the first frame left past the second one's end is still there.
+    assert second.obj[90_004:100_000] == b"a" * 9_996
 
 
 def test_a_buffer_still_referred_to_is_not_reused() -> None:
@@ -104,3 +105,37 @@ def test_sizes_outside_the_limit_are_refused(size: int) -> None:
     decoder.feed(struct.pack(">i", size))
     with pytest.raises(FramingError):
         decoder.next_frame()
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 4096, 1 << 20])
+def test_a_read_after_a_large_frame_that_starts_no_large_frame_goes_on_as_bytes(
+    chunk: int,
+) -> None:
+    """After a large frame, reads go into a buffer for the next large one: smaller, larger,
+    several frames in one read and partial size prefixes all come out whole."""
+    decoder = FrameDecoder(MAX_FRAME)
+    bodies = [b"a" * 70_000, b"b" * 10, b"c" * 70_000, b"d" * 69_000, b"e" * 71_000]
+    bodies += [b"f" * 200_000, b"g" * 40_000, b"", b"h" * 5]
+    stream = b"".join(_framed(body) for body in bodies)
+    assert _receive(decoder, stream, chunk) == bodies
+    assert decoder.buffered == 0
+
+
+@pytest.mark.parametrize("size", [-1, MAX_FRAME + 1])
+def test_sizes_outside_the_limit_after_a_large_frame_are_refused(size: int) -> None:
+    decoder = FrameDecoder(MAX_FRAME)
+    assert _receive(decoder, _framed(bytes(70_000)), 1 << 20) == [bytes(70_000)]
+    decoder.feed(struct.pack(">i", size) + bytes(100))
+    with pytest.raises(FramingError):
+        decoder.next_frame()
+
+
+def test_a_large_frame_is_read_in_one_piece_into_its_own_buffer_after_another() -> None:
+    decoder = FrameDecoder(MAX_FRAME)
+    assert _receive(decoder, _framed(bytes(70_000)), 1 << 20) == [bytes(70_000)]
+    target = decoder.get_buffer()
+    assert len(target) == 70_004  # exactly the next frame of that size, with its prefix
+    frame = _framed(b"x" * 70_000)
+    target[: len(frame)] = frame
+    decoder.buffer_updated(len(frame))
+    assert decoder.next_frame() == b"x" * 70_000
