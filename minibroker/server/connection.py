@@ -43,7 +43,7 @@ from minibroker.protocol.codec import EncodedFrame, MalformedRequest
 from minibroker.server.authenticator import SaslAuthenticator
 from minibroker.server.context import Session
 from minibroker.server.dispatch import UNHANDLED, answer_natively, dispatch_decoded
-from minibroker.server.framing import DIRECT_FRAME_BYTES, FrameDecoder, FramingError
+from minibroker.server.framing import DIRECT_FRAME_BYTES, FramingError, new_decoder
 from minibroker.server.quotas import Admission, Slot
 from minibroker.server.writer import ResponseWriter
 
@@ -122,7 +122,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         # Requests in flight or answers unwritten before reading pauses: one at a time until a
         # SASL client has authenticated.
         self._max_unwritten = 1 if security.sasl else MAX_IN_FLIGHT_REQUESTS
-        self._decoder = FrameDecoder(
+        self._decoder = new_decoder(
             broker.config.get_int(
                 "sasl.server.max.receive.size" if security.sasl else "socket.request.max.bytes"
             )

@@ -14,12 +14,19 @@ buffer that fits a frame of that size, size prefix included: a client sending 64
 batches has each read in one receive into the buffer its request is handled from, without
 first reading its start into the scratch and copying it out. A read that turns out not to
 start a large frame that fits is copied into the scratch, as if it had been read there.
+
+`FrameDecoder` is the reference; `new_decoder` gives the C one of `minibroker.server._accel`
+(the same steps and state, in C: a small request's read is then no Python call in here)
+when it was built, unless MINIBROKER_PURE_PYTHON is set.
 """
 
 from __future__ import annotations
 
 import struct
 import sys
+from typing import cast
+
+from minibroker.records.accel import pure_python_forced
 
 _SIZE = struct.Struct(">i")
 _SCRATCH_BYTES = 16 * 1024
@@ -227,3 +234,21 @@ class FrameDecoder:
 
 def _allocate(size: int) -> bytearray:
     return bytearray(-(-size // _BUFFER_STEP) * _BUFFER_STEP)
+
+
+def _native_decoder() -> type[FrameDecoder] | None:
+    if pure_python_forced():
+        return None
+    try:
+        from minibroker.server._accel import FrameDecoder as Native
+    except ImportError:
+        return None
+    return cast(type[FrameDecoder], Native)
+
+
+NativeFrameDecoder = _native_decoder()
+
+
+def new_decoder(max_frame_bytes: int) -> FrameDecoder:
+    """The C decoder when there is one, else the pure one: the same frames and errors."""
+    return (NativeFrameDecoder or FrameDecoder)(max_frame_bytes)
