@@ -336,15 +336,13 @@ static PyObject *Decoder_next_frame(Decoder *self, PyObject *Py_UNUSED(ignored))
 }
 
 static PyObject *Decoder_recycle(Decoder *self, PyObject *frame) {
-    if (!PyMemoryView_Check(frame)) {
-        PyErr_SetString(PyExc_TypeError, "recycle() takes a memoryview");
+    PyObject *buffer = PyObject_GetAttrString(frame, "obj"); /* fails once released */
+    if (buffer == NULL) {
         return NULL;
     }
-    PyObject *buffer = PyMemoryView_GET_BUFFER(frame)->obj;
-    Py_XINCREF(buffer);
     PyObject *released = PyObject_CallMethod(frame, "release", NULL);
     if (released == NULL) {
-        Py_XDECREF(buffer);
+        Py_DECREF(buffer);
         if (PyErr_ExceptionMatches(PyExc_BufferError)) { /* still read through this view */
             PyErr_Clear();
             Py_RETURN_NONE;
@@ -352,8 +350,8 @@ static PyObject *Decoder_recycle(Decoder *self, PyObject *frame) {
         return NULL;
     }
     Py_DECREF(released);
-    if (buffer == NULL || !PyByteArray_Check(buffer) || LEN(buffer) <= DIRECT_FRAME_BYTES) {
-        Py_XDECREF(buffer);
+    if (!PyByteArray_Check(buffer) || LEN(buffer) <= DIRECT_FRAME_BYTES) {
+        Py_DECREF(buffer);
         Py_RETURN_NONE;
     }
     Py_ssize_t count = PyList_GET_SIZE(self->spares);

@@ -231,3 +231,14 @@ def test_the_c_decoder_matches_the_pure_one(
 def test_connections_use_the_c_decoder_unless_the_pure_path_is_forced() -> None:
     expected = FrameDecoder if pure_python_forced() else C_DECODER
     assert type(framing.new_decoder(MAX_FRAME)) is expected
+
+
+@decoders
+def test_a_frame_recycled_twice_is_refused_the_second_time(make: type[FrameDecoder]) -> None:
+    decoder = make(MAX_FRAME)
+    decoder.feed(_framed(bytes(70_000)))
+    frame = decoder.next_frame()
+    assert frame is not None
+    decoder.recycle(frame)
+    with pytest.raises(ValueError):
+        decoder.recycle(frame)
