@@ -20,6 +20,7 @@
 #define BUFFER_STEP (8 * 1024)
 #define FIRST_ALLOCATION (8 * 1024 * 1024)
 #define MAX_SPARE_BYTES (8 * 1024 * 1024)
+#define MAX_READ_AHEAD_FRAME (MAX_SPARE_BYTES / MAX_SPARE_BUFFERS)
 
 typedef struct {
     PyObject_HEAD
@@ -263,7 +264,7 @@ static PyObject *finish_direct(Decoder *self) {
         return NULL;
     }
     Py_CLEAR(self->direct);
-    self->expected = self->direct_size + 4 <= FIRST_ALLOCATION ? self->direct_size : 0;
+    self->expected = self->direct_size + 4 <= MAX_READ_AHEAD_FRAME ? self->direct_size : 0;
     return frame;
 }
 

@@ -9,8 +9,8 @@ reused for a later large frame once nothing else refers to it any more (uvloop, 
 keeps the view it last read into until its next read). Reusing those buffers avoids
 allocating and zero-filling a fresh one for every large request.
 
-After a large frame, the next read (when nothing else is buffered) goes straight into a
-buffer that fits a frame of that size, size prefix included: a client sending 64 KiB
+After a large frame of up to 256 KiB, the next read (when nothing else is buffered) goes
+straight into a buffer that fits a frame of that size, size prefix included: a client sending 64 KiB
 batches has each read in one receive into the buffer its request is handled from, without
 first reading its start into the scratch and copying it out. A read that turns out not to
 start a large frame that fits is copied into the scratch, as if it had been read there.
@@ -42,6 +42,13 @@ _BUFFER_STEP = 8 * 1024
 # doubles as its bytes arrive: a few bytes cannot make the broker allocate 100 MiB.
 _FIRST_ALLOCATION = 8 * 1024 * 1024
 _MAX_SPARE_BYTES = 8 * 1024 * 1024
+# Reading straight into a buffer for the next large frame, only for frames up to this size.
+# A loop reads up to 32 times in a row while each read fills the buffer it was given (libuv
+# does), which here is a whole frame each time, so that many buffers are taken before any
+# request is answered: past this size they would not all return to the spares (1 MiB frames
+# then took a fresh buffer, and its page faults, for most requests). Larger frames gain little
+# anyway: their first 16 KiB are read into the scratch, then the rest into their own buffer.
+_MAX_READ_AHEAD_FRAME = _MAX_SPARE_BYTES // _MAX_SPARE_BUFFERS
 # `sys.getrefcount(spare)` inside `_take_buffer` when nothing else holds the spare buffer: the
 # spares list, the local name and getrefcount's own argument.
 _UNSHARED_REFCOUNT = 3
@@ -195,9 +202,9 @@ class FrameDecoder:
         offset, size = self._direct_offset, self._direct_size
         frame = memoryview(self._direct)[offset : offset + size]
         self._direct = None
-        # The next read goes straight into a buffer for a frame of this size, unless such
-        # a buffer would be larger than a frame's first allocation.
-        self._expected = size if size + 4 <= _FIRST_ALLOCATION else 0
+        # The next read goes straight into a buffer for a frame of this size, up to a size
+        # whose buffers the spares keep for a whole burst of reads.
+        self._expected = size if size + 4 <= _MAX_READ_AHEAD_FRAME else 0
         return frame
 
     def _take_buffer(self, size: int) -> bytearray:

@@ -242,3 +242,17 @@ def test_a_frame_recycled_twice_is_refused_the_second_time(make: type[FrameDecod
     decoder.recycle(frame)
     with pytest.raises(ValueError):
         decoder.recycle(frame)
+
+
+@decoders
+def test_after_a_frame_over_256_kib_reads_go_into_the_scratch_again(
+    make: type[FrameDecoder],
+) -> None:
+    """A burst of reads into buffers of their own, one per frame, is kept to what the spares
+    hold: past 256 KiB a frame's start is read into the scratch."""
+    decoder = make(MAX_FRAME)
+    assert _receive(decoder, _framed(bytes(256 * 1024 - 4)), 1 << 20) == [bytes(256 * 1024 - 4)]
+    assert len(decoder.get_buffer()) == 256 * 1024
+    decoder = make(MAX_FRAME)
+    assert _receive(decoder, _framed(bytes(256 * 1024)), 1 << 20) == [bytes(256 * 1024)]
+    assert len(decoder.get_buffer()) == 16 * 1024
