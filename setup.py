@@ -1,4 +1,5 @@
-"""The optional C accelerator of the produce path; everything else is in pyproject.toml.
+"""The optional C accelerators (the produce path, the frame decoder); everything else is in
+pyproject.toml.
 
 `optional=True`: without a compiler (or Python headers) the install still succeeds and
 minibroker runs its pure-Python code, which is the reference anyway."""
@@ -21,6 +22,6 @@ setup(
             depends=["minibroker/records/_scan.h"],
             optional=True,
         )
-        for layer in ("records", "protocol")
+        for layer in ("records", "protocol", "server")
     ]
 )

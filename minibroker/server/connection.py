@@ -43,7 +43,7 @@ from minibroker.protocol.codec import EncodedFrame, MalformedRequest
 from minibroker.server.authenticator import SaslAuthenticator
 from minibroker.server.context import Session
 from minibroker.server.dispatch import UNHANDLED, answer_natively, dispatch_decoded
-from minibroker.server.framing import DIRECT_FRAME_BYTES, FrameDecoder, FramingError
+from minibroker.server.framing import DIRECT_FRAME_BYTES, FramingError, new_decoder
 from minibroker.server.quotas import Admission, Slot
 from minibroker.server.writer import ResponseWriter
 
@@ -122,7 +122,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         # Requests in flight or answers unwritten before reading pauses: one at a time until a
         # SASL client has authenticated.
         self._max_unwritten = 1 if security.sasl else MAX_IN_FLIGHT_REQUESTS
-        self._decoder = FrameDecoder(
+        self._decoder = new_decoder(
             broker.config.get_int(
                 "sasl.server.max.receive.size" if security.sasl else "socket.request.max.bytes"
             )
@@ -216,19 +216,17 @@ class BrokerConnection(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> memoryview:
         return _DISCARDED if self._lingering else self._decoder.get_buffer()
 
-    def buffer_updated(self, nbytes: int) -> None:
-        """`nbytes` received: start the requests they complete. (`_start_buffered_frames`
-        itself with a count: one Python call less per read.)"""
-        if not self._lingering:
-            self._start_buffered_frames(nbytes)
-
     def _start_buffered_frames(self, nbytes: int = 0) -> None:
+        """Start the requests buffered frames hold (room permitting); also `buffer_updated`:
+        `nbytes` were received (dropped while lingering), one Python call per read."""
         # The checks (room for answers, throttling, `queued.max.request.bytes`) inline, their
         # methods called only when the cheap test fails: this loop runs once per request, and
         # each call is a measurable share of a small request's cost. Answers are written only
         # in a later callback, so the writer's queue stays put meanwhile.
         in_flight, decoder, quotas = self._in_flight, self._decoder, self._broker.quotas
         if nbytes:
+            if self._lingering:
+                return
             decoder.buffer_updated(nbytes)
         room = self._max_unwritten - (self._writer.queued_frames if self._writer else 0)
         started = False
@@ -267,7 +265,18 @@ class BrokerConnection(asyncio.BufferedProtocol):
             # (callbacks and timers a handler scheduled run before its client sees it).
             self._write_scheduled = True
             self._loop.call_soon(self._request_done)
-        self._update_reading()
+        if (  # `_update_reading` only when it may pause or resume reading
+            self._reading_paused
+            or len(in_flight) + (self._writer.queued_frames if self._writer else 0)
+            >= self._max_unwritten
+            or self._waiting_for_slot
+            or self._waiting_for_request_bytes
+            or self._throttle_timer is not None
+            or self._failed_authentication is not None
+        ):
+            self._update_reading()
+
+    buffer_updated = _start_buffered_frames
 
     def _may_start_request(self) -> bool:
         """Room in `queued.max.request.bytes`; otherwise wait (not reading) until freed."""
@@ -406,9 +415,13 @@ class BrokerConnection(asyncio.BufferedProtocol):
                 quotas.release_request_bytes(0)
         if self._authenticator is not None and self._authenticator.complete:
             self._authenticated()
-        # `_write`, inline
-        if ready and self._writer is not None and not self._closed:
-            self._writer.write(ready)
+        # `_write`, inline, and the writer's own first case: one answer in one piece
+        writer, transport = self._writer, self._transport
+        if ready and writer is not None and transport is not None and not self._closed:
+            if writer.direct and len(ready) == 1 and isinstance(ready[0], bytearray):
+                transport.write(ready[0])
+            else:
+                writer.write(ready)
             self._last_active = time.monotonic()
         if self._session.throttled_until > 0:
             self._mute_while_throttled()

@@ -8,12 +8,25 @@ writable `memoryview` and comes back through `recycle` once its request is answe
 reused for a later large frame once nothing else refers to it any more (uvloop, for one,
 keeps the view it last read into until its next read). Reusing those buffers avoids
 allocating and zero-filling a fresh one for every large request.
+
+After a large frame of up to 256 KiB, the next read (when nothing else is buffered) goes
+straight into a buffer that fits a frame of that size, size prefix included: a client sending 64 KiB
+batches has each read in one receive into the buffer its request is handled from, without
+first reading its start into the scratch and copying it out. A read that turns out not to
+start a large frame that fits is copied into the scratch, as if it had been read there.
+
+`FrameDecoder` is the reference; `new_decoder` gives the C one of `minibroker.server._accel`
+(the same steps and state, in C: a small request's read is then no Python call in here)
+when it was built, unless MINIBROKER_PURE_PYTHON is set.
 """
 
 from __future__ import annotations
 
 import struct
 import sys
+from typing import cast
+
+from minibroker.records.accel import pure_python_forced
 
 _SIZE = struct.Struct(">i")
 _SCRATCH_BYTES = 16 * 1024
@@ -29,6 +42,13 @@ _BUFFER_STEP = 8 * 1024
 # doubles as its bytes arrive: a few bytes cannot make the broker allocate 100 MiB.
 _FIRST_ALLOCATION = 8 * 1024 * 1024
 _MAX_SPARE_BYTES = 8 * 1024 * 1024
+# Reading straight into a buffer for the next large frame, only for frames up to this size.
+# A loop reads up to 32 times in a row while each read fills the buffer it was given (libuv
+# does), which here is a whole frame each time, so that many buffers are taken before any
+# request is answered: past this size they would not all return to the spares (1 MiB frames
+# then took a fresh buffer, and its page faults, for most requests). Larger frames gain little
+# anyway: their first 16 KiB are read into the scratch, then the rest into their own buffer.
+_MAX_READ_AHEAD_FRAME = _MAX_SPARE_BYTES // _MAX_SPARE_BUFFERS
 # `sys.getrefcount(spare)` inside `_take_buffer` when nothing else holds the spare buffer: the
 # spares list, the local name and getrefcount's own argument.
 _UNSHARED_REFCOUNT = 3
@@ -49,18 +69,31 @@ class FrameDecoder:
         self._start = 0  # unread bytes of the scratch are [_start, _end)
         self._end = 0
         self._direct: bytearray | None = None  # the large frame being read, if any
+        self._direct_offset = 0  # where its body starts (4 when read with its size)
         self._direct_size = 0
         self._direct_filled = 0
         self._spares: list[bytearray] = []
+        # The size of the last large frame, while reads go straight into a buffer for the next
+        # one (0: into the scratch); `_ahead` is that buffer, until its bytes are received.
+        self._expected = 0
+        self._ahead: bytearray | None = None
 
     # -- receiving ---------------------------------------------------------------------------
 
     def get_buffer(self) -> memoryview:
         """Where the next received bytes go (never empty)."""
         if self._direct is not None:
-            if self._direct_filled == len(self._direct):
+            offset = self._direct_offset
+            if offset + self._direct_filled == len(self._direct):
                 self._grow_direct()
-            return memoryview(self._direct)[self._direct_filled : self._direct_size]
+            return memoryview(self._direct)[
+                offset + self._direct_filled : offset + self._direct_size
+            ]
+        if self._expected and self._end == 0:
+            wanted = self._expected + 4
+            if self._ahead is None or len(self._ahead) < wanted:
+                self._ahead = self._take_buffer(wanted)
+            return memoryview(self._ahead)[:wanted]
         if len(self._scratch) - self._end < _MIN_FREE_SCRATCH:
             self._make_room()
         return memoryview(self._scratch)[self._end :]
@@ -69,8 +102,31 @@ class FrameDecoder:
         """`nbytes` were written at the start of the last `get_buffer`."""
         if self._direct is not None:
             self._direct_filled += nbytes
+        elif self._ahead is not None:
+            self._received_ahead(nbytes)
         else:
             self._end += nbytes
+
+    def _received_ahead(self, nbytes: int) -> None:
+        """`nbytes` were read into `_ahead`: the start of the large frame it was taken for,
+        which then goes on in it, or else bytes for the scratch (and reads go there again)."""
+        ahead, self._ahead = self._ahead, None
+        assert ahead is not None
+        size = _SIZE.unpack_from(ahead)[0] if nbytes >= 4 else -1
+        if DIRECT_FRAME_BYTES < size <= self.max_frame_bytes and size + 4 <= len(ahead):
+            self._direct = ahead
+            self._direct_offset = 4
+            self._direct_size = size
+            self._direct_filled = min(nbytes - 4, size)
+            rest = memoryview(ahead)[4 + self._direct_filled : nbytes]
+        else:
+            self._expected = 0
+            rest = memoryview(ahead)[:nbytes]
+        if rest:  # the scratch is empty: these bytes start it
+            if len(rest) > len(self._scratch) - _MIN_FREE_SCRATCH:
+                self._scratch = bytearray(len(rest) + _SCRATCH_BYTES)
+            self._scratch[: len(rest)] = rest
+            self._end = len(rest)
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Copy `data` in (for callers that receive bytes objects)."""
@@ -84,8 +140,9 @@ class FrameDecoder:
 
     def _grow_direct(self) -> None:
         assert self._direct is not None
-        grown = _allocate(min(2 * len(self._direct), self._direct_size))
-        grown[: self._direct_filled] = self._direct
+        filled = self._direct_offset + self._direct_filled
+        grown = _allocate(min(2 * len(self._direct), self._direct_offset + self._direct_size))
+        grown[:filled] = memoryview(self._direct)[:filled]
         self._direct = grown
 
     def _make_room(self) -> None:
@@ -127,6 +184,7 @@ class FrameDecoder:
                 self._start = end
             return memoryview(frame)
         self._direct = self._take_buffer(max(min(size, _FIRST_ALLOCATION), available))
+        self._direct_offset = 0
         self._direct_size = size
         self._direct_filled = available
         self._direct[:available] = memoryview(self._scratch)[body_start : body_start + available]
@@ -141,8 +199,12 @@ class FrameDecoder:
     def _finish_direct(self) -> memoryview | None:
         if self._direct is None or self._direct_filled < self._direct_size:
             return None
-        frame = memoryview(self._direct)[: self._direct_size]
+        offset, size = self._direct_offset, self._direct_size
+        frame = memoryview(self._direct)[offset : offset + size]
         self._direct = None
+        # The next read goes straight into a buffer for a frame of this size, up to a size
+        # whose buffers the spares keep for a whole burst of reads.
+        self._expected = size if size + 4 <= _MAX_READ_AHEAD_FRAME else 0
         return frame
 
     def _take_buffer(self, size: int) -> bytearray:
@@ -179,3 +241,21 @@ class FrameDecoder:
 
 def _allocate(size: int) -> bytearray:
     return bytearray(-(-size // _BUFFER_STEP) * _BUFFER_STEP)
+
+
+def _native_decoder() -> type[FrameDecoder] | None:
+    if pure_python_forced():
+        return None
+    try:
+        from minibroker.server._accel import FrameDecoder as Native
+    except ImportError:
+        return None
+    return cast(type[FrameDecoder], Native)
+
+
+NativeFrameDecoder = _native_decoder()
+
+
+def new_decoder(max_frame_bytes: int) -> FrameDecoder:
+    """The C decoder when there is one, else the pure one: the same frames and errors."""
+    return (NativeFrameDecoder or FrameDecoder)(max_frame_bytes)

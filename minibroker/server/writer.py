@@ -56,13 +56,16 @@ class ResponseWriter:
         self.queued_frames = 0
         self._paused = False
         self._closed = False
+        # Nothing queued, not paused, not closed: an answer in one piece goes straight to the
+        # transport (an attribute, as the connection reads it for every answer).
+        self.direct = True
         self._socket_fd = _sendfile_socket(transport)
         transport.set_write_buffer_limits(high=HIGH_WATER, low=0)
 
     def write(self, frames: list[bytearray | EncodedFrame]) -> None:
         """Queue the frames (answers that became ready together) and write what may be. The
         caller goes on itself: `on_frame_written` is only for frames written on `resume`."""
-        if len(frames) == 1 and not self._frames and not self._paused and not self._closed:
+        if len(frames) == 1 and self.direct:
             only = frames[0]
             if isinstance(only, bytearray):  # one answer in one piece, nothing ahead of it
                 self._transport.write(only)
@@ -74,18 +77,26 @@ class ResponseWriter:
             self._frames.append(deque(frame.parts if isinstance(frame, EncodedFrame) else [frame]))
         self.queued_frames = len(self._frames)
         self._pump()
+        self._update_direct()
 
     def pause(self) -> None:
         self._paused = True
+        self.direct = False
 
     def resume(self) -> None:
         self._paused = False
-        if self._pump():
+        written = self._pump()
+        self._update_direct()
+        if written:
             self._on_frame_written()
+
+    def _update_direct(self) -> None:
+        self.direct = not self._frames and not self._paused and not self._closed
 
     def close(self) -> None:
         """Drop what is still queued (the connection is gone)."""
         self._closed = True
+        self.direct = False
         while self._frames:
             _release(self._frames.popleft())
         self.queued_frames = 0
