@@ -245,3 +245,26 @@ class StructReader:
             return raw.decode()
         except UnicodeDecodeError as exc:
             raise RecordFormatError("a string that is not UTF-8") from exc
+
+
+def encode_group_key(kind: int, group_id: str, member_id: str | None = None) -> bytes:
+    """A group record's key (the share and streams groups' layout): its type and group id,
+    then the member id for a member's records."""
+    writer = StructWriter().int16(kind).string(group_id)
+    if member_id is not None:
+        writer.string(member_id)
+    return bytes(writer.buf)
+
+
+def decode_group_key(
+    key: bytes, kinds: frozenset[int], member_kinds: frozenset[int], group_kind: str
+) -> tuple[int, str, str | None]:
+    """`encode_group_key`'s (type, group id, member id) for a record of one of `kinds`."""
+    reader = StructReader(key)
+    kind = reader.int16()
+    if kind not in kinds:
+        raise RecordFormatError(f"record type {kind} is not a {group_kind} record")
+    group_id = reader.string()
+    member_id = reader.string() if kind in member_kinds else None
+    reader.end()
+    return kind, group_id, member_id

@@ -30,10 +30,11 @@ from collections.abc import Mapping
 
 from minibroker.groups.consumer.model import Assignment, TopicInfo
 from minibroker.groups.record_codec import (
-    RecordFormatError,
     StoredRecord,
     StructReader,
     StructWriter,
+    decode_group_key,
+    encode_group_key,
     take_changes,
     take_tombstones,
 )
@@ -54,22 +55,11 @@ _VALUE_VERSION = 0
 _STABLE = 0
 
 
-def encode_key(kind: int, group_id: str, member_id: str | None = None) -> bytes:
-    writer = StructWriter().int16(kind).string(group_id)
-    if member_id is not None:
-        writer.string(member_id)
-    return bytes(writer.buf)
+encode_key = encode_group_key
 
 
 def decode_key(key: bytes) -> tuple[int, str, str | None]:
-    reader = StructReader(key)
-    kind = reader.int16()
-    if kind not in SHARE_GROUP_RECORD_TYPES:
-        raise RecordFormatError(f"record type {kind} is not a share-group record")
-    group_id = reader.string()
-    member_id = reader.string() if kind in _MEMBER_TYPES else None
-    reader.end()
-    return kind, group_id, member_id
+    return decode_group_key(key, SHARE_GROUP_RECORD_TYPES, _MEMBER_TYPES, "share-group")
 
 
 def metadata_hash(metadata: Mapping[str, TopicInfo]) -> int:

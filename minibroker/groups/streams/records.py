@@ -36,6 +36,8 @@ from minibroker.groups.record_codec import (
     StoredRecord,
     StructReader,
     StructWriter,
+    decode_group_key,
+    encode_group_key,
     take_changes,
     take_tombstones,
 )
@@ -73,22 +75,11 @@ def record_type(key: bytes) -> int:
     return kind
 
 
-def encode_key(kind: int, group_id: str, member_id: str | None = None) -> bytes:
-    writer = StructWriter().int16(kind).string(group_id)
-    if member_id is not None:
-        writer.string(member_id)
-    return bytes(writer.buf)
+encode_key = encode_group_key
 
 
 def decode_key(key: bytes) -> tuple[int, str, str | None]:
-    reader = StructReader(key)
-    kind = reader.int16()
-    if kind not in STREAMS_GROUP_RECORD_TYPES:
-        raise RecordFormatError(f"record type {kind} is not a streams-group record")
-    group_id = reader.string()
-    member_id = reader.string() if kind in _MEMBER_TYPES else None
-    reader.end()
-    return kind, group_id, member_id
+    return decode_group_key(key, STREAMS_GROUP_RECORD_TYPES, _MEMBER_TYPES, "streams-group")
 
 
 def metadata_hash(snapshot: Iterable[tuple[str, int]]) -> int:
