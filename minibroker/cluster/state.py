@@ -161,6 +161,9 @@ class Cluster:
         self.data_dir = data_dir
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
+        # The same by the id's 16 bytes, as the native paths read it from a request: no UUID
+        # made (or hashed, a Python method) per request.
+        self.topics_by_id_bytes: dict[bytes, Topic] = {}
         log_dirs = [m.data_dir for m in logs.managers if m.data_dir is not None] or None
         self.replica_stores = ReplicaStores(log_dirs, logs.cluster_id, logs.default_config)
         logs.tell_offline(self._log_went_offline)
@@ -229,6 +232,7 @@ class Cluster:
     def _register(self, topic: Topic) -> None:
         self.topics[topic.name] = topic
         self.topics_by_id[topic.topic_id] = topic
+        self.topics_by_id_bytes[topic.topic_id.bytes] = topic
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         topic = self.topics_by_id.get(topic_id)
@@ -352,6 +356,7 @@ class Cluster:
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic."
             )
         del self.topics_by_id[topic.topic_id]
+        del self.topics_by_id_bytes[topic.topic_id.bytes]
         self._validation_configs.pop(name, None)
         for partition in topic.partitions:
             _release_waiters(partition)

@@ -183,11 +183,9 @@ def _lean_answer(
     cluster = broker.cluster
     if version >= _FIRST_TOPIC_ID_VERSION:
         assert isinstance(topic_ref, bytes)
-        topic = _known_topics.get(topic_ref)  # `_known_topic`'s first test inline
-        if topic is None or cluster.topics.get(topic.name) is not topic:
-            topic = _known_topic(cluster, topic_ref)
-            if topic is None:
-                return None
+        topic = cluster.topics_by_id_bytes.get(topic_ref)
+        if topic is None:
+            return None
         topic_key: uuid.UUID | str = topic.topic_id
     else:
         assert isinstance(topic_ref, str)
@@ -400,9 +398,7 @@ def _requested(cluster: Cluster, version: int, partitions: list[PlainPartition])
     for topic, index, leader_epoch, offset, max_bytes, log_start, last_epoch in partitions:
         if version >= _FIRST_TOPIC_ID_VERSION:
             assert isinstance(topic, bytes)
-            known = _known_topics.get(topic)  # `_known_topic`'s first test inline
-            if known is None or cluster.topics.get(known.name) is not known:
-                known = _known_topic(cluster, topic)
+            known = cluster.topics_by_id_bytes.get(topic)
             # the topic's own id object when known: the handler compares it cheaply
             topic_key: uuid.UUID | str = _topic_id(topic) if known is None else known.topic_id
             name = None if known is None else known.name
@@ -412,27 +408,6 @@ def _requested(cluster: Cluster, version: int, partitions: list[PlainPartition])
         wanted = Wanted(offset, max_bytes, leader_epoch, log_start, last_epoch)
         items.append(Requested((topic_key, index), name, wanted))
     return items
-
-
-_known_topics: dict[bytes, Topic] = {}
-
-
-def _known_topic(cluster: Cluster, raw: bytes) -> Topic | None:
-    """`cluster.topics_by_id.get` for the id's bytes. Remembered topics are checked to still
-    be the cluster's under their name, which no UUID hash or comparison (Python methods) is
-    needed for; a deleted one stays remembered only until its id is fetched again or the
-    memory is cleared."""
-    topic = _known_topics.get(raw)
-    if topic is not None and cluster.topics.get(topic.name) is topic:
-        return topic
-    topic = cluster.topics_by_id.get(_topic_id(raw))
-    if topic is None:
-        _known_topics.pop(raw, None)
-    else:
-        if len(_known_topics) >= _MAX_TOPIC_IDS:
-            _known_topics.clear()
-        _known_topics[raw] = topic
-    return topic
 
 
 def _topic_id(raw: bytes) -> uuid.UUID:

@@ -218,9 +218,8 @@ _MAX_ROUTES = 4096
 def _route(cluster: Cluster, version: int, topic_key: str | bytes, index: int) -> _Route | None:
     """The topic and partition a request names, when they exist, remembered by the request's
     key. A remembered one is reused while its topic is still the cluster's under its name
-    (the answer `topics_by_id` or `topics` would give: a deleted or recreated topic is
-    another Topic, and a topic's partitions are never replaced, only added), so no UUID is
-    made from a v13 request's topic id bytes."""
+    (the answer `topics_by_id_bytes` or `topics` would give: a deleted or recreated topic is
+    another Topic, and a topic's partitions are never replaced, only added)."""
     key = (topic_key, index)
     route = _routes.get(key)
     if route is not None and route[0] is cluster and cluster.topics.get(route[1].name) is route[1]:
@@ -228,7 +227,7 @@ def _route(cluster: Cluster, version: int, topic_key: str | bytes, index: int) -
     _routes.pop(key, None)
     if version >= _FIRST_TOPIC_ID_VERSION:
         assert isinstance(topic_key, bytes)
-        topic = cluster.topics_by_id.get(uuid.UUID(bytes=topic_key))
+        topic = cluster.topics_by_id_bytes.get(topic_key)
     else:
         topic = cluster.topics.get(str(topic_key))
     if topic is None:
